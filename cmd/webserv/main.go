@@ -1,0 +1,62 @@
+// Command webserv runs WebServ web-agent environments.
+//
+//	webserv try URL     open URL, print the observation, read actions from stdin
+//	webserv demo        run a scripted episode on a bundled demo shop
+//
+// Run "webserv COMMAND -h" for a command's flags.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"go.uber.org/zap"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	log, err := zap.NewDevelopment()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer func() { _ = log.Sync() }()
+
+	var run func(context.Context, *zap.Logger, []string, io.Reader, io.Writer) error
+	switch os.Args[1] {
+	case "try":
+		run = tryCmd
+	case "demo":
+		run = demoCmd
+	case "-h", "--help", "help":
+		usage()
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "webserv: unknown command %q\n\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	if err := run(ctx, log, os.Args[2:], os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "webserv:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: webserv COMMAND [flags]
+
+commands:
+  try URL   open URL in an environment, print the observation, then read
+            actions from stdin (click("id"), fill("id", "text"), goto [url],
+            stop [answer], ...) and print each next observation
+  demo      run a scripted episode on a bundled demo shop and print every step
+`)
+}

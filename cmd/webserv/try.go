@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/envcore"
+)
+
+// envFlags are the environment settings every command takes.
+type envFlags struct {
+	cfg  envcore.Config
+	show bool
+	bin  string
+}
+
+func (f *envFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&f.cfg.IdleWindow, "idle", 0, "idle window with no request in flight before observing (default 500ms)")
+	fs.DurationVar(&f.cfg.SettleTimeout, "settle-timeout", 0, "longest wait for the page to settle (default 10s)")
+	fs.BoolVar(&f.cfg.Observe.AXTree, "axtree", false, "print the accessibility-tree view instead of the HTML")
+	fs.BoolVar(&f.show, "show", false, "show the browser window instead of running headless")
+	fs.StringVar(&f.bin, "chromium", "", "Chromium binary (default $WEBSERV_CHROMIUM or /usr/bin/chromium)")
+}
+
+func (f *envFlags) launch(ctx context.Context, log *zap.Logger) (*envcore.Browser, error) {
+	return envcore.Launch(ctx, log.Named("browser"), envcore.BrowserOptions{Bin: f.bin, Show: f.show})
+}
+
+func tryCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("try", flag.ContinueOnError)
+	var ef envFlags
+	ef.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: webserv try [flags] URL\n\nOpens URL, prints the observation, then reads one action per line from stdin.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("try needs exactly one URL")
+	}
+	b, err := ef.launch(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	env := b.NewEnv(ef.cfg)
+	defer env.Close()
+	obs, info, err := env.Reset(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	printObservation(stdout, obs, info, ef.cfg.Observe.AXTree)
+	return repl(ctx, env, stdin, stdout, ef.cfg.Observe.AXTree)
+}
+
+// repl reads actions line by line and prints each next observation.
+func repl(ctx context.Context, env *envcore.Env, in io.Reader, out io.Writer, axtree bool) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	fmt.Fprint(out, "\naction> ")
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch line {
+		case "":
+			fmt.Fprint(out, "action> ")
+			continue
+		case "quit", "exit":
+			return nil
+		}
+		obs, info, err := env.StepText(ctx, line)
+		if errors.Is(err, envcore.ErrTerminated) {
+			fmt.Fprintln(out, "the episode has ended; type quit")
+			fmt.Fprint(out, "action> ")
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		printObservation(out, obs, info, axtree)
+		fmt.Fprint(out, "\naction> ")
+	}
+	return sc.Err()
+}

@@ -1,0 +1,92 @@
+package envcore_test
+
+import (
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/webserv-rl/webserv/envcore"
+)
+
+// Run with:
+//
+//	go test ./envcore -run '^$' -bench . -benchtime 40x
+//
+// Figures are medians and 90th percentiles over the iterations (ms), not
+// means: the machines are shared and a few slow iterations should not move
+// the headline.
+
+// BenchmarkExtract measures a full observation (the DOM walk in the page,
+// the CDP round trip and decoding) of a catalogue page with 300 interactive
+// elements (/big.html: 100 cards with a link, a price and a button).
+func BenchmarkExtract(b *testing.B) {
+	env := newEnv(b, envcore.Config{})
+	obs := mustReset(b, env, "/big.html")
+	if len(obs.Clickable) != 200 || obs.Stats.Visited < 300 {
+		b.Fatalf("unexpected page: %d clickable, %d elements", len(obs.Clickable), obs.Stats.Visited)
+	}
+	for _, opts := range []struct {
+		name string
+		o    envcore.ObserveOptions
+	}{{"html", envcore.ObserveOptions{}}, {"html+axtree", envcore.ObserveOptions{AXTree: true}}} {
+		b.Run(opts.name, func(b *testing.B) {
+			var total, inPage []time.Duration
+			var size int
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				o, err := env.Observe(testCtx(b), opts.o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total = append(total, time.Since(t0))
+				inPage = append(inPage, time.Duration(o.Stats.JSMs*float64(time.Millisecond)))
+				size = len(o.HTML) + len(o.AXTree)
+			}
+			report(b, "total", total)
+			report(b, "in-page", inPage)
+			b.ReportMetric(float64(size), "obs-bytes")
+			b.ReportMetric(float64(obs.Stats.Visited), "elements")
+		})
+	}
+}
+
+// BenchmarkStepOverhead measures what a step costs beyond the idle window
+// (500ms, the default): acting, the settle wait's overshoot, and extraction,
+// for actions that start no request.
+func BenchmarkStepOverhead(b *testing.B) {
+	env := newEnv(b, envcore.Config{IdleWindow: 500 * time.Millisecond})
+	mustReset(b, env, "/inputs.html")
+	for _, c := range []struct{ name, action string }{
+		{"click", `click("profile.newsletter")`},
+		{"type", `fill("profile.full-name", "Grace Hopper")`},
+		{"select", `select_option("profile.country", "France")`},
+		{"hover", `hover("profile.save-profile")`},
+		{"noop", `noop()`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var over, act, extract []time.Duration
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				_, info := mustStep(b, env, c.action)
+				if info.ActionError != "" || !info.Settled {
+					b.Fatalf("%s: %s %s", c.action, info.ActionError, info.SettleError)
+				}
+				over = append(over, time.Since(t0)-500*time.Millisecond)
+				act = append(act, info.Action)
+				extract = append(extract, info.Extract)
+			}
+			report(b, "overhead", over)
+			report(b, "action", act)
+			report(b, "extract", extract)
+		})
+	}
+}
+
+func report(b *testing.B, name string, d []time.Duration) {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	ms := func(q float64) float64 {
+		return float64(d[int(q*float64(len(d)-1))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(ms(0.5), name+"-p50-ms")
+	b.ReportMetric(ms(0.9), name+"-p90-ms")
+}

@@ -1,0 +1,312 @@
+package envcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/go-rod/rod"
+	"github.com/go-rod/rod/lib/launcher"
+	"github.com/go-rod/rod/lib/launcher/flags"
+	"github.com/go-rod/rod/lib/proto"
+	"go.uber.org/zap"
+)
+
+// DefaultChromium is the browser binary used when BrowserOptions.Bin is empty
+// and $WEBSERV_CHROMIUM is unset: Debian's chromium package.
+const DefaultChromium = "/usr/bin/chromium"
+
+// closedNetworkFlags keep Chromium from calling home. On a closed network each
+// of these background connections fails, and some retry in a loop.
+var closedNetworkFlags = []string{
+	"disable-background-networking",
+	"disable-component-update",
+	"disable-sync",
+	"no-first-run",
+	"disable-quic",
+	"disable-domain-reliability",
+	"disable-client-side-phishing-detection",
+}
+
+// BrowserOptions configures the Chromium process.
+type BrowserOptions struct {
+	// Bin is the Chromium binary. Empty means $WEBSERV_CHROMIUM, then
+	// DefaultChromium. WebServ never downloads a browser.
+	Bin string
+	// Show opens a visible window instead of running headless.
+	Show bool
+	// Flags are extra command-line switches, without the leading dashes
+	// ("lang=en-US", "disable-gpu").
+	Flags []string
+}
+
+// Browser owns one Chromium process. Many environments share it, each in its
+// own browser context (an incognito profile: separate cookies, storage and
+// cache). A Browser is safe for concurrent use.
+type Browser struct {
+	log      *zap.Logger
+	rod      *rod.Browser
+	launcher *launcher.Launcher
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when the event loop ends
+
+	mu       sync.RWMutex
+	sessions map[proto.TargetSessionID]*tab
+	targets  map[proto.TargetTargetID]*tab
+	contexts map[proto.BrowserBrowserContextID]*Env
+	closed   bool
+}
+
+// Launch starts Chromium and connects to it. The process ends when ctx is
+// cancelled or Close is called.
+func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	bin := opts.Bin
+	if bin == "" {
+		bin = os.Getenv("WEBSERV_CHROMIUM")
+	}
+	if bin == "" {
+		bin = DefaultChromium
+	}
+	if _, err := exec.LookPath(bin); err != nil {
+		return nil, fmt.Errorf("chromium not found at %s: install Debian's chromium package (apt-get install chromium) or set WEBSERV_CHROMIUM: %w", bin, err)
+	}
+
+	l := launcher.New().Context(ctx).Bin(bin).Headless(!opts.Show).Leakless(true)
+	for _, f := range closedNetworkFlags {
+		l.Set(flagName(f))
+	}
+	l.Set("disable-gpu").Set("mute-audio").Set("hide-scrollbars").Set("disable-extensions").
+		Set("no-default-browser-check").Set("password-store", "basic").
+		// No back/forward cache: going back re-runs the page, so an
+		// observation after go_back depends only on the history entry.
+		Set("disable-features", "site-per-process", "TranslateUI", "BackForwardCache", "MediaRouter",
+			"OptimizationHints", "AutofillServerCommunication", "InterestFeedContentSuggestions")
+	if os.Geteuid() == 0 {
+		l.Set("no-sandbox")
+	}
+	for _, f := range opts.Flags {
+		name, val, hasVal := cut(f, '=')
+		if hasVal {
+			l.Set(flagName(name), val)
+		} else {
+			l.Set(flagName(name))
+		}
+	}
+
+	u, err := l.Launch()
+	if err != nil {
+		return nil, fmt.Errorf("launch chromium (%s): %w", bin, err)
+	}
+	bctx, cancel := context.WithCancel(context.Background())
+	rb := rod.New().ControlURL(u).Context(bctx)
+	if err := rb.Connect(); err != nil {
+		cancel()
+		l.Kill()
+		return nil, fmt.Errorf("connect to chromium: %w", err)
+	}
+	b := &Browser{
+		log:      log,
+		rod:      rb,
+		launcher: l,
+		ctx:      bctx,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		sessions: map[proto.TargetSessionID]*tab{},
+		targets:  map[proto.TargetTargetID]*tab{},
+		contexts: map[proto.BrowserBrowserContextID]*Env{},
+	}
+	events := rb.Event() // subscribe before auto-attach so no attach is missed
+	go b.loop(events)
+
+	// Every new page target (ours or a popup) starts paused until we have
+	// installed the injected script; see onAttached.
+	err = proto.TargetSetAutoAttach{AutoAttach: true, WaitForDebuggerOnStart: true, Flatten: true}.Call(rb)
+	if err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("chromium auto-attach: %w", err)
+	}
+	if ver, err := (proto.BrowserGetVersion{}).Call(rb); err == nil {
+		log.Info("browser started", zap.String("product", ver.Product), zap.String("bin", bin))
+	}
+	return b, nil
+}
+
+func flagName(s string) flags.Flag { return flags.Flag(s) }
+
+func cut(s string, sep byte) (before, after string, found bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// Close ends every environment and the Chromium process.
+func (b *Browser) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	err := proto.BrowserClose{}.Call(b.rod)
+	b.cancel()
+	b.launcher.Kill()
+	b.launcher.Cleanup()
+	select {
+	case <-b.done:
+	case <-time.After(5 * time.Second):
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return nil // the process is gone either way
+	}
+	return nil
+}
+
+// Alive reports whether the Chromium process is still connected.
+func (b *Browser) Alive() bool {
+	select {
+	case <-b.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// loop receives every CDP event and dispatches it by session to its tab.
+func (b *Browser) loop(events <-chan *rod.Message) {
+	defer close(b.done)
+	for msg := range events {
+		switch msg.Method {
+		case "Target.attachedToTarget":
+			if msg.SessionID != "" {
+				continue // nested auto-attach of a page's own children
+			}
+			var ev proto.TargetAttachedToTarget
+			msg.Load(&ev)
+			go b.onAttached(ev)
+		case "Target.detachedFromTarget":
+			var ev proto.TargetDetachedFromTarget
+			msg.Load(&ev)
+			b.forget(b.tabBySession(ev.SessionID))
+		case "Target.targetDestroyed":
+			var ev proto.TargetTargetDestroyed
+			msg.Load(&ev)
+			b.forget(b.tabByTarget(ev.TargetID))
+		case "Target.targetInfoChanged":
+			var ev proto.TargetTargetInfoChanged
+			msg.Load(&ev)
+			if t := b.tabByTarget(ev.TargetInfo.TargetID); t != nil {
+				t.setInfo(ev.TargetInfo.URL, ev.TargetInfo.Title)
+			}
+		default:
+			if t := b.tabBySession(msg.SessionID); t != nil {
+				t.onEvent(msg)
+			}
+		}
+	}
+}
+
+func (b *Browser) tabBySession(id proto.TargetSessionID) *tab {
+	if id == "" {
+		return nil
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.sessions[id]
+}
+
+func (b *Browser) tabByTarget(id proto.TargetTargetID) *tab {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.targets[id]
+}
+
+func (b *Browser) forget(t *tab) {
+	if t == nil {
+		return
+	}
+	b.mu.Lock()
+	delete(b.sessions, t.session)
+	delete(b.targets, t.id)
+	b.mu.Unlock()
+	t.env.dropTab(t)
+}
+
+// onAttached prepares a new page target while Chromium holds it paused: the
+// injected bundle goes in before any script of the page can run, then the
+// page resumes. Targets of contexts no environment owns just resume.
+func (b *Browser) onAttached(ev proto.TargetAttachedToTarget) {
+	sess := session{b: b.rod, id: ev.SessionID, ctx: b.ctx}
+	info := ev.TargetInfo
+	resume := func() { _ = proto.RuntimeRunIfWaitingForDebugger{}.Call(sess) }
+	if info.Type != proto.TargetTargetInfoTypePage {
+		resume()
+		return
+	}
+	b.mu.RLock()
+	env := b.contexts[info.BrowserContextID]
+	b.mu.RUnlock()
+	if ce := b.log.Check(zap.DebugLevel, "target attached"); ce != nil {
+		ce.Write(zap.String("type", string(info.Type)), zap.String("url", info.URL), zap.Bool("managed", env != nil), zap.String("opener", string(info.OpenerID)))
+	}
+	if env == nil {
+		resume()
+		return
+	}
+	t := newTab(env, ev.SessionID, info)
+	b.mu.Lock()
+	b.sessions[ev.SessionID] = t
+	b.targets[info.TargetID] = t
+	b.mu.Unlock()
+	ictx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	err := t.install(ictx, env.cfg.Viewport)
+	cancel()
+	if err != nil {
+		env.log.Warn("preparing a new tab failed", zap.Error(err), zap.String("url", info.URL))
+		resume()
+	}
+	env.addTab(t)
+}
+
+// newContext creates an isolated browser context for env.
+func (b *Browser) newContext(ctx context.Context, env *Env) (proto.BrowserBrowserContextID, error) {
+	res, err := proto.TargetCreateBrowserContext{}.Call(b.rod.Context(ctx))
+	if err != nil {
+		return "", fmt.Errorf("create browser context: %w", err)
+	}
+	b.mu.Lock()
+	b.contexts[res.BrowserContextID] = env
+	b.mu.Unlock()
+	// Downloads would write files on the host; an agent gets no use of them.
+	_ = proto.BrowserSetDownloadBehavior{Behavior: proto.BrowserSetDownloadBehaviorBehaviorDeny, BrowserContextID: res.BrowserContextID}.Call(b.rod.Context(ctx))
+	return res.BrowserContextID, nil
+}
+
+// disposeContext closes a browser context and all its tabs.
+func (b *Browser) disposeContext(ctx context.Context, id proto.BrowserBrowserContextID) error {
+	err := proto.TargetDisposeBrowserContext{BrowserContextID: id}.Call(b.rod.Context(ctx))
+	b.mu.Lock()
+	delete(b.contexts, id)
+	for sid, t := range b.sessions {
+		if t.ctxID == id {
+			delete(b.sessions, sid)
+			delete(b.targets, t.id)
+		}
+	}
+	b.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("dispose browser context: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+// Package envcore is one web-agent environment: a Chromium browser context
+// with its tabs, a compact observation of the page, a small set of semantic
+// actions, and a step that returns only once the page's network has gone
+// quiet. It follows the WebServ paper, sections 3.2 and 3.3.
+//
+// # Browser and environments
+//
+// A Browser owns one Chromium process (Debian's /usr/bin/chromium; nothing
+// is downloaded). Environments share it, each in its own incognito browser
+// context, so cookies, storage and history never leak between them:
+//
+//	b, err := envcore.Launch(ctx, logger, envcore.BrowserOptions{})
+//	...
+//	defer b.Close()
+//	env := b.NewEnv(envcore.Config{IdleWindow: 500 * time.Millisecond})
+//	defer env.Close()
+//	obs, info, err := env.Reset(ctx, "http://127.0.0.1:8080/")
+//
+// Every page target the environment gets — the first tab, a new_tab, a
+// popup the page opens — is held paused by Chromium until the scripts of
+// package inject are installed, so the request counter and the listener
+// patch see everything the page does from its first script on.
+//
+// # Observation
+//
+// Observation has the paper's five components: HTML stripped to what a
+// person sees, annotated with data-semantic-id on every element an action
+// can target; the Clickable and Hoverable ids; Inputs and Selects with their
+// live state. Ids are readable slugs ("add-to-cart", "login.email",
+// "size.large") that stay the same across steps while the page does not
+// change. ObserveOptions adds a PNG screenshot and an accessibility-tree
+// text view with the same ids.
+//
+// # Actions
+//
+// Action is the structured form; ParseAction reads the string forms agents
+// emit, BrowserGym calls (click("buy"), fill("q", "shoes")) and WebArena
+// commands (click [buy], type [q] [shoes] [1], stop [answer]):
+//
+//	obs, info, err = env.StepText(ctx, `fill("search", "blue shirt", enter=True)`)
+//
+// Element actions resolve the id, check the element is visible, enabled
+// and not covered, scroll it into view and send real mouse and keyboard
+// input. A failed action is not an error: the observation says what went
+// wrong in LastActionError, with ids that look alike when an id is unknown,
+// and the episode goes on. Errors returned by Step are the environment's:
+// closed, terminated, browser gone.
+//
+// # Quiescence
+//
+// After an action the step waits until the active tab has had no document
+// loading and no XHR or fetch in flight for Config.IdleWindow (500ms by
+// default). A page that does not settle within Config.SettleTimeout is
+// observed as it is, with StepInfo.Settled false and StepInfo.SettleError
+// naming the requests it was waiting for. Requests open longer than
+// Config.LongRequest stop counting, and WebSocket and EventSource never
+// count, so long polling and push channels do not make every step time out.
+// StepInfo reports the time spent acting, settling and extracting.
+package envcore

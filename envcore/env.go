@@ -1,0 +1,459 @@
+package envcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-rod/rod/lib/proto"
+	"go.uber.org/zap"
+)
+
+// Viewport is the size of every tab's window in CSS pixels.
+type Viewport struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// Config configures one environment. The zero value of each field means its
+// default.
+type Config struct {
+	// Viewport of every tab. Default 1280x720.
+	Viewport Viewport
+	// IdleWindow is how long the page must have no request in flight before
+	// a step observes it (WebServ paper, 3.3). Default 500ms.
+	IdleWindow time.Duration
+	// SettleTimeout bounds the wait for quiescence after an action. A page
+	// still busy then is observed as it is and the step reports
+	// Settled=false. Default 10s.
+	SettleTimeout time.Duration
+	// LongRequest is the age after which a request in flight stops
+	// counting, so long polling does not hold every step. WebSocket and
+	// EventSource never count. Default 5s.
+	LongRequest time.Duration
+	// ActionTimeout bounds the action itself (not the settle). Default 10s.
+	ActionTimeout time.Duration
+	// Retries is how many times an element action is retried when its
+	// target is covered or not yet visible. Default 2; -1 means none.
+	Retries int
+	// MaxTabs is the most tabs an environment may have open. Default 10.
+	MaxTabs int
+	// Observe are the optional observation parts every Step returns.
+	Observe ObserveOptions
+}
+
+func (c Config) withDefaults() Config {
+	if c.Viewport.Width <= 0 || c.Viewport.Height <= 0 {
+		c.Viewport = Viewport{1280, 720}
+	}
+	if c.IdleWindow <= 0 {
+		c.IdleWindow = 500 * time.Millisecond
+	}
+	if c.SettleTimeout <= 0 {
+		c.SettleTimeout = 10 * time.Second
+	}
+	if c.LongRequest <= 0 {
+		c.LongRequest = 5 * time.Second
+	}
+	if c.ActionTimeout <= 0 {
+		c.ActionTimeout = 10 * time.Second
+	}
+	if c.Retries == 0 {
+		c.Retries = 2
+	} else if c.Retries < 0 {
+		c.Retries = 0
+	}
+	if c.MaxTabs <= 0 {
+		c.MaxTabs = 10
+	}
+	return c
+}
+
+// StepInfo tells how a step went.
+type StepInfo struct {
+	// Action, Settle and Extract split the step's time.
+	Action  time.Duration `json:"action"`
+	Settle  time.Duration `json:"settle"`
+	Extract time.Duration `json:"extract"`
+	// Settled is false when the page was still busy at SettleTimeout;
+	// SettleError then says what it was waiting for.
+	Settled     bool   `json:"settled"`
+	SettleError string `json:"settle_error,omitempty"`
+	// ActionError is the action's failure, as also put in
+	// Observation.LastActionError; ActionErrorCode classifies it.
+	ActionError     string `json:"action_error,omitempty"`
+	ActionErrorCode string `json:"action_error_code,omitempty"`
+	// Attempts is how many times the action ran (1 plus retries).
+	Attempts int `json:"attempts"`
+	// Terminated is set when the step was a terminate action.
+	Terminated bool   `json:"terminated,omitempty"`
+	Answer     string `json:"answer,omitempty"`
+	Infeasible bool   `json:"infeasible,omitempty"`
+}
+
+// Errors of environment operations (not of agent actions, which are
+// reported in the observation).
+var (
+	ErrClosed     = errors.New("environment is closed: make a new one")
+	ErrTerminated = errors.New("episode ended with terminate: call Reset to start a new one")
+	ErrNotReset   = errors.New("environment has no page yet: call Reset first")
+)
+
+// Env is one web-agent environment: an isolated browser context with its
+// tabs. Its methods are safe for concurrent use and run one at a time.
+type Env struct {
+	b   *Browser
+	log *zap.Logger
+	cfg Config
+
+	mu         sync.Mutex // serializes Reset, Step, Observe, Close
+	ctxID      proto.BrowserBrowserContextID
+	closed     bool
+	terminated bool
+	chat       []ChatMessage
+
+	tabMu   sync.Mutex
+	tabs    []*tab
+	active  int
+	changed chan struct{} // closed and replaced whenever tabs change
+}
+
+// NewEnv creates an environment on b. It opens no page until Reset.
+func (b *Browser) NewEnv(cfg Config) *Env {
+	return &Env{b: b, log: b.log, cfg: cfg.withDefaults(), changed: make(chan struct{})}
+}
+
+// Config returns the environment's configuration with defaults filled in.
+func (e *Env) Config() Config { return e.cfg }
+
+// Reset starts a new episode: a fresh browser context (no cookies, storage
+// or history of the last episode) with one tab at startURL, observed once
+// the page has settled.
+func (e *Env) Reset(ctx context.Context, startURL string) (Observation, StepInfo, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return Observation{}, StepInfo{}, ErrClosed
+	}
+	if err := e.dispose(ctx); err != nil {
+		e.log.Warn("disposing the last episode's context failed", zap.Error(err))
+	}
+	id, err := e.b.newContext(ctx, e)
+	if err != nil {
+		return Observation{}, StepInfo{}, err
+	}
+	e.tabMu.Lock()
+	e.ctxID = id // written under both locks: addTab reads it under tabMu alone
+	e.tabMu.Unlock()
+	e.terminated = false
+	e.chat = nil
+	start := time.Now()
+	var info StepInfo
+	info.Attempts = 1
+	t, err := e.openTab(ctx)
+	if err != nil {
+		return Observation{}, info, err
+	}
+	if startURL != "" {
+		if aerr := e.navigate(ctx, t, startURL); aerr != nil {
+			var ae *ActionError
+			if !errors.As(aerr, &ae) {
+				return Observation{}, info, aerr
+			}
+			info.ActionError, info.ActionErrorCode = ae.Message, ae.Code
+		}
+	}
+	info.Action = time.Since(start)
+	return e.finishStep(ctx, info, start, "", e.cfg.Observe)
+}
+
+// Step executes one action, waits for the page to settle and returns the
+// next observation. An action that fails (unknown id, element covered, page
+// not reachable) is not an error: the observation reports it in
+// LastActionError and the episode goes on. Errors are for the environment
+// itself: closed, terminated, browser gone, ctx done.
+func (e *Env) Step(ctx context.Context, a Action) (Observation, StepInfo, error) {
+	return e.StepObserve(ctx, a, e.cfg.Observe)
+}
+
+// StepObserve is Step with the optional observation parts chosen per call.
+func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (Observation, StepInfo, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.usable(); err != nil {
+		return Observation{}, StepInfo{}, err
+	}
+	start := time.Now()
+	info := StepInfo{Attempts: 1}
+	if err := a.Validate(); err != nil {
+		info.ActionError, info.ActionErrorCode = err.Error(), "bad_action"
+		return e.finishStep(ctx, info, time.Time{}, a.String(), opts)
+	}
+	actx, cancel := context.WithTimeout(ctx, e.cfg.ActionTimeout)
+	attempts, err := e.execute(actx, a)
+	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
+	cancel()
+	info.Attempts = attempts
+	info.Action = time.Since(start)
+	var ae *ActionError
+	switch {
+	case errors.As(err, &ae):
+		info.ActionError, info.ActionErrorCode = ae.Message, ae.Code
+	case err != nil && ctx.Err() != nil:
+		return Observation{}, info, ctx.Err()
+	case err != nil && timedOut:
+		info.ActionError, info.ActionErrorCode = fmt.Sprintf("action did not finish within %s", e.cfg.ActionTimeout), "timeout"
+	case err != nil:
+		return Observation{}, info, fmt.Errorf("step %s: %w", a, err)
+	}
+	if a.Type == Terminate && err == nil {
+		e.terminated = true
+		info.Terminated, info.Answer, info.Infeasible = true, a.Answer, a.Infeasible
+	}
+	if a.Type == SendMsg && err == nil {
+		e.chat = append(e.chat, ChatMessage{Role: "assistant", Text: a.Text})
+	}
+	settleFrom := start
+	if a.Type == Terminate || a.Type == SendMsg {
+		settleFrom = time.Time{} // nothing happened in the page
+	}
+	return e.finishStep(ctx, info, settleFrom, a.String(), opts)
+}
+
+// StepText parses an action string (see ParseAction) and steps it. A string
+// that does not parse is reported like a failed action: the observation of
+// the unchanged page with the parse error in LastActionError.
+func (e *Env) StepText(ctx context.Context, s string) (Observation, StepInfo, error) {
+	a, err := ParseAction(s)
+	if err != nil {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if err := e.usable(); err != nil {
+			return Observation{}, StepInfo{}, err
+		}
+		info := StepInfo{ActionError: err.Error(), ActionErrorCode: "bad_action"}
+		return e.finishStep(ctx, info, time.Time{}, s, e.cfg.Observe)
+	}
+	return e.Step(ctx, a)
+}
+
+// Observe returns the current observation without acting or waiting.
+func (e *Env) Observe(ctx context.Context, opts ObserveOptions) (Observation, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return Observation{}, ErrClosed
+	}
+	if e.ctxID == "" {
+		return Observation{}, ErrNotReset
+	}
+	return e.observe(ctx, opts)
+}
+
+// Close ends the environment and frees its browser context.
+func (e *Env) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return e.dispose(ctx)
+}
+
+// Terminated reports whether the episode ended with a terminate action.
+func (e *Env) Terminated() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.terminated
+}
+
+func (e *Env) usable() error {
+	switch {
+	case e.closed:
+		return ErrClosed
+	case e.ctxID == "":
+		return ErrNotReset
+	case e.terminated:
+		return ErrTerminated
+	}
+	return nil
+}
+
+func (e *Env) dispose(ctx context.Context) error {
+	if e.ctxID == "" {
+		return nil
+	}
+	id := e.ctxID
+	e.tabMu.Lock()
+	e.ctxID = ""
+	e.tabs, e.active = nil, 0
+	e.tabMu.Unlock()
+	return e.b.disposeContext(ctx, id)
+}
+
+// finishStep waits for quiescence (unless settleFrom is zero), extracts the
+// observation and fills the step's bookkeeping.
+func (e *Env) finishStep(ctx context.Context, info StepInfo, settleFrom time.Time, last string, opts ObserveOptions) (Observation, StepInfo, error) {
+	info.Settled = true
+	if !settleFrom.IsZero() {
+		t0 := time.Now()
+		if err := e.settle(ctx, settleFrom, settleFrom.Add(info.Action)); err != nil {
+			var nse *NotSettledError
+			if !errors.As(err, &nse) {
+				return Observation{}, info, err
+			}
+			info.Settled, info.SettleError = false, nse.Error()
+		}
+		info.Settle = time.Since(t0)
+	}
+	t0 := time.Now()
+	obs, err := e.observe(ctx, opts)
+	info.Extract = time.Since(t0)
+	if err != nil {
+		return Observation{}, info, err
+	}
+	obs.LastAction = last
+	obs.LastActionError = info.ActionError
+	return obs, info, nil
+}
+
+// observe extracts the active tab's observation and the environment's parts.
+func (e *Env) observe(ctx context.Context, opts ObserveOptions) (Observation, error) {
+	t, tabs, active := e.snapshotTabs()
+	if t == nil {
+		return Observation{}, fmt.Errorf("environment has no open tab")
+	}
+	if _, _, crashed := t.loadState(); crashed {
+		return Observation{}, fmt.Errorf("the page in tab %d crashed: reset the environment", active)
+	}
+	var obs Observation
+	if err := t.extract(ctx, opts, &obs); err != nil {
+		return Observation{}, err
+	}
+	obs.ActiveTab = active
+	obs.Tabs = make([]Tab, len(tabs))
+	for i, x := range tabs {
+		url, title := obs.URL, obs.Title
+		if x != t {
+			url, title = x.refreshInfo(ctx, e.b)
+		}
+		obs.Tabs[i] = Tab{Index: i, URL: url, Title: title, Active: i == active}
+	}
+	for _, x := range tabs {
+		obs.Dialogs = append(obs.Dialogs, x.takeDialogs()...)
+	}
+	obs.Chat = append([]ChatMessage(nil), e.chat...)
+	return obs, nil
+}
+
+// ---- tabs -----------------------------------------------------------------
+
+// addTab is called by the browser when a page target of this environment's
+// context is ready (ours or a popup).
+func (e *Env) addTab(t *tab) {
+	e.tabMu.Lock()
+	defer e.tabMu.Unlock()
+	if t.ctxID != e.ctxID {
+		return // a tab of an earlier episode's context
+	}
+	e.tabs = append(e.tabs, t)
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+// dropTab is called when a tab's target goes away.
+func (e *Env) dropTab(t *tab) {
+	e.tabMu.Lock()
+	defer e.tabMu.Unlock()
+	for i, x := range e.tabs {
+		if x != t {
+			continue
+		}
+		e.tabs = append(e.tabs[:i], e.tabs[i+1:]...)
+		// Closing the active tab activates the one before it.
+		if e.active > i || e.active == i {
+			e.active = max(0, e.active-1)
+		}
+		e.active = min(e.active, max(0, len(e.tabs)-1))
+		close(e.changed)
+		e.changed = make(chan struct{})
+		return
+	}
+}
+
+func (e *Env) snapshotTabs() (activeTab *tab, tabs []*tab, active int) {
+	e.tabMu.Lock()
+	defer e.tabMu.Unlock()
+	if len(e.tabs) == 0 {
+		return nil, nil, 0
+	}
+	return e.tabs[e.active], append([]*tab(nil), e.tabs...), e.active
+}
+
+func (e *Env) activeTab() *tab {
+	t, _, _ := e.snapshotTabs()
+	return t
+}
+
+func (e *Env) setActive(t *tab) {
+	e.tabMu.Lock()
+	defer e.tabMu.Unlock()
+	for i, x := range e.tabs {
+		if x == t {
+			e.active = i
+		}
+	}
+}
+
+// openTab creates a tab in the environment's context, waits until the
+// browser has prepared it, and makes it active.
+func (e *Env) openTab(ctx context.Context) (*tab, error) {
+	res, err := proto.TargetCreateTarget{URL: "about:blank", BrowserContextID: e.ctxID}.Call(e.b.rod.Context(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("open tab: %w", err)
+	}
+	for {
+		e.tabMu.Lock()
+		for i, t := range e.tabs {
+			if t.id == res.TargetID {
+				e.active = i
+				e.tabMu.Unlock()
+				return t, nil
+			}
+		}
+		ch := e.changed
+		e.tabMu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("open tab: %w", ctx.Err())
+		case <-time.After(10 * time.Second):
+			return nil, fmt.Errorf("open tab: the browser did not report the new tab within 10s")
+		}
+	}
+}
+
+// Evaluate runs a JavaScript expression in the active tab's page and
+// decodes its JSON-encodable result into out (which may be nil). It is for
+// task checks (a locator that reads the page's state), not for agents.
+func (e *Env) Evaluate(ctx context.Context, expr string, out any) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	t := e.activeTab()
+	if t == nil {
+		return ErrNotReset
+	}
+	err := t.evalJSON(ctx, expr, out)
+	if errors.Is(err, errNoInjection) {
+		return fmt.Errorf("evaluate: %w", err)
+	}
+	return err
+}

@@ -1,0 +1,210 @@
+package envcore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-rod/rod/lib/input"
+	"github.com/go-rod/rod/lib/proto"
+)
+
+// namedKeys maps the key names agents use (Playwright's, plus common
+// aliases, compared case-insensitively) to rod's US keyboard layout.
+var namedKeys = map[string]input.Key{
+	"enter": input.Enter, "return": input.Enter, "tab": input.Tab, "escape": input.Escape, "esc": input.Escape,
+	"backspace": input.Backspace, "delete": input.Delete, "del": input.Delete, "insert": input.Insert,
+	"space": input.Space, " ": input.Space,
+	"arrowup": input.ArrowUp, "up": input.ArrowUp, "arrowdown": input.ArrowDown, "down": input.ArrowDown,
+	"arrowleft": input.ArrowLeft, "left": input.ArrowLeft, "arrowright": input.ArrowRight, "right": input.ArrowRight,
+	"home": input.Home, "end": input.End, "pageup": input.PageUp, "pagedown": input.PageDown,
+	"f1": input.F1, "f2": input.F2, "f3": input.F3, "f4": input.F4, "f5": input.F5, "f6": input.F6,
+	"f7": input.F7, "f8": input.F8, "f9": input.F9, "f10": input.F10, "f11": input.F11, "f12": input.F12,
+}
+
+// modifierKeys maps modifier names to rod keys.
+var modifierKeys = map[string]input.Key{
+	"control": input.ControlLeft, "ctrl": input.ControlLeft, "controlormeta": input.ControlLeft,
+	"shift": input.ShiftLeft, "alt": input.AltLeft, "option": input.AltLeft,
+	"meta": input.MetaLeft, "cmd": input.MetaLeft, "command": input.MetaLeft, "super": input.MetaLeft,
+}
+
+// printable holds the ASCII characters rod's layout can type as keystrokes.
+var printable = func() map[rune]input.Key {
+	m := map[rune]input.Key{}
+	for r := rune(32); r < 127; r++ {
+		if k, ok := asciiKey(r); ok {
+			m[r] = k
+		}
+	}
+	m['\n'] = input.Enter
+	return m
+}()
+
+func asciiKey(r rune) (k input.Key, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	k = input.Key(r)
+	k.Info() // panics for keys outside the layout
+	return k, true
+}
+
+// keyCombo is a parsed key press: modifiers held while key is pressed.
+type keyCombo struct {
+	mods []input.Key
+	key  input.Key
+}
+
+// parseKeyCombo reads "Enter", "a", "Control+a", "Shift+Tab", "Meta+Shift+z".
+func parseKeyCombo(s string) (keyCombo, error) {
+	var kc keyCombo
+	if s == "" {
+		return kc, fmt.Errorf("empty key")
+	}
+	parts := strings.Split(s, "+")
+	if strings.HasSuffix(s, "++") || s == "+" { // the "+" key itself
+		parts = append(parts[:len(parts)-2], "+")
+	}
+	for i, p := range parts {
+		last := i == len(parts)-1
+		if !last {
+			m, ok := modifierKeys[strings.ToLower(strings.TrimSpace(p))]
+			if !ok {
+				return kc, fmt.Errorf("unknown modifier %q in key %q; use Control, Shift, Alt or Meta", p, s)
+			}
+			kc.mods = append(kc.mods, m)
+			continue
+		}
+		if k, ok := namedKeys[strings.ToLower(p)]; ok {
+			kc.key = k
+		} else if m, ok := modifierKeys[strings.ToLower(p)]; ok {
+			kc.key = m
+		} else if r, size := utf8.DecodeRuneInString(p); size == len(p) && printable[r] != 0 {
+			kc.key = printable[r]
+		} else {
+			return kc, fmt.Errorf("unknown key %q; use a name like Enter, Tab, Escape, Backspace, ArrowDown, PageUp, F5, or one character", p)
+		}
+	}
+	return kc, nil
+}
+
+func modifierBit(k input.Key) int {
+	switch k {
+	case input.ControlLeft:
+		return input.ModifierControl
+	case input.ShiftLeft:
+		return input.ModifierShift
+	case input.AltLeft:
+		return input.ModifierAlt
+	case input.MetaLeft:
+		return input.ModifierMeta
+	}
+	return 0
+}
+
+// press sends the combo as real key events: modifiers down, key down and
+// up, modifiers up.
+func (t *tab) press(ctx context.Context, kc keyCombo) error {
+	c := t.client(ctx)
+	mods := 0
+	for _, m := range kc.mods {
+		mods |= modifierBit(m)
+		if err := m.Encode(proto.InputDispatchKeyEventTypeKeyDown, mods).Call(c); err != nil {
+			return fmt.Errorf("key down: %w", err)
+		}
+	}
+	down := kc.key.Encode(proto.InputDispatchKeyEventTypeKeyDown, mods)
+	if mods&(input.ModifierControl|input.ModifierAlt|input.ModifierMeta) != 0 {
+		// A shortcut produces no text; Chromium runs the editing command.
+		down.Type = proto.InputDispatchKeyEventTypeRawKeyDown
+		down.Text, down.UnmodifiedText = "", ""
+		if cmd := editCommand(kc); cmd != "" {
+			down.Commands = []string{cmd}
+		}
+	}
+	if err := down.Call(c); err != nil {
+		return fmt.Errorf("key down: %w", err)
+	}
+	if err := kc.key.Encode(proto.InputDispatchKeyEventTypeKeyUp, mods).Call(c); err != nil {
+		return fmt.Errorf("key up: %w", err)
+	}
+	for i := len(kc.mods) - 1; i >= 0; i-- {
+		mods &^= modifierBit(kc.mods[i])
+		if err := kc.mods[i].Encode(proto.InputDispatchKeyEventTypeKeyUp, mods).Call(c); err != nil {
+			return fmt.Errorf("key up: %w", err)
+		}
+	}
+	return nil
+}
+
+// editCommand names the editing command of common shortcuts, which headless
+// Chromium runs only when asked to.
+func editCommand(kc keyCombo) string {
+	if len(kc.mods) != 1 || (kc.mods[0] != input.ControlLeft && kc.mods[0] != input.MetaLeft) {
+		return ""
+	}
+	switch kc.key {
+	case input.KeyA:
+		return "selectAll"
+	case input.KeyC:
+		return "copy"
+	case input.KeyX:
+		return "cut"
+	case input.KeyV:
+		return "paste"
+	case input.KeyZ:
+		return "undo"
+	}
+	return ""
+}
+
+// typeText types text as key events, one per character, so pages that react
+// to keydown/keyup (autocomplete, validation) see what typing produces.
+// Characters outside the US layout go in through Input.insertText. The
+// events are pipelined (a session's commands are handled in order) and only
+// the last is awaited, so typing costs one round trip, not two per
+// character.
+func (t *tab) typeText(ctx context.Context, text string) error {
+	c := t.client(ctx)
+	var events []proto.Request
+	var pending strings.Builder
+	flush := func() {
+		if pending.Len() > 0 {
+			events = append(events, proto.InputInsertText{Text: pending.String()})
+			pending.Reset()
+		}
+	}
+	for _, r := range text {
+		k, ok := printable[r]
+		if !ok {
+			pending.WriteRune(r)
+			continue
+		}
+		flush()
+		down := k.Encode(proto.InputDispatchKeyEventTypeKeyDown, 0)
+		up := k.Encode(proto.InputDispatchKeyEventTypeKeyUp, 0)
+		if r != '\n' {
+			// Shifted characters ("A", "!") carry their own key and text.
+			down.Text, down.UnmodifiedText, down.Key = string(r), string(r), string(r)
+			up.Key = string(r)
+		}
+		events = append(events, down, up)
+	}
+	flush()
+	for i, ev := range events {
+		var err error
+		if i == len(events)-1 {
+			_, err = c.b.Call(ctx, string(c.id), ev.ProtoReq(), ev) // the barrier: all before it are done
+		} else {
+			err = c.send(ev)
+		}
+		if err != nil {
+			return fmt.Errorf("type text: %w", err)
+		}
+	}
+	return nil
+}

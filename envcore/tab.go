@@ -1,0 +1,259 @@
+package envcore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-rod/rod"
+	"github.com/go-rod/rod/lib/proto"
+
+	"github.com/webserv-rl/webserv/inject"
+)
+
+// tab is one page target of an environment. Its CDP session is the
+// auto-attach session the injected script was installed on. Fields under mu
+// are written by the browser's event loop and read by the environment.
+type tab struct {
+	env     *Env
+	id      proto.TargetTargetID
+	ctxID   proto.BrowserBrowserContextID
+	session proto.TargetSessionID
+	born    time.Time
+
+	mu        sync.Mutex
+	url       string
+	title     string
+	loading   map[proto.PageFrameID]struct{} // frames between started and stopped loading
+	lastEvent time.Time                      // last navigation or load event
+	dialogs   []Dialog
+	crashed   bool
+	mouseX    float64
+	mouseY    float64
+}
+
+func newTab(env *Env, session proto.TargetSessionID, info *proto.TargetTargetInfo) *tab {
+	return &tab{
+		env:       env,
+		id:        info.TargetID,
+		ctxID:     info.BrowserContextID,
+		session:   session,
+		born:      time.Now(),
+		url:       info.URL,
+		title:     info.Title,
+		loading:   map[proto.PageFrameID]struct{}{},
+		lastEvent: time.Now(),
+	}
+}
+
+// install prepares a new target that Chromium holds paused: page events on,
+// the injected bundle registered for every new document, the viewport
+// fixed, focus emulated (so background tabs behave like the focused one),
+// and then the target resumed.
+//
+// The commands are pipelined, not awaited one by one: a popup's renderer
+// answers none of them until it runs, and it runs only after
+// Runtime.runIfWaitingForDebugger. CDP handles a session's commands in the
+// order they arrive, so everything sent before the resume is in force before
+// the page's first script. A Page.getFrameTree round trip at the end waits
+// until all of it has been handled.
+func (t *tab) install(ctx context.Context, vp Viewport) error {
+	c := t.client(ctx)
+	for _, r := range []proto.Request{
+		proto.PageEnable{},
+		proto.PageAddScriptToEvaluateOnNewDocument{Source: inject.Bundle()},
+		proto.EmulationSetDeviceMetricsOverride{Width: vp.Width, Height: vp.Height, DeviceScaleFactor: 1},
+		proto.EmulationSetFocusEmulationEnabled{Enabled: true},
+		proto.RuntimeRunIfWaitingForDebugger{},
+	} {
+		if err := c.send(r); err != nil {
+			return fmt.Errorf("prepare tab (%s): %w", r.ProtoReq(), err)
+		}
+	}
+	if _, err := (proto.PageGetFrameTree{}).Call(c); err != nil {
+		return fmt.Errorf("prepare tab: %w", err)
+	}
+	return nil
+}
+
+// client returns the tab's CDP client bound to ctx.
+func (t *tab) client(ctx context.Context) session {
+	return session{b: t.env.b.rod, id: t.session, ctx: ctx}
+}
+
+func (t *tab) setInfo(url, title string) {
+	t.mu.Lock()
+	t.url, t.title = url, title
+	t.mu.Unlock()
+}
+
+func (t *tab) info() (url, title string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.url, t.title
+}
+
+// refreshInfo asks the browser for the tab's current url and title (the
+// info-changed events can trail a late title change), falling back to the
+// last known values.
+func (t *tab) refreshInfo(ctx context.Context, b *Browser) (url, title string) {
+	if res, err := (proto.TargetGetTargetInfo{TargetID: t.id}).Call(b.rod.Context(ctx)); err == nil {
+		t.setInfo(res.TargetInfo.URL, res.TargetInfo.Title)
+	}
+	return t.info()
+}
+
+// onEvent is called by the browser's event loop for this tab's session.
+func (t *tab) onEvent(msg *rod.Message) {
+	switch msg.Method {
+	case "Page.frameStartedLoading":
+		var ev proto.PageFrameStartedLoading
+		msg.Load(&ev)
+		t.mu.Lock()
+		t.loading[ev.FrameID] = struct{}{}
+		t.lastEvent = time.Now()
+		t.mu.Unlock()
+	case "Page.frameStoppedLoading":
+		var ev proto.PageFrameStoppedLoading
+		msg.Load(&ev)
+		t.mu.Lock()
+		delete(t.loading, ev.FrameID)
+		t.lastEvent = time.Now()
+		t.mu.Unlock()
+	case "Page.frameDetached":
+		var ev proto.PageFrameDetached
+		msg.Load(&ev)
+		t.mu.Lock()
+		delete(t.loading, ev.FrameID)
+		t.lastEvent = time.Now()
+		t.mu.Unlock()
+	case "Page.frameNavigated", "Page.navigatedWithinDocument", "Page.frameRequestedNavigation":
+		t.mu.Lock()
+		t.lastEvent = time.Now()
+		t.mu.Unlock()
+	case "Page.javascriptDialogOpening":
+		var ev proto.PageJavascriptDialogOpening
+		msg.Load(&ev)
+		t.mu.Lock()
+		t.dialogs = append(t.dialogs, Dialog{Type: string(ev.Type), Message: ev.Message})
+		t.lastEvent = time.Now()
+		t.mu.Unlock()
+		// A dialog blocks the page, and every call into it, until answered.
+		// Accept it the way a cooperative user would; the observation
+		// reports what it said.
+		go func() {
+			_ = proto.PageHandleJavaScriptDialog{Accept: true, PromptText: ev.DefaultPrompt}.Call(t.client(t.env.b.ctx))
+		}()
+	case "Inspector.targetCrashed":
+		t.mu.Lock()
+		t.crashed = true
+		t.mu.Unlock()
+	}
+}
+
+// takeDialogs returns and clears the dialogs seen since the last call.
+func (t *tab) takeDialogs() []Dialog {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d := t.dialogs
+	t.dialogs = nil
+	return d
+}
+
+// loadState reports how many frames are loading and when the last
+// navigation or load event happened.
+func (t *tab) loadState() (loading int, last time.Time, crashed bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.loading), t.lastEvent, t.crashed
+}
+
+func (t *tab) touch() {
+	t.mu.Lock()
+	t.lastEvent = time.Now()
+	t.mu.Unlock()
+}
+
+// errNoInjection means the document has no injected script: about:blank's
+// initial document, Chromium's error pages, a PDF viewer.
+var errNoInjection = errors.New("page has no injected script")
+
+// evalJSON evaluates a JavaScript expression that returns a JSON-encodable
+// value and decodes that value into out (which may be nil).
+func (t *tab) evalJSON(ctx context.Context, expr string, out any) error {
+	res, err := proto.RuntimeEvaluate{Expression: expr, ReturnByValue: true, Silent: true}.Call(t.client(ctx))
+	if err != nil {
+		return fmt.Errorf("evaluate in page: %w", err)
+	}
+	if res.ExceptionDetails != nil {
+		msg := res.ExceptionDetails.Text
+		if res.ExceptionDetails.Exception != nil {
+			msg = res.ExceptionDetails.Exception.Description
+		}
+		if strings.Contains(msg, inject.MissingMessage) {
+			return errNoInjection
+		}
+		return fmt.Errorf("script error in page: %s", firstLine(msg))
+	}
+	if out == nil {
+		return nil
+	}
+	raw, err := res.Result.Value.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("page answer: %w", err)
+	}
+	return json.Unmarshal(raw, out)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// netState is the answer of the page's request counter.
+type netState struct {
+	Inflight int    `json:"inflight"`
+	Long     int    `json:"long"`
+	QuietMs  int64  `json:"quiet_ms"`
+	Ready    string `json:"ready"`
+	Pending  []struct {
+		Method string `json:"method"`
+		URL    string `json:"url"`
+		Ms     int64  `json:"ms"`
+	} `json:"pending"`
+}
+
+func (t *tab) net(ctx context.Context, long time.Duration) (netState, error) {
+	var st netState
+	err := t.evalJSON(ctx, inject.Call("net.state", long.Milliseconds()), &st)
+	return st, err
+}
+
+// mouse sends one mouse event at (x, y) in viewport coordinates.
+func (t *tab) mouse(ctx context.Context, typ proto.InputDispatchMouseEventType, x, y float64, clicks int) error {
+	ev := proto.InputDispatchMouseEvent{Type: typ, X: x, Y: y}
+	if typ == proto.InputDispatchMouseEventTypeMousePressed || typ == proto.InputDispatchMouseEventTypeMouseReleased {
+		ev.Button = proto.InputMouseButtonLeft
+		ev.ClickCount = clicks
+		if typ == proto.InputDispatchMouseEventTypeMousePressed {
+			ev.Buttons = intPtr(1)
+		} else {
+			ev.Buttons = intPtr(0)
+		}
+	}
+	if err := ev.Call(t.client(ctx)); err != nil {
+		return fmt.Errorf("mouse %s: %w", typ, err)
+	}
+	t.mu.Lock()
+	t.mouseX, t.mouseY = x, y
+	t.mu.Unlock()
+	return nil
+}
+
+func intPtr(i int) *int { return &i }

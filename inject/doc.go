@@ -1,0 +1,32 @@
+// Package inject holds the JavaScript that WebServ runs inside every page,
+// and the Go accessors for it.
+//
+// The scripts are installed with the DevTools call
+// Page.addScriptToEvaluateOnNewDocument, so they run in every document of a
+// page (its frames, its reloads, and popups it opens) before any script of
+// the page itself. They add one non-enumerable global, window.__webserv, with
+// four parts:
+//
+//   - net (netcount.js): wraps XMLHttpRequest and fetch and counts requests
+//     in flight, with the time of the last change. The environment waits for
+//     an idle window with nothing in flight before it observes the page.
+//   - listeners (listeners.js): wraps addEventListener to record which
+//     elements listen for hover events (marked data-maybe-hoverable="true")
+//     and click events, so hover-only menus and div buttons are found.
+//   - parser (parser.js): walks the rendered DOM once and returns the compact
+//     observation: stripped HTML with semantic ids, clickable and hoverable
+//     ids, inputs and selects with their live state, the focused id, and an
+//     optional accessibility-tree text view.
+//   - act (actions.js): resolves a semantic id, checks the element can be
+//     acted on, scrolls it into view and returns the point to click.
+//
+// Each file is plain, commented JavaScript embedded with go:embed. Bundle
+// returns them as one script; Call builds the expression that calls one of
+// their functions:
+//
+//	expr := inject.Call("parser.observeJSON", map[string]any{"axtree": true})
+//	// window.__webserv.parser.observeJSON({"axtree":true})
+//
+// The package knows nothing about browsers, servers or sites: envcore drives
+// Chromium and evaluates these expressions.
+package inject

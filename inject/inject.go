@@ -1,0 +1,98 @@
+package inject
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// The injected files, in the order they run. core.js creates the namespace;
+// netcount.js runs before listeners.js so that it captures the original
+// addEventListener for its own XHR bookkeeping.
+var (
+	//go:embed core.js
+	coreJS string
+	//go:embed netcount.js
+	netcountJS string
+	//go:embed listeners.js
+	listenersJS string
+	//go:embed parser.js
+	parserJS string
+	//go:embed actions.js
+	actionsJS string
+)
+
+// Global is the name of the page-global object every injected file hangs off.
+const Global = "__webserv"
+
+// File is one injected JavaScript file.
+type File struct {
+	Name   string
+	Source string
+}
+
+// Files returns the injected files in the order they run.
+func Files() []File {
+	return []File{
+		{"core.js", coreJS},
+		{"netcount.js", netcountJS},
+		{"listeners.js", listenersJS},
+		{"parser.js", parserJS},
+		{"actions.js", actionsJS},
+	}
+}
+
+var bundle = func() string {
+	var b strings.Builder
+	for _, f := range Files() {
+		fmt.Fprintf(&b, "// ---- %s ----\n%s\n", f.Name, f.Source)
+	}
+	// A source URL names the bundle in DevTools and in stack traces.
+	b.WriteString("//# sourceURL=webserv-inject.js\n")
+	return b.String()
+}()
+
+// Bundle returns all injected files as one script, ready for
+// Page.addScriptToEvaluateOnNewDocument. Install it once per page target
+// before the page runs any script; it then runs in every new document of that
+// page, iframes included.
+func Bundle() string { return bundle }
+
+// MissingMessage is the error message of a Call expression evaluated in a
+// document that has no injected script (about:blank before any navigation,
+// some browser-internal pages).
+const MissingMessage = "webserv: this document has no injected script"
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Call returns a JavaScript expression that calls the injected function
+// path (for example "parser.observeJSON") with args encoded as JSON literals.
+// In a document without the injected script the expression throws an Error
+// whose message is MissingMessage. Call panics if an argument cannot be
+// encoded as JSON, which is a programming error.
+func Call(path string, args ...any) string {
+	var b strings.Builder
+	b.WriteString("(window.")
+	b.WriteString(Global)
+	b.WriteString("||(()=>{throw new Error(")
+	b.WriteString(strconvQuote(MissingMessage))
+	b.WriteString(")})()).")
+	b.WriteString(path)
+	b.WriteByte('(')
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		raw, err := json.Marshal(a)
+		if err != nil {
+			panic(fmt.Sprintf("inject.Call(%q): argument %d: %v", path, i, err))
+		}
+		b.Write(raw)
+	}
+	b.WriteByte(')')
+	return b.String()
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Installs what WebServ needs on Debian 12, as root, and does nothing that is
+# already done. Called by `make setup` (and so by `make test` and `make run`).
+#
+#   - Debian's chromium (rod never downloads a browser) and fonts, so pages
+#     lay out the same on every machine;
+#   - Go: the go.mod toolchain is fetched through the Go module proxy by any
+#     Go >= 1.21; when no go is on the PATH, Debian's bookworm-backports
+#     golang provides one.
+set -euo pipefail
+
+log() { printf 'setup: %s\n' "$*"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+  missing=""
+  [ -x /usr/bin/chromium ] || missing="chromium"
+  command -v go >/dev/null 2>&1 || missing="$missing go"
+  if [ -n "$missing" ]; then
+    echo "setup: missing $missing; run 'make setup' as root (it uses apt-get) or install them yourself" >&2
+    exit 1
+  fi
+  exit 0
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt_updated=""
+apt_install() {
+  if [ -z "$apt_updated" ]; then
+    apt-get update -qq
+    apt_updated=1
+  fi
+  log "apt-get install $*"
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+backports() {
+  local f=/etc/apt/sources.list.d/bookworm-backports.sources
+  if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    log "adding Debian bookworm-backports"
+    cat >"$f" <<'SRC'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    apt_updated=""
+  fi
+}
+
+pkgs=()
+[ -x /usr/bin/chromium ] || pkgs+=(chromium)
+dpkg -s fonts-liberation >/dev/null 2>&1 || pkgs+=(fonts-liberation)
+command -v git >/dev/null 2>&1 || pkgs+=(git)
+command -v make >/dev/null 2>&1 || pkgs+=(make)
+dpkg -s ca-certificates >/dev/null 2>&1 || pkgs+=(ca-certificates)
+if [ ${#pkgs[@]} -gt 0 ]; then
+  apt_install "${pkgs[@]}"
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  backports
+  if [ -z "$apt_updated" ]; then apt-get update -qq; apt_updated=1; fi
+  gopkg=$(apt-cache search --names-only '^golang-1\.[0-9]+-go$' | awk '{print $1}' | sort -V | tail -n 1)
+  [ -n "$gopkg" ] || { echo "setup: no golang package found in Debian's archives" >&2; exit 1; }
+  apt_install -t bookworm-backports "$gopkg"
+  ver=${gopkg#golang-}; ver=${ver%-go}
+  ln -sf "/usr/lib/go-$ver/bin/go" /usr/local/bin/go
+  ln -sf "/usr/lib/go-$ver/bin/gofmt" /usr/local/bin/gofmt
+  log "installed $gopkg; go fetches the toolchain go.mod asks for through the module proxy"
+fi
+
+log "chromium: $(/usr/bin/chromium --version 2>/dev/null | head -n 1)"
+log "go: $(go version)"
