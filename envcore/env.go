@@ -226,6 +226,12 @@ func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (O
 // that does not parse is reported like a failed action: the observation of
 // the unchanged page with the parse error in LastActionError.
 func (e *Env) StepText(ctx context.Context, s string) (Observation, StepInfo, error) {
+	return e.StepTextObserve(ctx, s, e.cfg.Observe)
+}
+
+// StepTextObserve is StepText with the optional observation parts chosen
+// per call.
+func (e *Env) StepTextObserve(ctx context.Context, s string, opts ObserveOptions) (Observation, StepInfo, error) {
 	a, err := ParseAction(s)
 	if err != nil {
 		e.mu.Lock()
@@ -234,9 +240,9 @@ func (e *Env) StepText(ctx context.Context, s string) (Observation, StepInfo, er
 			return Observation{}, StepInfo{}, err
 		}
 		info := StepInfo{ActionError: err.Error(), ActionErrorCode: "bad_action"}
-		return e.finishStep(ctx, info, time.Time{}, s, e.cfg.Observe)
+		return e.finishStep(ctx, info, time.Time{}, s, opts)
 	}
-	return e.Step(ctx, a)
+	return e.StepObserve(ctx, a, opts)
 }
 
 // Observe returns the current observation without acting or waiting.

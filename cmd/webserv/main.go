@@ -2,6 +2,7 @@
 //
 //	webserv try URL     open URL, print the observation, read actions from stdin
 //	webserv demo        run a scripted episode on a bundled demo shop
+//	webserv serve       serve environments over MessagePack WebSockets
 //
 // Run "webserv COMMAND -h" for a command's flags.
 package main
@@ -12,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"go.uber.org/zap"
 )
@@ -21,7 +23,7 @@ func main() {
 		usage()
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log, err := zap.NewDevelopment()
 	if err != nil {
@@ -36,6 +38,8 @@ func main() {
 		run = tryCmd
 	case "demo":
 		run = demoCmd
+	case "serve":
+		run = serveCmd
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -58,5 +62,6 @@ commands:
             actions from stdin (click("id"), fill("id", "text"), goto [url],
             stop [answer], ...) and print each next observation
   demo      run a scripted episode on a bundled demo shop and print every step
+  serve     serve environments over MessagePack WebSockets (docs/protocol.md)
 `)
 }

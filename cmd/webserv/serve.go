@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/server"
+)
+
+// serveCmd runs the environment server until ctx ends (Ctrl-C, SIGTERM).
+func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var ef envFlags
+	ef.register(fs)
+	listen := fs.String("listen", "127.0.0.1:8765", "address to listen on (port 0 picks a free one); non-loopback needs --token")
+	token := fs.String("token", os.Getenv("WEBSERV_TOKEN"), "token clients must send in hello (default $WEBSERV_TOKEN)")
+	var cfg server.Config
+	fs.IntVar(&cfg.MaxEnvs, "max-envs", 32, "most environments open at once")
+	fs.IntVar(&cfg.MaxCreating, "max-creating", 4, "most environments being created at once")
+	fs.DurationVar(&cfg.TTL, "ttl", 10*time.Minute, "close an environment no request touched for this long")
+	fs.Int64Var(&cfg.MaxFrame, "max-frame", 64<<20, "largest request frame in bytes")
+	fs.DurationVar(&cfg.StepTimeout, "request-timeout", 2*time.Minute, "longest a request may run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.Token = *token
+	cfg.Env = ef.cfg
+	if err := server.CheckListen(*listen, cfg.Token); err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *listen, err)
+	}
+	b, err := ef.launch(ctx, log)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	defer b.Close()
+	srv := server.New(log.Named("server"), b, server.OpenFactory{}, cfg)
+	defer srv.Close()
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	// Clients that start the server themselves read this line for the port.
+	fmt.Fprintf(stdout, "webserv: listening on http://%s (protocol ws://%s/v1/ws)\n", l.Addr(), l.Addr())
+	log.Info("serving", zap.String("addr", l.Addr().String()), zap.Int("max_envs", cfg.MaxEnvs), zap.Bool("token", cfg.Token != ""))
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	return nil
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"go.uber.org/zap"
+)
+
+// serveWS runs one client connection: frames are read in order, each
+// request runs on its environment's worker (or its own goroutine when it
+// names none), and replies go back as they finish, matched by id.
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		s.log.Info("websocket handshake failed", zap.Error(err))
+		return
+	}
+	// The protocol's own limit is enforced below, with an error reply;
+	// the transport limit only bounds what a misbehaving peer can stream.
+	c.SetReadLimit(-1)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	cn := &conn{s: s, c: c, ctx: ctx, authed: s.cfg.Token == ""}
+	s.log.Debug("client connected", zap.String("remote", r.RemoteAddr))
+	err = cn.readLoop()
+	status := websocket.CloseStatus(err)
+	if status != websocket.StatusNormalClosure && status != websocket.StatusGoingAway && !errors.Is(err, context.Canceled) {
+		s.log.Debug("client connection ended", zap.Error(err))
+	}
+	_ = c.CloseNow()
+}
+
+type conn struct {
+	s      *Server
+	c      *websocket.Conn
+	ctx    context.Context
+	authed bool // written by the read loop only
+	sent   atomic.Int64
+}
+
+func (cn *conn) readLoop() error {
+	limit := cn.s.cfg.MaxFrame
+	for {
+		typ, rd, err := cn.c.Reader(cn.ctx)
+		if err != nil {
+			return err
+		}
+		data, err := io.ReadAll(io.LimitReader(rd, limit+1))
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) > limit {
+			// Drain the rest of the frame and say why it was refused.
+			if _, err := io.Copy(io.Discard, rd); err != nil {
+				return err
+			}
+			cn.reply(time.Now(), &Reply{Error: errorf(CodeFrameTooLarge, false, "frame is larger than the server's limit of %d bytes; send smaller requests or start the server with a larger --max-frame", limit)})
+			continue
+		}
+		start := time.Now()
+		if typ != websocket.MessageBinary {
+			cn.reply(start, &Reply{Error: errorf(CodeBadFrame, false, "send requests as binary frames holding one MessagePack map, not text")})
+			continue
+		}
+		req, err := DecodeRequest(data)
+		if err != nil {
+			cn.reply(start, &Reply{ID: req.ID, Error: errorf(CodeBadFrame, false, "%v; see docs/protocol.md", err)})
+			continue
+		}
+		cn.s.metrics.requests.WithLabelValues(opLabel(req.Op)).Inc()
+		if req.Op == "hello" {
+			cn.reply(start, cn.hello(req))
+			continue
+		}
+		if !cn.authed {
+			cn.reply(start, &Reply{ID: req.ID, Error: errorf(CodeUnauthorized, false, "this server needs a token: send hello with args.token first")})
+			continue
+		}
+		cn.dispatch(start, req)
+	}
+}
+
+// reply encodes and sends one reply. Write is safe for concurrent use, so
+// replies of different environments go out as they finish.
+func (cn *conn) reply(start time.Time, r *Reply) {
+	r.OK = r.Error == nil
+	r.ServerMs = float64(time.Since(start).Microseconds()) / 1000
+	if r.Error != nil {
+		cn.s.metrics.errors.WithLabelValues(r.Error.Code).Inc()
+	}
+	data, err := encodeReply(r)
+	if err != nil {
+		cn.s.log.Error("encode reply", zap.Error(err))
+		data, _ = encodeReply(&Reply{ID: r.ID, Error: errorf(CodeInternal, false, "could not encode the reply: %v", err)})
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cn.c.Write(wctx, websocket.MessageBinary, data); err != nil {
+		// The client went away; its environments stay for a reconnect
+		// until their TTL.
+		cn.s.log.Debug("reply not delivered", zap.Uint64("id", r.ID), zap.Error(err))
+	}
+}
+
+func (cn *conn) hello(req Request) *Reply {
+	a := args(req.Args)
+	token, e := a.str("token")
+	if e != nil {
+		return &Reply{ID: req.ID, Error: e}
+	}
+	if !cn.s.authorized(token) {
+		return &Reply{ID: req.ID, Error: errorf(CodeUnauthorized, false, "wrong or missing token")}
+	}
+	if v, ok, _ := a.num("version"); ok && int(v) != ProtocolVersion {
+		return &Reply{ID: req.ID, Error: errorf(CodeBadArgs, false, "this server speaks protocol version %d, the client asked for %d; upgrade the older side", ProtocolVersion, int(v))}
+	}
+	cn.authed = true
+	cfg := cn.s.cfg
+	return &Reply{ID: req.ID, Result: map[string]any{
+		"protocol": ProtocolVersion,
+		"server":   "webserv",
+		"sites":    cn.s.factory.Sites(),
+		"limits": map[string]any{
+			"max_envs": cfg.MaxEnvs, "max_creating": cfg.MaxCreating, "max_frame": cfg.MaxFrame,
+			"ttl_s": cfg.TTL.Seconds(), "request_timeout_s": cfg.StepTimeout.Seconds(),
+		},
+	}}
+}
+
+// dispatch runs a request: on its environment's worker when it names one,
+// so one environment's requests keep their order; otherwise at once.
+func (cn *conn) dispatch(start time.Time, req Request) {
+	run := func(x *session) {
+		ctx, cancel := context.WithTimeout(context.Background(), cn.s.cfg.StepTimeout)
+		defer cancel()
+		res, e := cn.s.handle(ctx, req, x)
+		if e == nil && ctx.Err() != nil {
+			e = errorf(CodeTimeout, true, "request took longer than %s", cn.s.cfg.StepTimeout)
+		}
+		cn.reply(start, &Reply{ID: req.ID, Result: res, Error: e})
+	}
+	switch req.Op {
+	case "reset", "step", "observe", "close", "snapshot", "restore", "fork":
+		x, e := cn.s.session(req.Env)
+		if e != nil {
+			cn.reply(start, &Reply{ID: req.ID, Error: e})
+			return
+		}
+		if !x.enqueue(func() { run(x) }) {
+			cn.reply(start, &Reply{ID: req.ID, Error: errorf(CodeUnknownEnv, false, "environment %q was closed", req.Env)})
+		}
+	default:
+		go run(nil)
+	}
+}
+
+func opLabel(op string) string {
+	switch op {
+	case "hello", "sites", "tasks", "make", "reset", "step", "observe", "close", "stats", "snapshot", "restore", "fork":
+		return op
+	}
+	return "unknown"
+}
+
+var _ = fmt.Sprintf

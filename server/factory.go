@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+
+	"github.com/webserv-rl/webserv/envcore"
+)
+
+// Factory makes the site side of environments. The server owns the browser
+// side (an envcore.Env per environment); a Factory says which sites exist,
+// which tasks they have, and prepares each episode: where it starts, its
+// goal, and how it is scored. Site hosting (local processes, Incus
+// containers) and task sets plug in here.
+type Factory interface {
+	Sites() []SiteInfo
+	Tasks(site string) ([]TaskInfo, error)
+	// Make prepares a site instance for one environment.
+	Make(ctx context.Context, spec MakeSpec) (Instance, error)
+}
+
+// SiteInfo describes a site for the sites op.
+type SiteInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Backend says how the site's server runs: "none" (external URL),
+	// "local" or "incus".
+	Backend string `json:"backend"`
+}
+
+// TaskInfo describes a task for the tasks op.
+type TaskInfo struct {
+	ID       string `json:"id"`
+	Site     string `json:"site"`
+	Goal     string `json:"goal"`
+	StartURL string `json:"start_url"`
+}
+
+// MakeSpec is what a make request asks for.
+type MakeSpec struct {
+	Site     string
+	Task     string
+	StartURL string
+	Goal     string
+}
+
+// Instance is one environment's site side.
+type Instance interface {
+	// Episode prepares a new episode (restoring the site's state where it
+	// has any) and says how it starts.
+	Episode(ctx context.Context, opts EpisodeOptions) (Episode, error)
+	// Close frees the instance.
+	Close(ctx context.Context) error
+}
+
+// EpisodeOptions are a reset's options.
+type EpisodeOptions struct {
+	Seed     *int64
+	Task     string
+	StartURL string
+	Goal     string
+}
+
+// Episode is how an episode starts and is scored.
+type Episode struct {
+	StartURL string
+	Goal     string
+	TaskID   string
+	// Evaluate scores a step; nil means reward 0 and no end but terminate.
+	Evaluate func(ctx context.Context, env *envcore.Env, obs envcore.Observation, info envcore.StepInfo) (reward float64, done bool, err error)
+}
+
+// OpenFactory serves the "open" site: any http(s) URL, no hosting, reward 0
+// until the agent terminates (the analogue of BrowserGym's openended task).
+type OpenFactory struct{}
+
+// Sites lists the open site.
+func (OpenFactory) Sites() []SiteInfo {
+	return []SiteInfo{{Name: "open", Description: "any http(s) URL given as start_url; reward 0, the episode ends on terminate", Backend: "none"}}
+}
+
+// Tasks: the open site has none.
+func (OpenFactory) Tasks(site string) ([]TaskInfo, error) {
+	if site != "" && site != "open" {
+		return nil, fmt.Errorf("unknown site %q", site)
+	}
+	return []TaskInfo{}, nil
+}
+
+// Make checks the spec and returns an instance that starts at its URL.
+func (OpenFactory) Make(ctx context.Context, spec MakeSpec) (Instance, error) {
+	if spec.Site != "open" {
+		return nil, fmt.Errorf("unknown site %q; this server has: open", spec.Site)
+	}
+	if spec.Task != "" {
+		return nil, fmt.Errorf("site open has no tasks; give start_url (and optionally goal) instead")
+	}
+	if err := checkURL(spec.StartURL); err != nil {
+		return nil, err
+	}
+	return &openInstance{url: spec.StartURL, goal: spec.Goal}, nil
+}
+
+func checkURL(s string) error {
+	if s == "" {
+		return fmt.Errorf("site open needs start_url, an http or https URL")
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("start_url %q is not an http or https URL", s)
+	}
+	return nil
+}
+
+type openInstance struct{ url, goal string }
+
+func (o *openInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episode, error) {
+	u, goal := o.url, o.goal
+	if opts.StartURL != "" {
+		if err := checkURL(opts.StartURL); err != nil {
+			return Episode{}, err
+		}
+		u = opts.StartURL
+	}
+	if opts.Goal != "" {
+		goal = opts.Goal
+	}
+	return Episode{StartURL: u, Goal: goal}, nil
+}
+
+func (o *openInstance) Close(context.Context) error { return nil }

@@ -1,0 +1,37 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the server's Prometheus metrics, on a registry of its own so
+// several servers (tests) can live in one process.
+type metrics struct {
+	reg        *prometheus.Registry
+	envsLive   prometheus.Gauge
+	steps      prometheus.Counter
+	stepTime   prometheus.Histogram
+	errors     *prometheus.CounterVec
+	requests   *prometheus.CounterVec
+	reclaimed  prometheus.Counter
+	notSettled prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg:      prometheus.NewRegistry(),
+		envsLive: prometheus.NewGauge(prometheus.GaugeOpts{Name: "webserv_envs_live", Help: "Environments open now."}),
+		steps:    prometheus.NewCounter(prometheus.CounterOpts{Name: "webserv_steps_total", Help: "Steps executed."}),
+		stepTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "webserv_step_seconds", Help: "Step latency: action, settle and extraction.",
+			Buckets: []float64{.05, .1, .2, .3, .5, .6, .75, 1, 1.5, 2, 3, 5, 10, 30},
+		}),
+		errors:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "webserv_errors_total", Help: "Error replies by code."}, []string{"code"}),
+		requests:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "webserv_requests_total", Help: "Requests by op."}, []string{"op"}),
+		reclaimed:  prometheus.NewCounter(prometheus.CounterOpts{Name: "webserv_envs_reclaimed_total", Help: "Environments closed after their idle TTL."}),
+		notSettled: prometheus.NewCounter(prometheus.CounterOpts{Name: "webserv_steps_not_settled_total", Help: "Steps whose page did not settle in time."}),
+	}
+	m.reg.MustRegister(m.envsLive, m.steps, m.stepTime, m.errors, m.requests, m.reclaimed, m.notSettled,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}

@@ -1,0 +1,336 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/envcore"
+)
+
+// handle runs one request. x is the request's environment for the ops
+// that name one (and then this runs on its worker).
+func (s *Server) handle(ctx context.Context, req Request, x *session) (any, *Error) {
+	a := args(req.Args)
+	if a == nil {
+		a = args{}
+	}
+	switch req.Op {
+	case "sites":
+		return map[string]any{"sites": s.factory.Sites()}, nil
+	case "tasks":
+		site, e := a.str("site")
+		if e != nil {
+			return nil, e
+		}
+		tasks, err := s.factory.Tasks(site)
+		if err != nil {
+			return nil, errorf(CodeBadArgs, false, "%v", err)
+		}
+		return map[string]any{"tasks": tasks}, nil
+	case "stats":
+		return s.stats(), nil
+	case "make":
+		return s.makeEnv(ctx, a)
+	case "reset":
+		return s.reset(ctx, x, a)
+	case "step":
+		return s.step(ctx, x, a)
+	case "observe":
+		opts, e := observeOptions(a)
+		if e != nil {
+			return nil, e
+		}
+		obs, err := x.env.Observe(ctx, opts)
+		if err != nil {
+			return nil, envError(err)
+		}
+		return map[string]any{"obs": wireObs(obs, x)}, nil
+	case "close":
+		s.closeSession(x, "closed by the client")
+		return map[string]any{"closed": true}, nil
+	case "snapshot", "restore", "fork":
+		return nil, errorf(CodeNotSupported, false, "%s is not supported by the %s site's backend; it needs a hosting backend with snapshots (local or incus)", req.Op, x.site)
+	}
+	return nil, errorf(CodeUnknownOp, false, "unknown op %q; ops are hello, sites, tasks, make, reset, step, observe, close, stats, snapshot, restore, fork", req.Op)
+}
+
+// makeEnv creates an environment and starts its first episode, so the
+// reply carries the first observation.
+func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
+	spec := MakeSpec{Site: "open"}
+	var e *Error
+	if v, e2 := a.str("site"); e2 != nil {
+		return nil, e2
+	} else if v != "" {
+		spec.Site = v
+	}
+	if spec.Task, e = a.str("task"); e != nil {
+		return nil, e
+	}
+	if spec.StartURL, e = a.str("start_url"); e != nil {
+		return nil, e
+	}
+	if spec.Goal, e = a.str("goal"); e != nil {
+		return nil, e
+	}
+	cfg, e := s.envConfig(a)
+	if e != nil {
+		return nil, e
+	}
+	maxSteps, _, e := a.num("max_steps")
+	if e != nil {
+		return nil, e
+	}
+	timeLimit, e := a.ms("episode_timeout_ms")
+	if e != nil {
+		return nil, e
+	}
+	if !s.browser.Alive() {
+		return nil, errorf(CodeBackend, false, "%v", errNoBrowser)
+	}
+
+	select {
+	case s.creating <- struct{}{}:
+		defer func() { <-s.creating }()
+	default:
+		err := errorf(CodeCapacity, true, "%d environments are being created, the most at once; retry shortly", s.cfg.MaxCreating)
+		err.RetryAfter = 1
+		return nil, err
+	}
+	x, e := s.reserve()
+	if e != nil {
+		return nil, e
+	}
+	inst, err := s.factory.Make(ctx, spec)
+	if err != nil {
+		s.drop(x)
+		return nil, errorf(CodeBadArgs, false, "%v", err)
+	}
+	x.site, x.inst = spec.Site, inst
+	x.env = s.browser.NewEnv(cfg)
+	x.maxSteps, x.timeLimit = int(maxSteps), timeLimit
+	res, e := s.startEpisode(ctx, x, a)
+	if e != nil {
+		s.closeSession(x, "make failed: "+e.Message)
+		return nil, e
+	}
+	go x.work()
+	res["env"] = x.id
+	s.log.Info("environment made", zap.String("env", x.id), zap.String("site", spec.Site))
+	return res, nil
+}
+
+// envConfig reads make's per-environment settings over the server defaults.
+func (s *Server) envConfig(a args) (envcore.Config, *Error) {
+	cfg := s.cfg.Env
+	var e *Error
+	set := func(key string, d *time.Duration) {
+		if e != nil {
+			return
+		}
+		v, err := a.ms(key)
+		if err != nil {
+			e = err
+			return
+		}
+		if v > 0 {
+			*d = v
+		}
+	}
+	set("idle_ms", &cfg.IdleWindow)
+	set("settle_timeout_ms", &cfg.SettleTimeout)
+	set("long_request_ms", &cfg.LongRequest)
+	set("action_timeout_ms", &cfg.ActionTimeout)
+	if e != nil {
+		return cfg, e
+	}
+	vp, e := a.sub("viewport")
+	if e != nil {
+		return cfg, e
+	}
+	w, _, e1 := vp.num("width")
+	h, _, e2 := vp.num("height")
+	if e1 != nil || e2 != nil {
+		return cfg, errorf(CodeBadArgs, false, "viewport needs numeric width and height")
+	}
+	if w > 0 && h > 0 {
+		cfg.Viewport = envcore.Viewport{Width: int(w), Height: int(h)}
+	}
+	if cfg.Observe, e = observeOptions(a); e != nil {
+		return cfg, e
+	}
+	return cfg, nil
+}
+
+func observeOptions(a args) (envcore.ObserveOptions, *Error) {
+	o, e := a.sub("observe")
+	if e != nil {
+		return envcore.ObserveOptions{}, e
+	}
+	var opts envcore.ObserveOptions
+	if opts.Screenshot, e = o.boolean("screenshot"); e != nil {
+		return opts, e
+	}
+	if opts.AXTree, e = o.boolean("axtree"); e != nil {
+		return opts, e
+	}
+	return opts, nil
+}
+
+func (s *Server) reset(ctx context.Context, x *session, a args) (any, *Error) {
+	return s.startEpisode(ctx, x, a)
+}
+
+// startEpisode asks the site for a new episode and resets the browser to
+// its start.
+func (s *Server) startEpisode(ctx context.Context, x *session, a args) (map[string]any, *Error) {
+	var opts EpisodeOptions
+	o, e := a.sub("options")
+	if e != nil {
+		return nil, e
+	}
+	if opts.Task, e = o.str("task"); e != nil {
+		return nil, e
+	}
+	if opts.StartURL, e = o.str("start_url"); e != nil {
+		return nil, e
+	}
+	if opts.Goal, e = o.str("goal"); e != nil {
+		return nil, e
+	}
+	if seed, ok, e := a.num("seed"); e != nil {
+		return nil, e
+	} else if ok {
+		v := int64(seed)
+		opts.Seed = &v
+	}
+	ep, err := x.inst.Episode(ctx, opts)
+	if err != nil {
+		return nil, errorf(CodeBadArgs, false, "%v", err)
+	}
+	obs, info, err := x.env.Reset(ctx, ep.StartURL)
+	if err != nil {
+		return nil, envError(err)
+	}
+	x.episode, x.started, x.steps, x.over = ep, time.Now(), 0, ""
+	return map[string]any{"obs": wireObs(obs, x), "info": wireInfo(info, x)}, nil
+}
+
+func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
+	if x.over != "" {
+		return nil, errorf(CodeEpisodeOver, false, "the episode is over (%s): call reset to start a new one", x.over)
+	}
+	opts, e := observeOptions(a)
+	if e != nil {
+		return nil, e
+	}
+	if a["observe"] == nil {
+		opts = x.env.Config().Observe
+	}
+	var obs envcore.Observation
+	var info envcore.StepInfo
+	var err error
+	switch act := a["action"].(type) {
+	case string:
+		obs, info, err = x.env.StepTextObserve(ctx, act, opts)
+	case map[string]any:
+		var action envcore.Action
+		raw, _ := json.Marshal(act)
+		if jerr := json.Unmarshal(raw, &action); jerr != nil {
+			return nil, errorf(CodeBadArgs, false, "action map does not match the action schema (type, target, text, key, url, options, enter, tab, answer, wait_ms): %v", jerr)
+		}
+		obs, info, err = x.env.StepObserve(ctx, action, opts)
+	case nil:
+		return nil, errorf(CodeBadArgs, false, `step needs action: a string like click("id") or a map like {type: "click", target: "id"}`)
+	default:
+		return nil, errorf(CodeBadArgs, false, "action must be a string or a map, got %T", act)
+	}
+	if err != nil {
+		return nil, envError(err)
+	}
+	x.steps++
+	s.stepsTotal.Add(1)
+	s.metrics.steps.Inc()
+	s.metrics.stepTime.Observe((info.Action + info.Settle + info.Extract).Seconds())
+	if !info.Settled {
+		s.metrics.notSettled.Inc()
+	}
+	reward, terminated := 0.0, info.Terminated
+	if ev := x.episode.Evaluate; ev != nil {
+		r, done, err := ev(ctx, x.env, obs, info)
+		if err != nil {
+			return nil, errorf(CodeBackend, true, "evaluating the step failed: %v", err)
+		}
+		reward, terminated = r, terminated || done
+	}
+	truncated := false
+	if !terminated {
+		if x.maxSteps > 0 && x.steps >= x.maxSteps {
+			truncated = true
+		}
+		if x.timeLimit > 0 && time.Since(x.started) >= x.timeLimit {
+			truncated = true
+		}
+	}
+	switch {
+	case terminated:
+		x.over = "terminated"
+	case truncated:
+		x.over = "truncated"
+	}
+	return map[string]any{
+		"obs": wireObs(obs, x), "reward": reward, "terminated": terminated, "truncated": truncated,
+		"info": wireInfo(info, x),
+	}, nil
+}
+
+// wireObservation is an observation as it goes on the wire: envcore's
+// fields plus the episode's goal.
+type wireObservation struct {
+	envcore.Observation
+	Goal string `json:"goal"`
+}
+
+func wireObs(obs envcore.Observation, x *session) wireObservation {
+	return wireObservation{Observation: obs, Goal: x.episode.Goal}
+}
+
+func wireInfo(info envcore.StepInfo, x *session) map[string]any {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	m := map[string]any{
+		"action_ms": ms(info.Action), "settle_ms": ms(info.Settle), "extract_ms": ms(info.Extract),
+		"settled": info.Settled, "attempts": info.Attempts, "step": x.steps,
+		"elapsed_s": time.Since(x.started).Seconds(), "site": x.site,
+	}
+	if info.SettleError != "" {
+		m["settle_error"] = info.SettleError
+	}
+	if info.ActionError != "" {
+		m["action_error"], m["action_error_code"] = info.ActionError, info.ActionErrorCode
+	}
+	if info.Terminated {
+		m["answer"], m["infeasible"] = info.Answer, info.Infeasible
+	}
+	if x.episode.TaskID != "" {
+		m["task_id"] = x.episode.TaskID
+	}
+	return m
+}
+
+// envError maps an envcore error to a reply error.
+func envError(err error) *Error {
+	switch {
+	case errors.Is(err, envcore.ErrTerminated):
+		return errorf(CodeEpisodeOver, false, "%v", err)
+	case errors.Is(err, envcore.ErrClosed):
+		return errorf(CodeUnknownEnv, false, "%v", err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return errorf(CodeTimeout, true, "the request ran past its deadline: %v", err)
+	}
+	return errorf(CodeBackend, true, "%s", fmt.Sprint(err))
+}

@@ -1,0 +1,255 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// ProtocolVersion is the version of the wire protocol in docs/protocol.md.
+const ProtocolVersion = 1
+
+// Request is one client message: a MessagePack map in one binary
+// WebSocket frame.
+type Request struct {
+	ID   uint64         `json:"id"`
+	Op   string         `json:"op"`
+	Env  string         `json:"env,omitempty"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// Reply answers the request with the same ID.
+type Reply struct {
+	ID     uint64 `json:"id"`
+	OK     bool   `json:"ok"`
+	Result any    `json:"result,omitempty"`
+	Error  *Error `json:"error,omitempty"`
+	// ServerMs is the time the server spent on the request, so a client can
+	// tell the protocol's overhead from the work.
+	ServerMs float64 `json:"server_ms"`
+}
+
+// Error is a failure reported as a value; the connection stays open.
+type Error struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+	// RetryAfter is set with code "capacity": seconds to wait before
+	// asking again.
+	RetryAfter float64 `json:"retry_after,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Error codes.
+const (
+	CodeBadFrame      = "bad_frame"       // not a MessagePack map of the request shape
+	CodeFrameTooLarge = "frame_too_large" // over the server's frame limit
+	CodeUnauthorized  = "unauthorized"    // token missing or wrong
+	CodeUnknownOp     = "unknown_op"
+	CodeBadArgs       = "bad_args"
+	CodeUnknownEnv    = "unknown_env"    // never existed, closed, or reclaimed after its TTL
+	CodeCapacity      = "capacity"       // too many environments or creations; see RetryAfter
+	CodeTimeout       = "timeout"        // the request ran past its deadline
+	CodeEpisodeOver   = "episode_over"   // terminated or truncated: reset first
+	CodeNotSupported  = "not_supported"  // the environment's backend cannot do this
+	CodeBackend       = "backend"        // the browser or site failed
+	CodeShuttingDown  = "shutting_down"  // the server is stopping
+	CodeInternal      = "internal_error" // a bug: please report it
+)
+
+func errorf(code string, retryable bool, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Retryable: retryable}
+}
+
+// maxIDBytes bounds what is read when only the id of a bad frame is wanted.
+const maxIDBytes = 1 << 10
+
+// DecodeRequest decodes one frame. It never panics; a frame that is not a
+// request map yields an error, and the request id when it could be read (so
+// the error reply can carry it). Each field is decoded as a whole value
+// before its type is checked, so one mistyped field does not hide the id.
+func DecodeRequest(data []byte) (Request, error) {
+	var req Request
+	if err := checkFrame(data); err != nil {
+		return req, fmt.Errorf("not a valid MessagePack frame: %w", err)
+	}
+	dec := msgpack.NewDecoder(bytes.NewReader(data))
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return req, fmt.Errorf("frame is not a MessagePack map: %w", err)
+	}
+	if n < 0 {
+		return req, errors.New("frame is a nil map, not a request")
+	}
+	var first error
+	fail := func(format string, args ...any) {
+		if first == nil {
+			first = fmt.Errorf(format, args...)
+		}
+	}
+	for i := 0; i < n; i++ {
+		key, err := dec.DecodeString()
+		if err != nil {
+			return req, fmt.Errorf("request key %d is not a string: %w", i, err)
+		}
+		v, err := dec.DecodeInterface()
+		if err != nil {
+			return req, fmt.Errorf("request field %q: %w", key, err)
+		}
+		switch key {
+		case "id":
+			id, ok := asUint(v)
+			if !ok {
+				fail("request id must be an unsigned integer, got %T", v)
+			}
+			req.ID = id
+		case "op":
+			if req.Op, _ = v.(string); req.Op == "" {
+				fail("op must be a non-empty string, got %T", v)
+			}
+		case "env":
+			var ok bool
+			if req.Env, ok = v.(string); !ok && v != nil {
+				fail("env must be a string, got %T", v)
+			}
+		case "args":
+			switch m := v.(type) {
+			case nil:
+			case map[string]any:
+				req.Args = m
+			default:
+				fail("args must be a map with string keys, got %T", v)
+			}
+		}
+	}
+	if first != nil {
+		return req, first
+	}
+	if _, err := dec.PeekCode(); err == nil {
+		return req, errors.New("frame holds more than one MessagePack value; send one request per frame")
+	}
+	if req.Op == "" {
+		return req, errors.New("request has no op")
+	}
+	return req, nil
+}
+
+func asUint(v any) (uint64, bool) {
+	switch n := v.(type) {
+	case uint8:
+		return uint64(n), true
+	case uint16:
+		return uint64(n), true
+	case uint32:
+		return uint64(n), true
+	case uint64:
+		return n, true
+	case int8:
+		return uint64(n), n >= 0
+	case int16:
+		return uint64(n), n >= 0
+	case int32:
+		return uint64(n), n >= 0
+	case int64:
+		return uint64(n), n >= 0
+	}
+	return 0, false
+}
+
+// encodeReply encodes a reply. Struct fields are named by their json tags,
+// so envcore's types go on the wire with the names they have everywhere.
+func encodeReply(r *Reply) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetCustomStructTag("json")
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// ---- typed access to args ---------------------------------------------------
+
+type args map[string]any
+
+func (a args) str(key string) (string, *Error) {
+	v, ok := a[key]
+	if !ok || v == nil {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", errorf(CodeBadArgs, false, "%s must be a string, got %T", key, v)
+	}
+	return s, nil
+}
+
+func (a args) num(key string) (float64, bool, *Error) {
+	v, ok := a[key]
+	if !ok || v == nil {
+		return 0, false, nil
+	}
+	switch n := v.(type) {
+	case int8:
+		return float64(n), true, nil
+	case int16:
+		return float64(n), true, nil
+	case int32:
+		return float64(n), true, nil
+	case int64:
+		return float64(n), true, nil
+	case uint8:
+		return float64(n), true, nil
+	case uint16:
+		return float64(n), true, nil
+	case uint32:
+		return float64(n), true, nil
+	case uint64:
+		return float64(n), true, nil
+	case float32:
+		return float64(n), true, nil
+	case float64:
+		return n, true, nil
+	}
+	return 0, false, errorf(CodeBadArgs, false, "%s must be a number, got %T", key, v)
+}
+
+// ms reads a duration given in milliseconds.
+func (a args) ms(key string) (time.Duration, *Error) {
+	n, ok, err := a.num(key)
+	if err != nil || !ok {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, errorf(CodeBadArgs, false, "%s must not be negative", key)
+	}
+	return time.Duration(n * float64(time.Millisecond)), nil
+}
+
+func (a args) boolean(key string) (bool, *Error) {
+	v, ok := a[key]
+	if !ok || v == nil {
+		return false, nil
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, errorf(CodeBadArgs, false, "%s must be true or false, got %T", key, v)
+	}
+	return b, nil
+}
+
+func (a args) sub(key string) (args, *Error) {
+	v, ok := a[key]
+	if !ok || v == nil {
+		return args{}, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errorf(CodeBadArgs, false, "%s must be a map, got %T", key, v)
+	}
+	return m, nil
+}
