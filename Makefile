@@ -8,8 +8,11 @@ GO      ?= go
 export GOTOOLCHAIN ?= auto
 BIN     := bin/webserv
 GOFMT    = $$($(GO) env GOROOT)/bin/gofmt
+PYTHON  ?= python3
+VENV    := .venv
+PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test run bench fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol fuzz lint clean
 
 all: build
 
@@ -19,14 +22,24 @@ setup:
 build: setup
 	$(GO) build -o $(BIN) ./cmd/webserv
 
-lint:
+# The Python package, installed from the repository root as users install it.
+venv: setup
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q '.[test]'
+
+lint: venv
 	@out=$$($(GOFMT) -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(VENV)/bin/ruff check python bench setup.py
+	$(VENV)/bin/ruff format --check python bench setup.py
 
 # Every test runs against the real Debian Chromium; fuzz seeds in
-# testdata/fuzz run as ordinary tests.
-test: setup lint
+# testdata/fuzz run as ordinary tests. The Python suite drives a real
+# `webserv serve` (bin/webserv) over its WebSocket.
+test: lint build
 	$(GO) test -count=1 -timeout 30m ./...
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(VENV)/bin/pytest -q python/tests
 
 # The main demo: a scripted episode on a bundled shop, every step printed.
 run: build
@@ -36,8 +49,12 @@ run: build
 bench: setup
 	$(GO) test ./envcore -run '^$$' -bench . -benchtime 40x
 
+# Protocol overhead and steps/second with 1, 10 and 50 environments.
+bench-protocol: build venv
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/protocol_bench.py
+
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s
 
 clean:
-	rm -rf bin
+	rm -rf bin $(VENV) build python/*.egg-info

@@ -4,6 +4,7 @@
 #
 #   - Debian's chromium (rod never downloads a browser) and fonts, so pages
 #     lay out the same on every machine;
+#   - python3 with venv, for the Python package and its tests;
 #   - Go: the go.mod toolchain is fetched through the Go module proxy by any
 #     Go >= 1.21; when no go is on the PATH, Debian's bookworm-backports
 #     golang provides one.
@@ -14,6 +15,7 @@ log() { printf 'setup: %s\n' "$*"; }
 if [ "$(id -u)" -ne 0 ]; then
   missing=""
   [ -x /usr/bin/chromium ] || missing="chromium"
+  python3 -c 'import venv' >/dev/null 2>&1 || missing="$missing python3-venv"
   command -v go >/dev/null 2>&1 || missing="$missing go"
   if [ -n "$missing" ]; then
     echo "setup: missing $missing; run 'make setup' as root (it uses apt-get) or install them yourself" >&2
@@ -54,6 +56,10 @@ dpkg -s fonts-liberation >/dev/null 2>&1 || pkgs+=(fonts-liberation)
 command -v git >/dev/null 2>&1 || pkgs+=(git)
 command -v make >/dev/null 2>&1 || pkgs+=(make)
 dpkg -s ca-certificates >/dev/null 2>&1 || pkgs+=(ca-certificates)
+# The Python package is tested in a virtualenv (Debian's python3 refuses
+# system-wide pip installs).
+command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || pkgs+=(python3-venv)
 if [ ${#pkgs[@]} -gt 0 ]; then
   apt_install "${pkgs[@]}"
 fi

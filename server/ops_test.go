@@ -210,7 +210,7 @@ func TestBadInputGetsErrorsAndLosesNothing(t *testing.T) {
 	}
 
 	cl.fail("dance", "", nil, server.CodeUnknownOp)
-	cl.fail("make", "", map[string]any{"site": "open"}, server.CodeBadArgs)                                 // no start_url
+	cl.fail("make", "", map[string]any{"site": "open"}, server.CodeBadArgs)                                // no start_url
 	cl.fail("make", "", map[string]any{"start_url": "ftp://x"}, server.CodeBadArgs)                        // not http
 	cl.fail("make", "", map[string]any{"start_url": pageURL(1), "idle_ms": "soon"}, server.CodeBadArgs)    // mistyped
 	cl.fail("make", "", map[string]any{"site": "gitlab", "start_url": pageURL(1)}, server.CodeBadArgs)     // unknown site

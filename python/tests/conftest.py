@@ -1,0 +1,74 @@
+"""Fixtures: a page server on 127.0.0.1 and a real `webserv serve` (bin/webserv, built by `make test`)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from webserv.launcher import LocalServer, find_binary
+
+PAGE = """<!doctype html><title>Page {n}</title><h1>Shop {n}</h1>
+<button onclick="load()">Load</button><p id="out">empty</p>
+<input placeholder="Name"><a href="/page?n={next}">Next</a>
+<script>
+async function load() {{
+  const r = await fetch('/api?ms=300&n={n}');
+  document.getElementById('out').textContent = await r.text();
+}}
+</script>"""
+
+
+class _Pages(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        url = urlparse(self.path)
+        q = {k: v[0] for k, v in parse_qs(url.query).items()}
+        if url.path == "/api":
+            time.sleep(int(q.get("ms", "0")) / 1000)
+            body = f"loaded {q.get('n', '?')}"
+        else:
+            n = int(q.get("n", "0"))
+            body = PAGE.format(n=n, next=n + 1)
+        data = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def pages() -> Iterator[str]:
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+@pytest.fixture(scope="session")
+def binary() -> str:
+    b = find_binary()
+    if b is None:
+        pytest.fail("no webserv binary: run `make build` (make test does) or set WEBSERV_BIN")
+    return b
+
+
+@pytest.fixture(scope="session")
+def server(binary: str) -> Iterator[str]:
+    """One server for the session; tests reach it through WEBSERV_URL."""
+    s = LocalServer(binary, ["--idle", "200ms"])
+    os.environ["WEBSERV_URL"] = s.url
+    yield s.url
+    s.stop()
+
+
+REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,124 @@
+"""The gymnasium layer against a real server and browser."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import webserv
+from webserv.observation import observation_space
+
+
+def test_make_through_the_entry_point_in_a_fresh_interpreter(server: str, pages: str) -> None:
+    code = (
+        "import sys\n"
+        "assert 'webserv' not in sys.modules\n"
+        "import gymnasium as gym\n"
+        f"env = gym.make('webserv/open', start_url='{pages}/page?n=1')\n"
+        "obs, info = env.reset()\n"
+        "print(obs['title'], obs['clickable'])\n"
+        "env.close()\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Page 1 ['load', 'name', 'next']"
+
+
+def test_full_episode(server: str, pages: str) -> None:
+    env = gym.make("webserv/open", start_url=f"{pages}/page?n=2", goal="Load the list")
+    try:
+        obs, info = env.reset(seed=1)
+        assert obs["goal"] == "Load the list"
+        assert obs["chat_messages"] == [{"role": "user", "message": "Load the list"}]
+        assert obs["url"].endswith("/page?n=2") and obs["open_pages_titles"] == ["Page 2"]
+        assert "[load] button" in obs["axtree_txt"] and obs["elapsed_time"] == 0.0
+
+        obs, reward, terminated, truncated, info = env.step('click("load")')
+        assert "loaded 2" in obs["pruned_html"] and info["settled"] is True
+        assert (reward, terminated, truncated) == (0.0, False, False)
+
+        obs, *_ = env.step({"type": "type", "target": "name", "text": "Ada"})
+        assert [i["value"] for i in obs["inputs"]] == ["Ada"]
+        obs, *_ = env.step("click [missing]")
+        assert "no element with id 'missing'" in obs["last_action_error"]
+
+        obs, reward, terminated, truncated, info = env.step("stop [done]")
+        assert terminated and not truncated and info["answer"] == "done"
+        with pytest.raises(webserv.WebServError) as e:
+            env.step("noop()")
+        assert e.value.code == "episode_over"
+
+        obs, info = env.reset()
+        assert obs["title"] == "Page 2" and obs["last_action_error"] == ""
+    finally:
+        env.close()
+
+
+def test_truncated_at_max_steps(server: str, pages: str) -> None:
+    env = gym.make("webserv/open", start_url=f"{pages}/page?n=3", max_steps=2)
+    try:
+        env.reset()
+        assert env.step("noop()")[3] is False
+        _, _, terminated, truncated, _ = env.step("noop()")
+        assert truncated and not terminated
+    finally:
+        env.close()
+
+
+def test_browsergym_keys_have_the_right_types(server: str, pages: str) -> None:
+    env = webserv.WebEnv(start_url=f"{pages}/page?n=4", screenshot=True)
+    try:
+        obs, _ = env.reset()
+        types = {
+            "goal": str,
+            "goal_object": list,
+            "chat_messages": list,
+            "url": str,
+            "open_pages_urls": list,
+            "open_pages_titles": list,
+            "active_page_index": int,
+            "last_action": str,
+            "last_action_error": str,
+            "elapsed_time": float,
+            "focused_element_bid": str,
+            "screenshot": bytes,
+            "axtree_txt": str,
+            "pruned_html": str,
+        }
+        for key, t in types.items():
+            assert isinstance(obs[key], t), (key, type(obs[key]))
+        assert obs["screenshot"].startswith(b"\x89PNG")
+        assert env.observation_space.contains(obs)
+        obs, *_ = env.step('click("next")')
+        assert (
+            obs["elapsed_time"] > 0 and obs["last_action"] == 'click("next")' and obs["url"].endswith("n=5")
+        )
+    finally:
+        env.close()
+
+
+def test_check_env_passes(server: str, pages: str) -> None:
+    # check_env steps two identically seeded episodes and compares their
+    # observations and infos exactly; wall-clock times never repeat, so they
+    # are left out here (they are on by default, see the BrowserGym keys test).
+    env = webserv.WebEnv(start_url=f"{pages}/page?n=6", render_mode="ansi", wallclock=False)
+    try:
+        check_env(env, skip_render_check=False)
+        assert "[load] button" in (env.render() or "")
+    finally:
+        env.close()
+
+
+def test_spaces() -> None:
+    space = observation_space()
+    assert space["url"].contains("x") and not space["url"].contains(3)
+    assert webserv.WebEnv.metadata["render_modes"] == ["ansi"]
+    with pytest.raises(ValueError, match="render_mode"):
+        webserv.WebEnv(start_url="http://127.0.0.1:1/", render_mode="human")

@@ -1,0 +1,108 @@
+"""Starts a local ``webserv serve`` when no server URL is configured."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+from .errors import ServerUnavailable
+
+_LISTENING = re.compile(r"listening on http://(\S+)")
+_lock = threading.Lock()
+_server: LocalServer | None = None
+
+
+def find_binary() -> str | None:
+    """The webserv binary: $WEBSERV_BIN, then the PATH, then this repository's build."""
+    env = os.environ.get("WEBSERV_BIN")
+    if env:
+        return env if os.access(env, os.X_OK) else None
+    on_path = shutil.which("webserv")
+    if on_path:
+        return on_path
+    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
+        candidate = root / "bin" / "webserv"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+class LocalServer:
+    """A ``webserv serve`` child process on a free loopback port, stopped at exit."""
+
+    def __init__(self, binary: str, args: list[str] | None = None, timeout: float = 60.0):
+        self.log = tempfile.NamedTemporaryFile(prefix="webserv-", suffix=".log", delete=False)
+        cmd = [binary, "serve", "--listen", "127.0.0.1:0", *(args or [])]
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
+        found: list[str] = []
+
+        def read() -> None:
+            assert self.proc.stdout is not None
+            for line in self.proc.stdout:
+                m = _LISTENING.search(line)
+                if m and not found:
+                    found.append(m.group(1))
+                    ready.set()
+            ready.set()
+
+        ready = threading.Event()
+        threading.Thread(target=read, daemon=True).start()
+        ready.wait(timeout)
+        if not found:
+            self.stop()
+            raise ServerUnavailable(
+                f"started {binary} serve but it did not report a listening address within {timeout:.0f}s; "
+                f"its log is {self.log.name}:\n{self._tail()}"
+            )
+        self.url = f"ws://{found[0]}/v1/ws"
+        atexit.register(self.stop)
+
+    def _tail(self) -> str:
+        try:
+            return Path(self.log.name).read_text(errors="replace")[-2000:]
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def server_url() -> str:
+    """The server to talk to: $WEBSERV_URL, or a local server started on first use."""
+    url = os.environ.get("WEBSERV_URL")
+    if url:
+        return url
+    global _server
+    with _lock:
+        if _server is None or _server.proc.poll() is not None:
+            binary = find_binary()
+            if binary is None:
+                raise ServerUnavailable(
+                    "WEBSERV_URL is unset and no webserv binary was found (looked at $WEBSERV_BIN, the PATH, "
+                    "and bin/webserv of the repository). Build it with `make build` in the repository, set "
+                    "WEBSERV_BIN=/path/to/webserv, or run `webserv serve` and set WEBSERV_URL=ws://127.0.0.1:8765/v1/ws."
+                )
+            _server = LocalServer(binary)
+        return _server.url

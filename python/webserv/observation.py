@@ -1,0 +1,127 @@
+"""Observation views: BrowserGym-compatible keys over WebServ's observation, and their gymnasium space."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gymnasium import spaces
+
+
+def to_gym(raw: dict[str, Any], *, elapsed: float) -> dict[str, Any]:
+    """Adds BrowserGym's keys to a WebServ observation from the server.
+
+    The ids in ``axtree_txt`` and ``pruned_html`` are the semantic ids every
+    action takes (``click("add-to-cart")``), like BrowserGym's bids.
+    """
+    goal = raw.get("goal") or ""
+    tabs = raw.get("tabs") or []
+    chat = [{"role": "user", "message": goal}] if goal else []
+    chat += [
+        {"role": m.get("role", "assistant"), "message": m.get("text", "")} for m in raw.get("chat") or []
+    ]
+    obs: dict[str, Any] = {
+        # BrowserGym's keys
+        "goal": goal,
+        "goal_object": [{"type": "text", "text": goal}] if goal else [],
+        "chat_messages": chat,
+        "url": raw.get("url", ""),
+        "open_pages_urls": [t.get("url", "") for t in tabs],
+        "open_pages_titles": [t.get("title", "") for t in tabs],
+        "active_page_index": int(raw.get("active_tab", 0)),
+        "last_action": raw.get("last_action", ""),
+        "last_action_error": raw.get("last_action_error", ""),
+        "elapsed_time": float(elapsed),
+        "focused_element_bid": raw.get("focused", ""),
+        "axtree_txt": raw.get("axtree", ""),
+        "pruned_html": raw.get("html", ""),
+        # WebServ's own components
+        "title": raw.get("title", ""),
+        "html": raw.get("html", ""),
+        "clickable": list(raw.get("clickable") or []),
+        "hoverable": list(raw.get("hoverable") or []),
+        "inputs": list(raw.get("inputs") or []),
+        "selects": list(raw.get("selects") or []),
+        "tabs": list(tabs),
+        "dialogs": list(raw.get("dialogs") or []),
+    }
+    if raw.get("screenshot"):
+        obs["screenshot"] = bytes(raw["screenshot"])  # PNG bytes
+    return obs
+
+
+class Unicode(spaces.Space[str]):
+    """Any string (gymnasium's Text space allows a fixed character set only)."""
+
+    def __init__(self, sample_value: str = "", seed: int | None = None):
+        super().__init__(dtype=str, seed=seed)
+        self._sample = sample_value
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        return self._sample
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str)
+
+    def __repr__(self) -> str:
+        return "Unicode()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Unicode)
+
+
+class Anything(spaces.Space[Any]):
+    """A value of the given Python types (lists of records, bytes)."""
+
+    def __init__(self, *types: type, seed: int | None = None):
+        super().__init__(seed=seed)
+        self.types = types
+
+    def sample(self, mask: Any = None, probability: Any = None) -> Any:
+        return self.types[0]()
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, self.types)
+
+    def __repr__(self) -> str:
+        return f"Anything({', '.join(t.__name__ for t in self.types)})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Anything) and other.types == self.types
+
+
+def observation_space(screenshot: bool = False, elapsed_time: bool = True) -> spaces.Dict:
+    """The space of the observations to_gym returns."""
+    text, lst = Unicode(), Anything(list)
+    d: dict[str, spaces.Space[Any]] = {
+        "goal": text,
+        "goal_object": lst,
+        "chat_messages": lst,
+        "url": text,
+        "open_pages_urls": lst,
+        "open_pages_titles": lst,
+        "active_page_index": spaces.Discrete(1 << 16),
+        "last_action": text,
+        "last_action_error": text,
+        "elapsed_time": Anything(float),
+        "focused_element_bid": text,
+        "axtree_txt": text,
+        "pruned_html": text,
+        "title": text,
+        "html": text,
+        "clickable": lst,
+        "hoverable": lst,
+        "inputs": lst,
+        "selects": lst,
+        "tabs": lst,
+        "dialogs": lst,
+    }
+    if screenshot:
+        d["screenshot"] = Anything(bytes)
+    if not elapsed_time:
+        del d["elapsed_time"]
+    return spaces.Dict(d)
+
+
+def action_space() -> Unicode:
+    """Actions are strings in the forms the server parses (or dicts, accepted by step too)."""
+    return Unicode(sample_value="noop()")
