@@ -108,9 +108,10 @@ def test_check_env_passes(server: str, pages: str) -> None:
     # check_env steps two identically seeded episodes and compares their
     # observations and infos exactly; wall-clock times never repeat, so they
     # are left out here (they are on by default, see the BrowserGym keys test).
-    env = webserv.WebEnv(start_url=f"{pages}/page?n=6", render_mode="ansi", wallclock=False)
+    env = gym.make("webserv/open", start_url=f"{pages}/page?n=6", render_mode="ansi", wallclock=False)
     try:
-        check_env(env, skip_render_check=False)
+        check_env(env.unwrapped, skip_render_check=False)
+        env.reset()
         assert "[load] button" in (env.render() or "")
     finally:
         env.close()

@@ -74,7 +74,7 @@ class WebEnv(gym.Env[dict[str, Any], str]):
         render_mode: ``"ansi"`` renders the accessibility-tree text.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 2}
 
     def __init__(
         self,
