@@ -12,7 +12,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-hosting fuzz lint clean
 
 all: build
 
@@ -52,6 +52,10 @@ bench: setup
 # Protocol overhead and steps/second with 1, 10 and 50 environments.
 bench-protocol: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/protocol_bench.py
+
+# Incus copy-on-write vs full copy at 1 and 6 GiB of state (minutes).
+bench-hosting: setup
+	$(GO) run ./bench/hosting -sizes 1GiB,6GiB
 
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s

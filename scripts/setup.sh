@@ -5,6 +5,7 @@
 #   - Debian's chromium (rod never downloads a browser) and fonts, so pages
 #     lay out the same on every machine;
 #   - python3 with venv, for the Python package and its tests;
+#   - Incus with a btrfs pool, for the container backend (incus-setup.sh);
 #   - Go: the go.mod toolchain is fetched through the Go module proxy by any
 #     Go >= 1.21; when no go is on the PATH, Debian's bookworm-backports
 #     golang provides one.
@@ -74,6 +75,12 @@ if ! command -v go >/dev/null 2>&1; then
   ln -sf "/usr/lib/go-$ver/bin/go" /usr/local/bin/go
   ln -sf "/usr/lib/go-$ver/bin/gofmt" /usr/local/bin/gofmt
   log "installed $gopkg; go fetches the toolchain go.mod asks for through the module proxy"
+fi
+
+# The container backend: incus, incusd running, a btrfs pool. Without it
+# the local backend still works (and the Incus tests fail, they do not skip).
+if ! bash "$(dirname "$0")/incus-setup.sh"; then
+  log "Incus is not available here: sites on the incus backend will not start; the local backend and the open site still work"
 fi
 
 log "chromium: $(/usr/bin/chromium --version 2>/dev/null | head -n 1)"

@@ -54,7 +54,18 @@ func (s *Server) handle(ctx context.Context, req Request, x *session) (any, *Err
 		s.closeSession(x, "closed by the client")
 		return map[string]any{"closed": true}, nil
 	case "snapshot", "restore", "fork":
-		return nil, errorf(CodeNotSupported, false, "%s is not supported by the %s site's backend; it needs a hosting backend with snapshots (local or incus)", req.Op, x.site)
+		sn, ok := x.inst.(Snapshotter)
+		if !ok {
+			return nil, errorf(CodeNotSupported, false, "%s is not supported by the %s site's backend; it needs a hosting backend with snapshots (local or incus)", req.Op, x.site)
+		}
+		switch req.Op {
+		case "snapshot":
+			return s.snapshot(ctx, x, sn, a)
+		case "restore":
+			return s.restore(ctx, x, sn, a)
+		default:
+			return s.fork(ctx, x, sn, a)
+		}
 	}
 	return nil, errorf(CodeUnknownOp, false, "unknown op %q; ops are hello, sites, tasks, make, reset, step, observe, close, stats, snapshot, restore, fork", req.Op)
 }
@@ -166,6 +177,9 @@ func (s *Server) envConfig(a args) (envcore.Config, *Error) {
 	}
 	return cfg, nil
 }
+
+// observeNothing asks for no optional observation parts.
+var observeNothing = envcore.ObserveOptions{}
 
 func observeOptions(a args) (envcore.ObserveOptions, *Error) {
 	o, e := a.sub("observe")

@@ -180,6 +180,7 @@ type session struct {
 	over      string // why the episode is over: terminated, truncated
 	maxSteps  int
 	timeLimit time.Duration
+	snaps     map[string]snapshotInfo
 }
 
 func (x *session) touch() { x.lastUsed.Store(time.Now().UnixNano()) }

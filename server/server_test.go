@@ -55,20 +55,28 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+func envConfig() envcore.Config { return envcore.Config{IdleWindow: 150 * time.Millisecond} }
+
 // startServer runs a Server on a loopback httptest listener.
 func startServer(t *testing.T, cfg server.Config) (*server.Server, string) {
 	t.Helper()
 	if cfg.Env.IdleWindow == 0 {
-		cfg.Env.IdleWindow = 150 * time.Millisecond
+		cfg.Env = envConfig()
 	}
 	s := server.New(zap.NewNop(), browser, server.OpenFactory{}, cfg)
+	return s, serve(t, s)
+}
+
+// serve runs s on a loopback httptest listener and returns its base URL.
+func serve(t *testing.T, s *server.Server) string {
+	t.Helper()
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
 		hs.CloseClientConnections()
 		hs.Close()
 		_ = s.Close()
 	})
-	return s, hs.URL
+	return hs.URL
 }
 
 // client is a minimal protocol client: many requests in flight, replies

@@ -3,6 +3,8 @@
 //	webserv try URL     open URL, print the observation, read actions from stdin
 //	webserv demo        run a scripted episode on a bundled demo shop
 //	webserv serve       serve environments over MessagePack WebSockets
+//	webserv gc          remove containers leaked by servers that are gone
+//	webserv image import --alias NAME IMAGE   import a Docker/OCI image into Incus
 //
 // Run "webserv COMMAND -h" for a command's flags.
 package main
@@ -40,6 +42,10 @@ func main() {
 		run = demoCmd
 	case "serve":
 		run = serveCmd
+	case "gc":
+		run = gcCmd
+	case "image":
+		run = imageCmd
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -62,6 +68,10 @@ commands:
             actions from stdin (click("id"), fill("id", "text"), goto [url],
             stop [answer], ...) and print each next observation
   demo      run a scripted episode on a bundled demo shop and print every step
-  serve     serve environments over MessagePack WebSockets (docs/protocol.md)
+  serve     serve environments over MessagePack WebSockets (docs/protocol.md);
+            --sites DIR adds hosted sites (docs/sites.md)
+  gc        remove Incus containers leaked by servers that are gone (--all: every one)
+  image import --alias NAME IMAGE
+            import a docker-save tarball or OCI layout as an Incus image
 `)
 }

@@ -23,6 +23,8 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	ef.register(fs)
 	listen := fs.String("listen", "127.0.0.1:8765", "address to listen on (port 0 picks a free one); non-loopback needs --token")
 	token := fs.String("token", os.Getenv("WEBSERV_TOKEN"), "token clients must send in hello (default $WEBSERV_TOKEN)")
+	var hf hostingFlags
+	hf.register(fs)
 	var cfg server.Config
 	fs.IntVar(&cfg.MaxEnvs, "max-envs", 32, "most environments open at once")
 	fs.IntVar(&cfg.MaxCreating, "max-creating", 4, "most environments being created at once")
@@ -47,7 +49,13 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 		return err
 	}
 	defer b.Close()
-	srv := server.New(log.Named("server"), b, server.OpenFactory{}, cfg)
+	factory, closeBackends, err := hf.factory(ctx, log)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	defer closeBackends()
+	srv := server.New(log.Named("server"), b, factory, cfg)
 	defer srv.Close()
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

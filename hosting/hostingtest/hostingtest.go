@@ -1,0 +1,180 @@
+// Package hostingtest checks that a hosting.Backend behaves as the
+// environments expect. Both backends run the same Conformance test against
+// internal/testsite, a server whose whole state is one file.
+package hostingtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/webserv-rl/webserv/hosting"
+)
+
+// BuildTestSite compiles internal/testsite as a static binary into dir.
+func BuildTestSite(t testing.TB, dir string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "..", "internal", "testsite")
+	out := filepath.Join(dir, "testsite")
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build testsite: %v\n%s", err, b)
+	}
+	return out
+}
+
+// Get fetches url and returns its body.
+func Get(t testing.TB, url string) string {
+	t.Helper()
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func state(t testing.TB, in hosting.Instance) string {
+	t.Helper()
+	return Get(t, in.URL()+"/")
+}
+
+func set(t testing.TB, in hosting.Instance, v string) {
+	t.Helper()
+	if got := Get(t, in.URL()+"/set?v="+v); got != "ok" {
+		t.Fatalf("set %s on %s: %q", v, in.ID(), got)
+	}
+}
+
+// Conformance runs the behaviour every backend must have. site must run
+// internal/testsite with base state "base".
+func Conformance(t *testing.T, b hosting.Backend, site *hosting.Site) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	// Ten instances, started concurrently, each mutated.
+	const n = 10
+	insts := make([]hosting.Instance, n)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range insts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			insts[i], errs[i] = b.Start(ctx, site)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, in := range insts {
+			if in != nil {
+				_ = in.Stop(ctx)
+			}
+		}
+	}()
+	urls := map[string]bool{}
+	for i, in := range insts {
+		if got := state(t, in); got != "state=base" {
+			t.Fatalf("instance %d starts in %q, want the base state", i, got)
+		}
+		urls[in.URL()] = true
+		set(t, in, fmt.Sprintf("mine-%d", i))
+	}
+	if len(urls) != n {
+		t.Fatalf("instances share URLs: %v", urls)
+	}
+	// Isolation: no instance sees another's change.
+	for i, in := range insts {
+		if got, want := state(t, in), fmt.Sprintf("state=mine-%d", i); got != want {
+			t.Errorf("instance %d: %q, want %q", i, got, want)
+		}
+	}
+
+	// Reset one: back to base; the others keep theirs.
+	url0 := insts[0].URL()
+	if err := insts[0].Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if insts[0].URL() != url0 {
+		t.Errorf("reset changed the URL: %s -> %s", url0, insts[0].URL())
+	}
+	if got := state(t, insts[0]); got != "state=base" {
+		t.Errorf("after reset: %q", got)
+	}
+	if got := state(t, insts[1]); got != "state=mine-1" {
+		t.Errorf("a reset disturbed another instance: %q", got)
+	}
+
+	// Snapshot a running instance, change it, fork 4 from the snapshot.
+	if err := insts[2].Snapshot(ctx, "checkout"); err != nil {
+		t.Fatal(err)
+	}
+	set(t, insts[2], "after-snapshot")
+	forks, err := insts[2].Fork(ctx, "checkout", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, f := range forks {
+			_ = f.Stop(ctx)
+		}
+	}()
+	if len(forks) != 4 {
+		t.Fatalf("fork returned %d instances", len(forks))
+	}
+	for i, f := range forks {
+		if got := state(t, f); got != "state=mine-2" {
+			t.Errorf("fork %d starts in %q, want the snapshot's state", i, got)
+		}
+	}
+	set(t, forks[0], "fork-0")
+	if got := state(t, forks[1]); got != "state=mine-2" {
+		t.Errorf("forks share state: %q", got)
+	}
+	if got := state(t, insts[2]); got != "state=after-snapshot" {
+		t.Errorf("forking changed the parent: %q", got)
+	}
+
+	// Restore goes back to the snapshot; an unknown name is a clear error.
+	if err := insts[2].Restore(ctx, "checkout"); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(t, insts[2]); got != "state=mine-2" {
+		t.Errorf("after restore: %q", got)
+	}
+	if err := insts[2].Restore(ctx, "nope"); !errors.Is(err, hosting.ErrNoSnapshot) {
+		t.Errorf("restore of an unknown snapshot: %v", err)
+	}
+	if _, err := insts[2].Fork(ctx, "nope", 1); !errors.Is(err, hosting.ErrNoSnapshot) {
+		t.Errorf("fork of an unknown snapshot: %v", err)
+	}
+
+	// Stop: the instance no longer answers.
+	url3 := insts[3].URL()
+	if err := insts[3].Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	insts[3] = nil
+	c := &http.Client{Timeout: 2 * time.Second}
+	if resp, err := c.Get(url3 + "/"); err == nil {
+		resp.Body.Close()
+		t.Errorf("a stopped instance still answers at %s", url3)
+	}
+}

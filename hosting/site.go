@@ -1,0 +1,200 @@
+package hosting
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Site defines how to run a website for environments: one YAML or JSON file
+// per site (docs/sites.md has the schema).
+type Site struct {
+	// Name is the site's id (lowercase letters, digits, - and _).
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Local runs the site as a process on the host.
+	Local *LocalRun `json:"local,omitempty"`
+	// Incus runs the site in a container cloned from an image.
+	Incus *IncusRun `json:"incus,omitempty"`
+	// Port is the TCP port the site listens on inside its container (Incus)
+	// or the default when the command does not take {port} (local).
+	Port int `json:"port,omitempty"`
+	// Ready is the HTTP probe that must answer before an instance is used.
+	Ready Probe `json:"ready,omitempty"`
+	// Env is set in the site's environment.
+	Env map[string]string `json:"env,omitempty"`
+	// PostStart are commands run once after the first start, before the
+	// base state is captured (Incus: in the base container; local: in the
+	// data directory). {url} is replaced by the instance's base URL.
+	PostStart [][]string `json:"post_start,omitempty"`
+	// StartPath is appended to the instance's base URL to start episodes.
+	StartPath string `json:"start_path,omitempty"`
+	// Login is what the browser needs to be signed in.
+	Login *Login `json:"login,omitempty"`
+	// Limits bound an Incus container's resources.
+	Limits Limits `json:"limits,omitempty"`
+
+	dir string // the directory of the definition file
+}
+
+// LocalRun runs the site as a child process.
+type LocalRun struct {
+	// Command and its arguments. {port} is a free loopback port, {data}
+	// the instance's own copy of DataDir; both are also in $PORT and
+	// $DATA_DIR. Relative paths are relative to the definition file.
+	Command []string `json:"command"`
+	// DataDir holds the site's base state; every instance gets a copy.
+	DataDir string `json:"data_dir,omitempty"`
+}
+
+// IncusRun runs the site in an Incus container.
+type IncusRun struct {
+	// Image is the alias of an Incus image (see `webserv image import`).
+	Image string `json:"image"`
+	// Command overrides the image's init command.
+	Command []string `json:"command,omitempty"`
+}
+
+// Probe is an HTTP readiness check.
+type Probe struct {
+	Path      string `json:"path,omitempty"`       // default "/"
+	Status    int    `json:"status,omitempty"`     // default 200
+	TimeoutMs int    `json:"timeout_ms,omitempty"` // default 60000
+}
+
+// Login lists browser state that signs an agent in.
+type Login struct {
+	Cookies []Cookie          `json:"cookies,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// LocalStorage entries, set for the site's origin.
+	LocalStorage map[string]string `json:"local_storage,omitempty"`
+}
+
+// Cookie is one cookie set for the site's host.
+type Cookie struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Path  string `json:"path,omitempty"`
+}
+
+// Limits bound a container.
+type Limits struct {
+	Memory    string `json:"memory,omitempty"`    // "512MiB"
+	CPU       string `json:"cpu,omitempty"`       // "1" or "0-1"
+	Processes int    `json:"processes,omitempty"` // most processes
+}
+
+var siteName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,40}$`)
+
+// Validate checks a definition and fills defaults.
+func (s *Site) Validate() error {
+	if !siteName.MatchString(s.Name) {
+		return fmt.Errorf("site name %q: use 1-41 lowercase letters, digits, - and _", s.Name)
+	}
+	if (s.Local == nil) == (s.Incus == nil) {
+		return fmt.Errorf("site %s: give exactly one of local (a command) or incus (an image)", s.Name)
+	}
+	if s.Local != nil && len(s.Local.Command) == 0 {
+		return fmt.Errorf("site %s: local.command is empty", s.Name)
+	}
+	if s.Incus != nil {
+		if s.Incus.Image == "" {
+			return fmt.Errorf("site %s: incus.image is empty", s.Name)
+		}
+		if s.Port <= 0 || s.Port > 65535 {
+			return fmt.Errorf("site %s: port (inside the container) must be 1-65535", s.Name)
+		}
+	}
+	if s.Ready.Path == "" {
+		s.Ready.Path = "/"
+	}
+	if !strings.HasPrefix(s.Ready.Path, "/") || (s.StartPath != "" && !strings.HasPrefix(s.StartPath, "/")) {
+		return fmt.Errorf("site %s: ready.path and start_path must start with /", s.Name)
+	}
+	if s.Ready.Status == 0 {
+		s.Ready.Status = 200
+	}
+	if s.Ready.TimeoutMs <= 0 {
+		s.Ready.TimeoutMs = 60000
+	}
+	return nil
+}
+
+// Backend names the backend the site runs on: "local" or "incus".
+func (s *Site) Backend() string {
+	if s.Incus != nil {
+		return "incus"
+	}
+	return "local"
+}
+
+// path resolves p relative to the definition's directory.
+func (s *Site) path(p string) string {
+	if p == "" || filepath.IsAbs(p) || s.dir == "" {
+		return p
+	}
+	return filepath.Join(s.dir, p)
+}
+
+// ParseSite reads one definition (YAML or JSON). dir resolves relative paths.
+func ParseSite(data []byte, dir string) (*Site, error) {
+	var s Site
+	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		return nil, fmt.Errorf("parse site definition: %w", err)
+	}
+	s.dir = dir
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// LoadSite reads a definition file.
+func LoadSite(path string) (*Site, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read site definition: %w", err)
+	}
+	abs, _ := filepath.Abs(filepath.Dir(path))
+	s, err := ParseSite(data, abs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// LoadSites reads every *.yaml, *.yml and *.json file of dir.
+func LoadSites(dir string) ([]*Site, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read site definitions: %w", err)
+	}
+	var out []*Site
+	seen := map[string]string{}
+	var errs []error
+	for _, e := range entries {
+		ext := filepath.Ext(e.Name())
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") {
+			continue
+		}
+		s, err := LoadSite(filepath.Join(dir, e.Name()))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if prev, dup := seen[s.Name]; dup {
+			errs = append(errs, fmt.Errorf("site %s is defined twice: %s and %s", s.Name, prev, e.Name()))
+			continue
+		}
+		seen[s.Name] = e.Name()
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,71 @@
+package hosting_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/webserv-rl/webserv/hosting"
+)
+
+func TestParseSite(t *testing.T) {
+	s, err := hosting.ParseSite([]byte(`
+name: shop
+description: the bundled shop
+incus:
+  image: webserv-shop
+port: 8080
+ready: {path: /healthz, timeout_ms: 5000}
+env: {SHOP_SCALE: small}
+post_start: [["/app/shop", "set-base-url", "{url}"]]
+start_path: /
+login:
+  cookies: [{name: session, value: abc}]
+limits: {memory: 512MiB, cpu: "1", processes: 200}
+`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Backend() != "incus" || s.Ready.Status != 200 || s.Ready.TimeoutMs != 5000 || s.Limits.Memory != "512MiB" || s.Login.Cookies[0].Value != "abc" {
+		t.Errorf("parsed %+v", s)
+	}
+	// JSON works too, and the defaults are filled in.
+	s, err = hosting.ParseSite([]byte(`{"name": "x", "local": {"command": ["./x"]}}`), "")
+	if err != nil || s.Ready.Path != "/" || s.Ready.TimeoutMs != 60000 {
+		t.Errorf("json: %+v %v", s, err)
+	}
+	bad := map[string]string{
+		"no backend":    `name: x`,
+		"two backends":  "name: x\nlocal: {command: [a]}\nincus: {image: y}\nport: 1",
+		"bad name":      "name: Shop!\nlocal: {command: [a]}",
+		"no port":       "name: x\nincus: {image: y}",
+		"unknown field": "name: x\nlocal: {command: [a]}\nprot: 8080",
+		"relative path": "name: x\nlocal: {command: [a]}\nstart_path: shop",
+	}
+	for name, def := range bad {
+		if _, err := hosting.ParseSite([]byte(def), ""); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestLoadSites(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("b.yaml", "name: b\nlocal: {command: [x]}")
+	write("a.json", `{"name": "a", "local": {"command": ["x"]}}`)
+	write("notes.txt", "ignored")
+	sites, err := hosting.LoadSites(dir)
+	if err != nil || len(sites) != 2 || sites[0].Name != "a" || sites[1].Name != "b" {
+		t.Fatalf("LoadSites = %v, %v", sites, err)
+	}
+	write("dup.yaml", "name: a\nlocal: {command: [x]}")
+	if _, err := hosting.LoadSites(dir); err == nil || !strings.Contains(err.Error(), "defined twice") {
+		t.Errorf("duplicate site: %v", err)
+	}
+}

@@ -1,0 +1,260 @@
+package incusmgr_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	incus "github.com/lxc/incus/v6/client"
+	"github.com/lxc/incus/v6/shared/api"
+
+	"github.com/webserv-rl/webserv/hosting"
+	"github.com/webserv-rl/webserv/hosting/hostingtest"
+	"github.com/webserv-rl/webserv/incusmgr"
+)
+
+// These tests need a running incusd with a btrfs pool named "webserv"
+// (scripts/incus-setup.sh, run by `make test`). They do not skip: a
+// machine that cannot run Incus fails them.
+
+const (
+	dockerAlias = "webserv-test-docker"
+	ociAlias    = "webserv-test-oci"
+)
+
+var client incus.InstanceServer
+
+func TestMain(m *testing.M) {
+	if os.Getenv("WEBSERV_GC_CHILD") != "" {
+		leakInstances()
+		return
+	}
+	var err error
+	client, err = incus.ConnectIncusUnix("", nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "incus:", err, "(run scripts/incus-setup.sh)")
+		os.Exit(1)
+	}
+	dir, _ := os.MkdirTemp("", "incusmgr-test-")
+	if err := importTestImages(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "test images:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// importTestImages writes the image as a docker-save tarball and as an OCI
+// layout, and imports both.
+func importTestImages(dir string) error {
+	bin := hostingtest.BuildTestSite(&testing.T{}, dir)
+	img, err := hostingtest.SiteImage(bin)
+	if err != nil {
+		return err
+	}
+	saved := filepath.Join(dir, "testsite.tar")
+	if err := tarball.WriteToFile(saved, name.MustParseReference("webserv/testsite:latest"), img); err != nil {
+		return err
+	}
+	p, err := layout.Write(filepath.Join(dir, "oci"), empty.Index)
+	if err != nil {
+		return err
+	}
+	if err := p.AppendImage(img, layout.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"})); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	info, err := incusmgr.ImportImage(ctx, client, saved, dockerAlias)
+	if err != nil {
+		return err
+	}
+	if info.Port != 8080 || !slices.Equal(info.Command, []string{"/app/testsite"}) || info.Env["DATA_DIR"] != "/data" {
+		return fmt.Errorf("imported image info = %+v", info)
+	}
+	_, err = incusmgr.ImportImage(ctx, client, filepath.Join(dir, "oci"), ociAlias)
+	return err
+}
+
+func site(alias string) *hosting.Site {
+	s := &hosting.Site{Name: "t-" + strings.TrimPrefix(alias, "webserv-test-"), Incus: &hosting.IncusRun{Image: alias}, Port: 8080,
+		Ready: hosting.Probe{Path: "/ready"}, Limits: hosting.Limits{Memory: "256MiB", Processes: 100}}
+	if err := s.Validate(); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func connect(t *testing.T, cfg incusmgr.Config) *incusmgr.Manager {
+	t.Helper()
+	m, err := incusmgr.Connect(t.Context(), nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := m.Close(ctx); err != nil {
+			t.Errorf("close manager: %v", err)
+		}
+	})
+	return m
+}
+
+func TestIncusBackendConformance(t *testing.T) {
+	hostingtest.Conformance(t, connect(t, incusmgr.Config{}), site(dockerAlias))
+}
+
+func TestImportedImagesRunUnmodified(t *testing.T) {
+	m := connect(t, incusmgr.Config{})
+	for _, alias := range []string{dockerAlias, ociAlias} {
+		in, err := m.Start(t.Context(), site(alias))
+		if err != nil {
+			t.Fatalf("%s: %v", alias, err)
+		}
+		if got := hostingtest.Get(t, in.URL()+"/"); got != "state=base" {
+			t.Errorf("%s: %q", alias, got)
+		}
+		// The whiteout of the second layer deleted junk/old.
+		if _, _, err := client.GetInstanceFile(in.ID(), "/junk/old"); err == nil {
+			t.Errorf("%s: the whiteout was not applied", alias)
+		}
+		// No network device: the container has only its loopback.
+		inst, _, err := client.GetInstance(in.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, d := range inst.ExpandedDevices {
+			if d["type"] == "nic" {
+				t.Errorf("%s: container has a NIC %q", alias, name)
+			}
+		}
+		if inst.Config["limits.memory"] != "256MiB" {
+			t.Errorf("%s: limits not applied: %v", alias, inst.Config)
+		}
+		if err := in.Stop(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestWarmPoolServesStartsAndResets(t *testing.T) {
+	m := connect(t, incusmgr.Config{Warm: 2})
+	s := site(dockerAlias)
+	in, err := m.Start(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostingtest.Get(t, in.URL()+"/set?v=dirty")
+	first := in.ID()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && countInstances(t, s.Name) < 3 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := countInstances(t, s.Name); n < 3 {
+		t.Fatalf("warm pool not filled: %d containers", n)
+	}
+	if err := in.Reset(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if in.ID() == first {
+		t.Error("reset kept the old container")
+	}
+	if got := hostingtest.Get(t, in.URL()+"/"); got != "state=base" {
+		t.Errorf("after a warm reset: %q", got)
+	}
+}
+
+func countInstances(t *testing.T, siteName string) int {
+	list, err := client.GetInstances(api.InstanceTypeContainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, in := range list {
+		if in.Config["user.webserv.site"] == siteName && in.Config["user.webserv.role"] == "instance" && in.Config["user.webserv.owner"] == incusmgr.Owner() {
+			n++
+		}
+	}
+	return n
+}
+
+// leakInstances runs in a child process: it starts two instances and is
+// killed before it can clean up.
+func leakInstances() {
+	m, err := incusmgr.Connect(context.Background(), nil, incusmgr.Config{})
+	if err != nil {
+		fmt.Println("ERR", err)
+		os.Exit(1)
+	}
+	for i := 0; i < 2; i++ {
+		in, err := m.Start(context.Background(), site(dockerAlias))
+		if err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(1)
+		}
+		fmt.Println("STARTED", in.ID())
+	}
+	fmt.Println("READY")
+	time.Sleep(time.Hour)
+}
+
+func TestGCRemovesWhatAKilledServerLeaked(t *testing.T) {
+	ours, err := connect(t, incusmgr.Config{}).Start(t.Context(), site(dockerAlias))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "WEBSERV_GC_CHILD=1")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(out.String(), "READY") && !strings.Contains(out.String(), "ERR") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	var leaked []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if id, ok := strings.CutPrefix(line, "STARTED "); ok {
+			leaked = append(leaked, id)
+		}
+	}
+	if len(leaked) != 2 {
+		t.Fatalf("child did not start its instances:\n%s", out.String())
+	}
+	removed, err := incusmgr.GC(t.Context(), client, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range leaked {
+		if !slices.Contains(removed, id) {
+			t.Errorf("gc left %s (removed %v)", id, removed)
+		}
+		if _, _, err := client.GetInstance(id); err == nil {
+			t.Errorf("%s still exists", id)
+		}
+	}
+	if slices.Contains(removed, ours.ID()) {
+		t.Errorf("gc removed an instance of a live server")
+	}
+	if got := hostingtest.Get(t, ours.URL()+"/"); got != "state=base" {
+		t.Errorf("live instance after gc: %q", got)
+	}
+}

@@ -1,0 +1,112 @@
+// Command testsite is the tiny website the hosting tests run under both
+// backends: an HTTP server whose whole state is one file.
+//
+//	GET /        "state=<contents of the state file>"
+//	GET /set?v=X writes X to the state file
+//	GET /ready   200 once serving
+//
+// It listens on $PORT (default 8080) on 127.0.0.1 and keeps its state in
+// $DATA_DIR/state (default /data/state). For the hosting benchmark it can
+// stand in for a site with a large database: `testsite fill PATH BYTES`
+// writes a file of that size, and with $TOUCH=PATH every start writes 4 KiB
+// into that file first, as a database touches its files when it opens.
+package main
+
+import (
+	"fmt"
+	"log"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+func main() {
+	if len(os.Args) == 4 && os.Args[1] == "fill" {
+		if err := fill(os.Args[2], os.Args[3]); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if p := os.Getenv("TOUCH"); p != "" {
+		if err := touch(p); err != nil {
+			log.Fatal(err)
+		}
+	}
+	port := os.Getenv("PORT")
+	if port == "" {
+		port = "8080"
+	}
+	dir := os.Getenv("DATA_DIR")
+	if dir == "" {
+		dir = "/data"
+	}
+	state := filepath.Join(dir, "state")
+	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := os.ReadFile(state)
+		fmt.Fprintf(w, "state=%s", b)
+	})
+	http.HandleFunc("/set", func(w http.ResponseWriter, r *http.Request) {
+		if err := os.WriteFile(state, []byte(r.URL.Query().Get("v")), 0o644); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+	http.HandleFunc("/ready", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ready") })
+	log.Fatal(http.ListenAndServe("127.0.0.1:"+port, nil))
+}
+
+// fill writes size bytes of incompressible data to path.
+func fill(path, size string) error {
+	n, err := strconv.ParseInt(size, 10, 64)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	r := rand.New(rand.NewPCG(1, 2))
+	for n > 0 {
+		for i := 0; i < len(buf); i += 8 {
+			v := r.Uint64()
+			for j := 0; j < 8; j++ {
+				buf[i+j] = byte(v >> (8 * j))
+			}
+		}
+		k := min(int64(len(buf)), n)
+		if _, err := f.Write(buf[:k]); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return f.Sync()
+}
+
+// touch writes 4 KiB at a random offset of path and syncs it.
+func touch(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if os.IsNotExist(err) {
+		return nil // not created yet (the base's first start, before fill)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	off := int64(0)
+	if st.Size() > 4096 {
+		off = rand.Int64N(st.Size()/4096) * 4096
+	}
+	if _, err := f.WriteAt(make([]byte, 4096), off); err != nil {
+		return err
+	}
+	return f.Sync()
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/webserv-rl/webserv/hosting"
+)
+
+// Snapshotter is an Instance whose site state can be captured and branched:
+// the ops snapshot, restore and fork need it.
+type Snapshotter interface {
+	Snapshot(ctx context.Context, name string) error
+	Restore(ctx context.Context, name string) error
+	Fork(ctx context.Context, name string, n int) ([]Instance, error)
+	// BaseURL is the instance's base URL; forks have their own.
+	BaseURL() string
+}
+
+// HostedFactory serves sites from definitions, each on its backend
+// (local processes or Incus containers), plus the open site.
+type HostedFactory struct {
+	open     OpenFactory
+	sites    map[string]*hosting.Site
+	order    []string
+	backends map[string]hosting.Backend
+	missing  map[string]string // backend name -> why it is not available
+}
+
+// NewHostedFactory serves sites on backends. unavailable maps a backend
+// name to why it is missing here; its sites are listed but cannot start.
+func NewHostedFactory(sites []*hosting.Site, backends []hosting.Backend, unavailable map[string]string) *HostedFactory {
+	f := &HostedFactory{sites: map[string]*hosting.Site{}, backends: map[string]hosting.Backend{}, missing: unavailable}
+	for _, b := range backends {
+		f.backends[b.Name()] = b
+	}
+	for _, s := range sites {
+		f.sites[s.Name] = s
+		f.order = append(f.order, s.Name)
+	}
+	return f
+}
+
+// Sites lists the open site and every defined site.
+func (f *HostedFactory) Sites() []SiteInfo {
+	out := f.open.Sites()
+	for _, name := range f.order {
+		s := f.sites[name]
+		info := SiteInfo{Name: s.Name, Description: s.Description, Backend: s.Backend()}
+		if why, ok := f.missing[s.Backend()]; ok {
+			info.Description = strings.TrimSpace(info.Description + " (unavailable: " + why + ")")
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// Tasks: defined sites have none yet.
+func (f *HostedFactory) Tasks(site string) ([]TaskInfo, error) {
+	if site == "" || site == "open" {
+		return []TaskInfo{}, nil
+	}
+	if _, ok := f.sites[site]; !ok {
+		return nil, fmt.Errorf("unknown site %q", site)
+	}
+	return []TaskInfo{}, nil
+}
+
+// Make starts an instance of the site.
+func (f *HostedFactory) Make(ctx context.Context, spec MakeSpec) (Instance, error) {
+	if spec.Site == "open" {
+		return f.open.Make(ctx, spec)
+	}
+	s, ok := f.sites[spec.Site]
+	if !ok {
+		names := append([]string{"open"}, f.order...)
+		return nil, fmt.Errorf("unknown site %q; this server has: %s", spec.Site, strings.Join(names, ", "))
+	}
+	if spec.Task != "" {
+		return nil, fmt.Errorf("site %s has no tasks", spec.Site)
+	}
+	b, ok := f.backends[s.Backend()]
+	if !ok {
+		return nil, fmt.Errorf("site %s runs on %s, which is not available on this server: %s", s.Name, s.Backend(), f.missing[s.Backend()])
+	}
+	in, err := b.Start(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("start site %s: %w", s.Name, err)
+	}
+	return &hostedInstance{site: s, in: in, fresh: true, goal: spec.Goal, path: spec.StartURL}, nil
+}
+
+// hostedInstance is an environment's site instance.
+type hostedInstance struct {
+	site  *hosting.Site
+	in    hosting.Instance
+	goal  string
+	path  string // start path from make, if any
+	mu    sync.Mutex
+	fresh bool // started (or forked) and not used by an episode yet
+}
+
+func (h *hostedInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episode, error) {
+	h.mu.Lock()
+	fresh := h.fresh
+	h.fresh = false
+	h.mu.Unlock()
+	if !fresh {
+		if err := h.in.Reset(ctx); err != nil {
+			return Episode{}, fmt.Errorf("reset site %s: %w", h.site.Name, err)
+		}
+	}
+	start := h.site.StartPath
+	for _, p := range []string{h.path, opts.StartURL} {
+		if p != "" {
+			start = p
+		}
+	}
+	u, err := h.resolve(start)
+	if err != nil {
+		return Episode{}, err
+	}
+	goal := h.goal
+	if opts.Goal != "" {
+		goal = opts.Goal
+	}
+	return Episode{StartURL: u, Goal: goal}, nil
+}
+
+// resolve turns a start path ("/cart") into a URL on this instance.
+func (h *hostedInstance) resolve(p string) (string, error) {
+	base := h.in.URL()
+	if p == "" {
+		return base + "/", nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		u, err := url.Parse(p)
+		if err != nil || u.Host == "" {
+			return "", fmt.Errorf("start_url %q: give a path on the site, like /cart", p)
+		}
+		// A full URL of the site (as a task file may hold one): keep its path.
+		p = u.RequestURI()
+	}
+	return base + p, nil
+}
+
+func (h *hostedInstance) Close(ctx context.Context) error { return h.in.Stop(ctx) }
+
+func (h *hostedInstance) BaseURL() string { return h.in.URL() }
+
+func (h *hostedInstance) Snapshot(ctx context.Context, name string) error {
+	return h.in.Snapshot(ctx, name)
+}
+
+func (h *hostedInstance) Restore(ctx context.Context, name string) error {
+	return h.in.Restore(ctx, name)
+}
+
+func (h *hostedInstance) Fork(ctx context.Context, name string, n int) ([]Instance, error) {
+	forks, err := h.in.Fork(ctx, name, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Instance, len(forks))
+	for i, f := range forks {
+		out[i] = &hostedInstance{site: h.site, in: f, goal: h.goal, path: h.path, fresh: true}
+	}
+	return out, nil
+}

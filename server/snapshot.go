@@ -1,0 +1,159 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/hosting"
+)
+
+// What a snapshot captures: the site instance's state (its container or
+// data directory, through the hosting backend) and the active tab's URL.
+// Restore and fork start a fresh browser context at that URL; the rest of
+// the browser's state (cookies, storage, other tabs, form fields) is not
+// carried yet.
+type snapshotInfo struct {
+	url   string
+	taken time.Time
+}
+
+func snapshotName(a args) (string, *Error) {
+	name, e := a.str("name")
+	if e != nil {
+		return "", e
+	}
+	if name == "" {
+		return "", errorf(CodeBadArgs, false, "this op needs name, the snapshot's name (letters, digits, - and _)")
+	}
+	return name, nil
+}
+
+func (s *Server) snapshot(ctx context.Context, x *session, sn Snapshotter, a args) (any, *Error) {
+	name, e := snapshotName(a)
+	if e != nil {
+		return nil, e
+	}
+	obs, err := x.env.Observe(ctx, observeNothing)
+	if err != nil {
+		return nil, envError(err)
+	}
+	if err := sn.Snapshot(ctx, name); err != nil {
+		return nil, errorf(CodeBadArgs, false, "snapshot %q: %v", name, err)
+	}
+	if x.snaps == nil {
+		x.snaps = map[string]snapshotInfo{}
+	}
+	x.snaps[name] = snapshotInfo{url: obs.URL, taken: time.Now()}
+	return map[string]any{"name": name, "url": obs.URL}, nil
+}
+
+func (s *Server) restore(ctx context.Context, x *session, sn Snapshotter, a args) (any, *Error) {
+	name, e := snapshotName(a)
+	if e != nil {
+		return nil, e
+	}
+	snap, ok := x.snaps[name]
+	if !ok {
+		return nil, errorf(CodeBadArgs, false, "environment %s has no snapshot %q; take one with snapshot first", x.id, name)
+	}
+	if err := sn.Restore(ctx, name); err != nil {
+		return nil, snapshotError(name, err)
+	}
+	obs, info, err := x.env.Reset(ctx, snap.url)
+	if err != nil {
+		return nil, envError(err)
+	}
+	x.steps, x.over = 0, ""
+	return map[string]any{"obs": wireObs(obs, x), "info": wireInfo(info, x)}, nil
+}
+
+// fork makes n new environments from a snapshot (taking one named
+// "fork-<time>" when no name is given), each at the snapshot's page on its
+// own copy of the site.
+func (s *Server) fork(ctx context.Context, x *session, sn Snapshotter, a args) (any, *Error) {
+	nf, ok, e := a.num("n")
+	if e != nil {
+		return nil, e
+	}
+	n := int(nf)
+	if !ok || n < 1 || n > s.cfg.MaxEnvs {
+		return nil, errorf(CodeBadArgs, false, "fork needs n, the number of new environments (1 to %d)", s.cfg.MaxEnvs)
+	}
+	name, e := a.str("name")
+	if e != nil {
+		return nil, e
+	}
+	if name == "" {
+		name = fmt.Sprintf("fork-%d", time.Now().UnixNano())
+		if _, e := s.snapshot(ctx, x, sn, args{"name": name}); e != nil {
+			return nil, e
+		}
+	}
+	snap, ok := x.snaps[name]
+	if !ok {
+		return nil, errorf(CodeBadArgs, false, "environment %s has no snapshot %q; take one with snapshot first", x.id, name)
+	}
+	sessions := make([]*session, 0, n)
+	release := func() {
+		for _, y := range sessions {
+			s.drop(y)
+		}
+	}
+	for i := 0; i < n; i++ {
+		y, e := s.reserve()
+		if e != nil {
+			release()
+			return nil, e
+		}
+		sessions = append(sessions, y)
+	}
+	insts, err := sn.Fork(ctx, name, n)
+	if err != nil {
+		release()
+		return nil, snapshotError(name, err)
+	}
+	parentBase := sn.BaseURL()
+	out := make([]map[string]any, 0, n)
+	var errs []error
+	for i, y := range sessions {
+		y.site, y.inst = x.site, insts[i]
+		y.env = s.browser.NewEnv(x.env.Config())
+		y.maxSteps, y.timeLimit = x.maxSteps, x.timeLimit
+		y.episode, y.started = x.episode, time.Now()
+		u := snap.url
+		if fb, ok := insts[i].(Snapshotter); ok && strings.HasPrefix(u, parentBase) {
+			u = fb.BaseURL() + strings.TrimPrefix(u, parentBase)
+		}
+		y.episode.StartURL = u
+		obs, info, err := y.env.Reset(ctx, u)
+		if err != nil {
+			errs = append(errs, err)
+			s.closeSession(y, "fork failed")
+			continue
+		}
+		go y.work()
+		out = append(out, map[string]any{"env": y.id, "obs": wireObs(obs, y), "info": wireInfo(info, y)})
+	}
+	if err := errors.Join(errs...); err != nil {
+		for _, r := range out {
+			if y, e := s.session(r["env"].(string)); e == nil {
+				s.closeSession(y, "fork failed")
+			}
+		}
+		return nil, errorf(CodeBackend, true, "fork: %v", err)
+	}
+	s.log.Info("environment forked", zap.String("env", x.id), zap.String("snapshot", name), zap.Int("n", n))
+	return map[string]any{"snapshot": name, "envs": out}, nil
+}
+
+func snapshotError(name string, err error) *Error {
+	if errors.Is(err, hosting.ErrNoSnapshot) {
+		return errorf(CodeBadArgs, false, "no snapshot %q: %v", name, err)
+	}
+	return errorf(CodeBackend, true, "snapshot %q: %v", name, err)
+}
