@@ -104,7 +104,7 @@ type localInstance struct {
 	done chan struct{}
 }
 
-func (in *localInstance) ID() string  { return in.id }
+func (in *localInstance) ID() string { return in.id }
 
 // Pid is the site process's pid (0 when it is not running).
 func (in *localInstance) Pid() int {
