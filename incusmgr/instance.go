@@ -147,7 +147,7 @@ func (in *Instance) Restore(ctx context.Context, name string) error {
 	if err := m.state(ctx, cn, "start"); err != nil {
 		return err
 	}
-	if err := m.ready(ctx, in.site, in.c); err != nil {
+	if err := m.ready(ctx, in.site, in.c, nil); err != nil {
 		return err
 	}
 	in.proxy.point(in.c.pid)

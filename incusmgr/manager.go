@@ -361,26 +361,16 @@ func (m *Manager) prepareBase(ctx context.Context, site *hosting.Site, name, has
 	if err := op.WaitContext(ctx); err != nil {
 		return fmt.Errorf("create from image %q: %w", site.Incus.Image, err)
 	}
-	pid, err := m.pid(name)
-	if err != nil {
-		return err
-	}
-	if err := loopbackUp(pid); err != nil {
-		return err
-	}
-	p, err := newProxy(site.Port)
-	if err != nil {
-		return err
-	}
-	defer p.close()
-	p.point(pid)
-	if err := hosting.WaitReady(ctx, p.url(), site.Ready); err != nil {
-		return err
-	}
-	for _, cmd := range site.PostStart {
-		if err := m.exec(ctx, name, cmd, p.url()); err != nil {
-			return err
+	err = m.ready(ctx, site, &container{name: name}, func(url string) error {
+		for _, cmd := range site.PostStart {
+			if err := m.exec(ctx, name, cmd, url); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if op, err := m.c.UpdateInstanceState(name, api.InstanceStatePut{Action: "stop", Timeout: 30, Force: true}, ""); err != nil {
 		return fmt.Errorf("stop base: %w", err)
@@ -526,16 +516,17 @@ func (m *Manager) launch(ctx context.Context, site *hosting.Site, source string)
 		return nil, fmt.Errorf("clone %s: %w", source, err)
 	}
 	c := &container{name: name}
-	if err := m.ready(ctx, site, c); err != nil {
+	if err := m.ready(ctx, site, c, nil); err != nil {
 		_ = deleteInstance(context.Background(), m.c, name)
 		return nil, err
 	}
 	return c, nil
 }
 
-// ready finds the container's init, brings its loopback up and waits for
-// the site to answer.
-func (m *Manager) ready(ctx context.Context, site *hosting.Site, c *container) error {
+// ready finds the container's init, brings its loopback up, waits for the
+// site to answer and, if then is not nil, calls it with a URL that reaches
+// the site while it runs.
+func (m *Manager) ready(ctx context.Context, site *hosting.Site, c *container, then func(url string) error) error {
 	pid, err := m.pid(c.name)
 	if err != nil {
 		return err
@@ -552,6 +543,9 @@ func (m *Manager) ready(ctx context.Context, site *hosting.Site, c *container) e
 	p.point(pid)
 	if err := hosting.WaitReady(ctx, p.url(), site.Ready); err != nil {
 		return fmt.Errorf("container %s: %w", c.name, err)
+	}
+	if then != nil {
+		return then(p.url())
 	}
 	return nil
 }

@@ -9,6 +9,8 @@
 # a sparse file that grows with use).
 set -euo pipefail
 log() { printf 'incus-setup: %s\n' "$*"; }
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 POOL=${WEBSERV_POOL:-webserv}
 SIZE=${WEBSERV_POOL_SIZE:-30GiB}
 
@@ -19,16 +21,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 
 if ! command -v incus >/dev/null 2>&1 || ! command -v mkfs.btrfs >/dev/null 2>&1; then
-  if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    log "adding Debian bookworm-backports"
-    cat >/etc/apt/sources.list.d/bookworm-backports.sources <<'SRC'
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: bookworm-backports
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-  fi
+  ensure_backports || true
   apt-get update -qq
   log "installing incus and btrfs-progs"
   apt-get install -y -qq -t bookworm-backports incus btrfs-progs >/dev/null

@@ -12,6 +12,8 @@
 set -euo pipefail
 
 log() { printf 'setup: %s\n' "$*"; }
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
   missing=""
@@ -36,21 +38,6 @@ apt_install() {
   apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
-backports() {
-  local f=/etc/apt/sources.list.d/bookworm-backports.sources
-  if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-    log "adding Debian bookworm-backports"
-    cat >"$f" <<'SRC'
-Types: deb
-URIs: http://deb.debian.org/debian
-Suites: bookworm-backports
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-    apt_updated=""
-  fi
-}
-
 pkgs=()
 [ -x /usr/bin/chromium ] || pkgs+=(chromium)
 dpkg -s fonts-liberation >/dev/null 2>&1 || pkgs+=(fonts-liberation)
@@ -66,7 +53,7 @@ if [ ${#pkgs[@]} -gt 0 ]; then
 fi
 
 if ! command -v go >/dev/null 2>&1; then
-  backports
+  if ensure_backports; then apt_updated=""; fi
   if [ -z "$apt_updated" ]; then apt-get update -qq; apt_updated=1; fi
   gopkg=$(apt-cache search --names-only '^golang-1\.[0-9]+-go$' | awk '{print $1}' | sort -V | tail -n 1)
   [ -n "$gopkg" ] || { echo "setup: no golang package found in Debian's archives" >&2; exit 1; }

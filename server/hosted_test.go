@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,19 +17,8 @@ import (
 // protocol: make, state changes, snapshot, fork, restore, reset.
 func TestHostedSiteSnapshotForkRestore(t *testing.T) {
 	t.Parallel()
+	site := hostingtest.LocalSite(t)
 	dir := t.TempDir()
-	bin := hostingtest.BuildTestSite(t, dir)
-	data := filepath.Join(dir, "data")
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(data, "state"), []byte("base"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	site := &hosting.Site{Name: "testsite", Description: "one-file state", Local: &hosting.LocalRun{Command: []string{bin}, DataDir: data}, Ready: hosting.Probe{Path: "/ready"}}
-	if err := site.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	local, err := hosting.NewLocal(nil, filepath.Join(dir, "instances"))
 	if err != nil {
 		t.Fatal(err)

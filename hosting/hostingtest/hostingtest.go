@@ -178,3 +178,28 @@ func Conformance(t *testing.T, b hosting.Backend, site *hosting.Site) {
 		t.Errorf("a stopped instance still answers at %s", url3)
 	}
 }
+
+// LocalSite builds internal/testsite and returns a validated local site
+// definition for it, with base state "base" in a data directory under a
+// test temp dir.
+func LocalSite(t testing.TB) *hosting.Site {
+	t.Helper()
+	dir := t.TempDir()
+	bin := BuildTestSite(t, dir)
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "state"), []byte("base"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	def := "name: testsite\ndescription: one-file state\nlocal:\n  command: [" + bin + "]\n  data_dir: data\nready:\n  path: /ready\n"
+	if err := os.WriteFile(filepath.Join(dir, "testsite.yaml"), []byte(def), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := hosting.LoadSite(filepath.Join(dir, "testsite.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
