@@ -5,7 +5,7 @@
 // Page.addScriptToEvaluateOnNewDocument, so they run in every document of a
 // page (its frames, its reloads, and popups it opens) before any script of
 // the page itself. They add one non-enumerable global, window.__webserv, with
-// four parts:
+// five parts:
 //
 //   - net (netcount.js): wraps XMLHttpRequest and fetch and counts requests
 //     in flight, with the time of the last change. The environment waits for
@@ -19,6 +19,8 @@
 //     optional accessibility-tree text view.
 //   - act (actions.js): resolves a semantic id, checks the element can be
 //     acted on, scrolls it into view and returns the point to click.
+//   - state (state.js): captures and re-applies what a fork of the page must
+//     carry: storage, form field values, scroll.
 //
 // Each file is plain, commented JavaScript embedded with go:embed. Bundle
 // returns them as one script; Call builds the expression that calls one of

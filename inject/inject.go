@@ -21,6 +21,8 @@ var (
 	parserJS string
 	//go:embed actions.js
 	actionsJS string
+	//go:embed state.js
+	stateJS string
 )
 
 // Global is the name of the page-global object every injected file hangs off.
@@ -40,6 +42,7 @@ func Files() []File {
 		{"listeners.js", listenersJS},
 		{"parser.js", parserJS},
 		{"actions.js", actionsJS},
+		{"state.js", stateJS},
 	}
 }
 

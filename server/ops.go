@@ -200,8 +200,8 @@ func (s *Server) reset(ctx context.Context, x *session, a args) (any, *Error) {
 	return s.startEpisode(ctx, x, a)
 }
 
-// startEpisode asks the site for a new episode and resets the browser to
-// its start.
+// startEpisode reads a reset's options and starts the episode, alone or as
+// a member of a group (options.group_key).
 func (s *Server) startEpisode(ctx context.Context, x *session, a args) (map[string]any, *Error) {
 	var opts EpisodeOptions
 	o, e := a.sub("options")
@@ -223,6 +223,19 @@ func (s *Server) startEpisode(ctx context.Context, x *session, a args) (map[stri
 		v := int64(seed)
 		opts.Seed = &v
 	}
+	key, e := o.str("group_key")
+	if e != nil {
+		return nil, e
+	}
+	if key != "" {
+		return s.groupEpisode(ctx, x, key, opts)
+	}
+	return s.episode(ctx, x, opts)
+}
+
+// episode asks the site for a new episode and resets the browser to its
+// start.
+func (s *Server) episode(ctx context.Context, x *session, opts EpisodeOptions) (map[string]any, *Error) {
 	ep, err := x.inst.Episode(ctx, opts)
 	if err != nil {
 		return nil, errorf(CodeBadArgs, false, "%v", err)

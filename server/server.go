@@ -73,6 +73,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	groups   map[string]*group
 	closing  bool
 
 	stepsTotal atomic.Int64
@@ -96,6 +97,7 @@ func New(log *zap.Logger, browser *envcore.Browser, factory Factory, cfg Config)
 		started:    time.Now(),
 		creating:   make(chan struct{}, cfg.MaxCreating),
 		sessions:   map[string]*session{},
+		groups:     map[string]*group{},
 		stop:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
@@ -297,6 +299,13 @@ func (s *Server) reap() {
 		for _, x := range s.sessions {
 			if x.lastUsed.Load() < cutoff && len(x.jobs) == 0 {
 				idle = append(idle, x)
+			}
+		}
+		s.mu.Unlock()
+		s.mu.Lock()
+		for k, g := range s.groups {
+			if time.Since(g.created) > s.cfg.TTL {
+				delete(s.groups, k)
 			}
 		}
 		s.mu.Unlock()

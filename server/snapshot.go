@@ -9,16 +9,18 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/hosting"
 )
 
 // What a snapshot captures: the site instance's state (its container or
-// data directory, through the hosting backend) and the active tab's URL.
-// Restore and fork start a fresh browser context at that URL; the rest of
-// the browser's state (cookies, storage, other tabs, form fields) is not
-// carried yet.
+// data directory, through the hosting backend) and the browser's state
+// (envcore.BrowserState: cookies; each tab's history, storage, form fields
+// and scroll). Restore and fork rebuild the browser state in a fresh
+// browser context; in-memory JavaScript state is not carried.
 type snapshotInfo struct {
 	url   string
+	state envcore.BrowserState
 	taken time.Time
 }
 
@@ -42,14 +44,18 @@ func (s *Server) snapshot(ctx context.Context, x *session, sn Snapshotter, a arg
 	if err != nil {
 		return nil, envError(err)
 	}
+	st, err := x.env.CaptureState(ctx)
+	if err != nil {
+		return nil, envError(err)
+	}
 	if err := sn.Snapshot(ctx, name); err != nil {
 		return nil, errorf(CodeBadArgs, false, "snapshot %q: %v", name, err)
 	}
 	if x.snaps == nil {
 		x.snaps = map[string]snapshotInfo{}
 	}
-	x.snaps[name] = snapshotInfo{url: obs.URL, taken: time.Now()}
-	return map[string]any{"name": name, "url": obs.URL}, nil
+	x.snaps[name] = snapshotInfo{url: obs.URL, state: st, taken: time.Now()}
+	return map[string]any{"name": name, "url": obs.URL, "tabs": len(st.Tabs)}, nil
 }
 
 func (s *Server) restore(ctx context.Context, x *session, sn Snapshotter, a args) (any, *Error) {
@@ -64,7 +70,7 @@ func (s *Server) restore(ctx context.Context, x *session, sn Snapshotter, a args
 	if err := sn.Restore(ctx, name); err != nil {
 		return nil, snapshotError(name, err)
 	}
-	obs, info, err := x.env.Reset(ctx, snap.url)
+	obs, info, err := x.env.RestoreState(ctx, snap.state, nil)
 	if err != nil {
 		return nil, envError(err)
 	}
@@ -125,12 +131,9 @@ func (s *Server) fork(ctx context.Context, x *session, sn Snapshotter, a args) (
 		y.env = s.browser.NewEnv(x.env.Config())
 		y.maxSteps, y.timeLimit = x.maxSteps, x.timeLimit
 		y.episode, y.started = x.episode, time.Now()
-		u := snap.url
-		if fb, ok := insts[i].(Snapshotter); ok && strings.HasPrefix(u, parentBase) {
-			u = fb.BaseURL() + strings.TrimPrefix(u, parentBase)
-		}
-		y.episode.StartURL = u
-		obs, info, err := y.env.Reset(ctx, u)
+		rebase := rebaser(parentBase, insts[i])
+		y.episode.StartURL = rebase(snap.url)
+		obs, info, err := y.env.RestoreState(ctx, snap.state, rebase)
 		if err != nil {
 			errs = append(errs, err)
 			s.closeSession(y, "fork failed")
@@ -149,6 +152,17 @@ func (s *Server) fork(ctx context.Context, x *session, sn Snapshotter, a args) (
 	}
 	s.log.Info("environment forked", zap.String("env", x.id), zap.String("snapshot", name), zap.Int("n", n))
 	return map[string]any{"snapshot": name, "envs": out}, nil
+}
+
+// rebaser maps URLs of the parent's instance onto a fork's.
+func rebaser(parentBase string, fork Instance) func(string) string {
+	fb, ok := fork.(Snapshotter)
+	return func(u string) string {
+		if ok && strings.HasPrefix(u, parentBase) {
+			return fb.BaseURL() + strings.TrimPrefix(u, parentBase)
+		}
+		return u
+	}
 }
 
 func snapshotError(name string, err error) *Error {

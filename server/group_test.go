@@ -1,0 +1,82 @@
+package server_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webserv-rl/webserv/hosting"
+	"github.com/webserv-rl/webserv/hosting/hostingtest"
+	"github.com/webserv-rl/webserv/server"
+)
+
+// hostedServer serves internal/testsite on the local backend.
+func hostedServer(t *testing.T) *client {
+	t.Helper()
+	local, err := hosting.NewLocal(nil, filepath.Join(t.TempDir(), "instances"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = local.Close(ctx)
+	})
+	factory := server.NewHostedFactory([]*hosting.Site{hostingtest.LocalSite(t)}, []hosting.Backend{local}, nil)
+	return dial(t, serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig(), MaxCreating: 8})))
+}
+
+// Eight environments reset with one group key: one leads and prepares the
+// start state, the others start from a fork of it. All see the same first
+// page, and each has its own copy of the site.
+func TestGroupResetConverges(t *testing.T) {
+	t.Parallel()
+	cl := hostedServer(t)
+	const n = 8
+	envs := make([]string, n)
+	for i := range envs {
+		envs[i] = cl.call("make", "", map[string]any{"site": "testsite"})["env"].(string)
+	}
+	opts := map[string]any{"options": map[string]any{"group_key": "uid-42", "start_url": "/set?v=prepared"}}
+	chans := make([]chan map[string]any, n)
+	for i, env := range envs {
+		chans[i] = cl.send("reset", env, opts)
+	}
+	leaders, first := 0, ""
+	for i, ch := range chans {
+		r := wait(t, ch)
+		if r["ok"] != true {
+			t.Fatalf("reset %d: %v", i, r["error"])
+		}
+		res := r["result"].(map[string]any)
+		switch res["info"].(map[string]any)["group_role"] {
+		case "leader":
+			leaders++
+		case "member":
+		default:
+			t.Errorf("reset %d has no group role: %v", i, res["info"])
+		}
+		html := obsOf(res)["html"].(string)
+		if first == "" {
+			first = html
+		} else if html != first {
+			t.Errorf("member %d's first page differs:\n%s\n---\n%s", i, first, html)
+		}
+	}
+	if leaders != 1 {
+		t.Errorf("%d leaders, want 1", leaders)
+	}
+	// Every member's site is in the prepared state, and isolated.
+	for i, env := range envs {
+		html := obsOf(cl.call("step", env, map[string]any{"action": `goto("/")`}))["html"].(string)
+		if !strings.Contains(html, "state=prepared") {
+			t.Errorf("member %d: %s", i, html)
+		}
+	}
+	cl.call("step", envs[0], map[string]any{"action": `goto("/set?v=mine")`})
+	if html := obsOf(cl.call("step", envs[1], map[string]any{"action": `refresh()`}))["html"].(string); !strings.Contains(html, "state=prepared") {
+		t.Errorf("members share a site: %s", html)
+	}
+}
