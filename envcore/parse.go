@@ -254,6 +254,10 @@ func (sc *scanner) str() (string, error) {
 				b.WriteByte('\t')
 			case 'r':
 				b.WriteByte('\r')
+			case 'b':
+				b.WriteByte('\b')
+			case 'f':
+				b.WriteByte('\f')
 			case '0':
 				b.WriteByte(0)
 			case '\\', '\'', '"':

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
 )
@@ -12,16 +15,18 @@ import (
 // Group reset: every member of a GRPO group must start from the same state.
 // N environments that reset with the same options.group_key (and site and
 // task) converge on one base: the first to arrive (the leader) starts its
-// episode as usual, then snapshots its site instance and its browser state;
-// each later member replaces its own instance with a fork of that snapshot
-// and rebuilds the browser state on it. All start from identical pages,
-// each on its own copy of the site. A site without snapshots (open) gives
+// episode as usual and captures its browser state; its site instance is
+// snapshotted and forked once into a base instance that the group owns
+// (so the leader may reset or close), and each later member replaces its
+// own instance with a fork of that base and rebuilds the browser state on
+// it. All start from identical pages, each on its own copy of the site. A
+// group lives for the server's TTL. A site without snapshots (open) gives
 // every member an ordinary reset at the same start URL.
 
 type group struct {
 	ready   chan struct{} // closed once the leader's start state exists
-	leader  *session
-	sn      Snapshotter // the leader's instance, when it has snapshots
+	base    Instance      // the group's own copy of the start state
+	sn      Snapshotter   // base, when the site has snapshots
 	snap    string
 	state   envcore.BrowserState
 	episode Episode
@@ -39,7 +44,7 @@ func (s *Server) joinGroup(key string) (*group, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, ok := s.groups[key]
-	if ok && !g.failed && (g.leader == nil || !g.leader.closed.Load()) && time.Since(g.created) < s.cfg.TTL {
+	if ok && !g.failed && time.Since(g.created) < s.cfg.TTL {
 		return g, false
 	}
 	g = &group{ready: make(chan struct{}), created: time.Now()}
@@ -53,15 +58,11 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 	if leader {
 		res, e := s.episode(ctx, x, opts)
 		if e == nil {
-			g.leader, g.episode = x, x.episode
+			g.episode = x.episode
 			if sn, ok := x.inst.(Snapshotter); ok {
 				g.snap = "group-" + groupKey(x, key, opts)
-				st, err := x.env.CaptureState(ctx)
-				if err == nil {
-					err = sn.Snapshot(ctx, g.snap)
-				}
-				if err == nil {
-					g.sn, g.state = sn, st
+				if err := s.groupBase(ctx, x, sn, g); err != nil {
+					s.log.Warn("group base not made; members get ordinary resets", zap.Error(err))
 				}
 			}
 		} else {
@@ -106,4 +107,62 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 	wi := wireInfo(info, x)
 	wi["group_role"] = "member"
 	return map[string]any{"obs": wireObs(obs, x), "info": wi}, nil
+}
+
+// groupBase captures the leader's browser state and forks its site into an
+// instance the group owns, snapshotted for the members to fork.
+func (s *Server) groupBase(ctx context.Context, x *session, sn Snapshotter, g *group) error {
+	st, err := x.env.CaptureState(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sn.Snapshot(ctx, g.snap); err != nil {
+		return err
+	}
+	forks, err := sn.Fork(ctx, g.snap, 1)
+	if err != nil {
+		return err
+	}
+	base, ok := forks[0].(Snapshotter)
+	if !ok {
+		_ = forks[0].Close(ctx)
+		return errors.New("the site's fork has no snapshots")
+	}
+	if err := base.Snapshot(ctx, g.snap); err != nil {
+		_ = forks[0].Close(ctx)
+		return err
+	}
+	// The browser state's URLs point at the leader's instance; the members
+	// rebase them from the base's address.
+	rebase := rebaser(sn.BaseURL(), forks[0])
+	for i := range st.Tabs {
+		for j, u := range st.Tabs[i].History {
+			st.Tabs[i].History[j] = rebase(u)
+		}
+	}
+	g.episode.StartURL = rebase(g.episode.StartURL)
+	g.base, g.sn, g.state = forks[0], base, st
+	return nil
+}
+
+// closeGroups closes the group bases of expired groups (all with force).
+func (s *Server) closeGroups(force bool) {
+	s.mu.Lock()
+	var bases []Instance
+	for k, g := range s.groups {
+		if force || time.Since(g.created) > s.cfg.TTL {
+			delete(s.groups, k)
+			if g.base != nil {
+				bases = append(bases, g.base)
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, b := range bases {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := b.Close(ctx); err != nil {
+			s.log.Warn("closing a group base", zap.Error(err))
+		}
+		cancel()
+	}
 }

@@ -79,4 +79,16 @@ func TestGroupResetConverges(t *testing.T) {
 	if html := obsOf(cl.call("step", envs[1], map[string]any{"action": `refresh()`}))["html"].(string); !strings.Contains(html, "state=prepared") {
 		t.Errorf("members share a site: %s", html)
 	}
+	// The group owns its start state: with every first member closed, a
+	// late member still starts from it.
+	for _, env := range envs {
+		cl.call("close", env, nil)
+	}
+	late := cl.call("make", "", map[string]any{"site": "testsite", "options": map[string]any{"group_key": "uid-42", "start_url": "/set?v=prepared"}})
+	if role := late["info"].(map[string]any)["group_role"]; role != "member" {
+		t.Errorf("late member's role = %v", role)
+	}
+	if obsOf(late)["html"].(string) != first {
+		t.Errorf("late member's first page differs: %s", obsOf(late)["html"])
+	}
 }

@@ -105,10 +105,12 @@ func New(log *zap.Logger, browser *envcore.Browser, factory Factory, cfg Config)
 	return s
 }
 
-// Handler serves /v1/ws (the protocol), /healthz and /metrics.
+// Handler serves /v1/ws (the protocol), /openenv/ws (OpenEnv's protocol),
+// /healthz and /metrics.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/ws", s.serveWS)
+	mux.HandleFunc("/openenv/ws", s.serveOpenEnv)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if !s.browser.Alive() {
 			http.Error(w, "browser process is gone; restart the server", http.StatusServiceUnavailable)
@@ -158,6 +160,7 @@ func (s *Server) Close() error {
 	for _, x := range list {
 		s.closeSession(x, "server shutting down")
 	}
+	s.closeGroups(true)
 	return nil
 }
 
@@ -302,13 +305,7 @@ func (s *Server) reap() {
 			}
 		}
 		s.mu.Unlock()
-		s.mu.Lock()
-		for k, g := range s.groups {
-			if time.Since(g.created) > s.cfg.TTL {
-				delete(s.groups, k)
-			}
-		}
-		s.mu.Unlock()
+		s.closeGroups(false)
 		for _, x := range idle {
 			s.metrics.reclaimed.Inc()
 			s.closeSession(x, fmt.Sprintf("idle longer than its TTL (%s)", s.cfg.TTL))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import uuid
 from typing import Any
 
 import msgpack
@@ -174,6 +175,28 @@ class AsyncClient:
     def env(self, site: str = "open", **make_args: Any) -> AsyncEnv:
         """An environment on this connection; it is made on its first reset."""
         return AsyncEnv(self, site, **make_args)
+
+    async def make_group(
+        self,
+        n: int,
+        site: str = "open",
+        *,
+        group_key: str | None = None,
+        options: dict[str, Any] | None = None,
+        **make_args: Any,
+    ) -> list[tuple[AsyncEnv, Obs, Info]]:
+        """n environments that all start from the same state (a GRPO group).
+
+        They reset together with one group key: the server prepares the start
+        state once and gives every other member a fork of it (on sites with
+        snapshots), so all n see identical first pages on isolated copies of
+        the site. Returns each environment with its first observation and info.
+        """
+        key = group_key or uuid.uuid4().hex
+        envs = [self.env(site, **make_args) for _ in range(n)]
+        opts = {**(options or {}), "group_key": key}
+        firsts = await asyncio.gather(*(e.reset(options=opts) for e in envs))
+        return [(e, o, i) for e, (o, i) in zip(envs, firsts, strict=True)]
 
 
 class AsyncEnv:

@@ -1,0 +1,112 @@
+"""The trainer adapters, driven the way the trainers drive them, with fake policies."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+import webserv
+from webserv.integrations.trl import WebEnvironment, web_environment
+from webserv.integrations.verl import WebAgentLoop, WebTool
+
+
+def test_trl_environment_factory(server: str, pages: str) -> None:
+    cls = web_environment(site="open", server_url=server)
+    env = cls()  # TRL constructs with no arguments
+    # Public methods are the tools, each documented and typed for the schema.
+    tools = [
+        n
+        for n, f in inspect.getmembers(cls, inspect.isfunction)
+        if not n.startswith("_") and n not in ("reset", "get_reward")
+    ]
+    assert set(tools) == {
+        "click",
+        "type_text",
+        "select",
+        "hover",
+        "press",
+        "goto",
+        "go_back",
+        "new_tab",
+        "switch_tab",
+        "stop",
+    }
+    for name in tools:
+        fn = getattr(cls, name)
+        assert (
+            fn.__doc__ and "Args:" in fn.__doc__ or not inspect.signature(fn).parameters.keys() - {"self"}
+        ), name
+    first = env.reset(start_url=f"{pages}/page?n=3", goal="Load", uid="row-1")
+    assert first is not None and "[load] button" in first
+    assert "loaded 3" in env.click("load")
+    # Text with quotes reaches the field exactly.
+    assert 'textbox value="Ada \\"the first\\""' in env.type_text("name", 'Ada "the first"')
+    assert "no element with id 'nope'" in env.click("nope")
+    assert "The episode has ended" in env.stop("done")
+    assert env.get_reward() == 0.0
+    assert env.click("load") == "The episode is over."
+    # reset is deterministic from the row: the same row, the same first page
+    assert env.reset(start_url=f"{pages}/page?n=3", goal="Load", uid="row-1") == first
+    assert isinstance(env, WebEnvironment)
+
+
+def test_verl_agent_loop_two_groups_of_eight(server: str, pages: str) -> None:
+    async def policy(obs: dict[str, Any], history: list[dict[str, Any]]) -> str:
+        return 'click("load")' if not history else "stop [done]"
+
+    async def main() -> None:
+        loop = WebAgentLoop(server_url=server, policy=policy, max_turns=4)
+        before = (await loop.client.stats())["envs_live"]
+        rows = [
+            {"uid": f"group-{g}", "extra_info": {"start_url": f"{pages}/page?n={g}", "goal": "Load the list"}}
+            for g in (0, 1)
+            for _ in range(8)
+        ]
+        outs = await asyncio.gather(*(loop.run({"temperature": 1.0}, **row) for row in rows))
+        assert len(outs) == 16
+        for out in outs:
+            assert out["num_turns"] == 2 and out["reward_score"] == 0.0 and out["metrics"]["terminated"]
+            assert out["trajectory"][0]["action"] == 'click("load")' and out["trajectory"][0]["error"] == ""
+        roles = [o["metrics"]["group_role"] for o in outs]
+        assert roles.count("leader") == 2 and roles.count("member") == 14
+        # every environment was closed in finally
+        assert (await loop.client.stats())["envs_live"] == before
+        assert loop.sessions == {}
+
+    asyncio.run(main())
+
+
+def test_verl_tool_keyed_by_request(server: str, pages: str) -> None:
+    async def main() -> None:
+        tool = WebTool(server_url=server)
+        for rid in ("req-a", "req-b"):
+            await tool.create(rid, start_url=f"{pages}/page?n=7")
+        text, reward, meta = await tool.execute("req-a", {"action": 'click("load")'})
+        assert "loaded 7" in text and reward == 0.0 and meta["settled"]
+        text, _, _ = await tool.execute("req-b", {"action": "click [nope]"})
+        assert "Error: no element" in text
+        assert await tool.calc_reward("req-a") == 0.0
+        await tool.release("req-a")
+        await tool.release("req-b")
+        assert tool.envs == {}
+
+    asyncio.run(main())
+
+
+def test_make_group_starts_members_alike(server: str, pages: str) -> None:
+    async def main() -> None:
+        async with webserv.AsyncClient(server) as client:
+            group = await client.make_group(4, start_url=f"{pages}/page?n=9")
+            assert len(group) == 4
+            htmls = {obs["html"] for _, obs, _ in group}
+            assert len(htmls) == 1
+            assert sorted(info["group_role"] for _, _, info in group) == [
+                "leader",
+                "member",
+                "member",
+                "member",
+            ]
+            await asyncio.gather(*(env.close() for env, _, _ in group))
+
+    asyncio.run(main())

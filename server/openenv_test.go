@@ -1,0 +1,101 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/webserv-rl/webserv/server"
+)
+
+// An OpenEnv-protocol client (the message shapes of openenv-core's
+// EnvClient): JSON text frames, one request and one reply at a time.
+func TestOpenEnvProtocol(t *testing.T) {
+	t.Parallel()
+	s, base := startServer(t, server.Config{})
+	_ = s
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	u := "ws" + strings.TrimPrefix(base, "http") + "/openenv/ws?site=open&start_url=" + url.QueryEscape(pageURL(5))
+	c, _, err := websocket.Dial(ctx, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(-1)
+	send := func(msg string) map[string]any {
+		t.Helper()
+		if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r map[string]any
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatalf("reply is not JSON: %s", data)
+		}
+		return r
+	}
+	if r := send(`{"type": "state"}`); r["type"] != "state" || r["data"].(map[string]any)["step_count"] != 0.0 {
+		t.Errorf("state before reset = %v", r)
+	}
+	if r := send(`{"type": "step", "data": {"action": "noop()"}}`); r["type"] != "error" {
+		t.Errorf("step before reset = %v", r)
+	}
+	r := send(`{"type": "reset", "data": {"goal": "load the list", "seed": 3}}`)
+	data := r["data"].(map[string]any)
+	obs := data["observation"].(map[string]any)
+	if r["type"] != "observation" || obs["title"] != "Page 5" || obs["goal"] != "load the list" || data["done"] != false {
+		t.Fatalf("reset = %v", r)
+	}
+	r = send(`{"type": "step", "data": {"action": "click(\"load\")"}}`)
+	data = r["data"].(map[string]any)
+	obs = data["observation"].(map[string]any)
+	if !strings.Contains(obs["html"].(string), "loaded 5") || data["reward"] != 0.0 || data["done"] != false {
+		t.Errorf("step = %v", data)
+	}
+	if info := obs["info"].(map[string]any); info["settled"] != true {
+		t.Errorf("step info = %v", info)
+	}
+	r = send(`{"type": "step", "data": {"type": "type", "target": "name", "text": "Ada"}}`)
+	if inputs := fmt.Sprint(r["data"].(map[string]any)["observation"].(map[string]any)["inputs"]); !strings.Contains(inputs, "value:Ada") {
+		t.Errorf("structured action: %s", inputs)
+	}
+	st := send(`{"type": "state"}`)["data"].(map[string]any)
+	if st["step_count"] != 2.0 || !strings.HasPrefix(st["episode_id"].(string), "env-") || st["title"] != "Page 5" {
+		t.Errorf("state = %v", st)
+	}
+	if r := send(`{"type": "dance"}`); r["type"] != "error" || r["data"].(map[string]any)["code"] != server.CodeUnknownOp {
+		t.Errorf("unknown type = %v", r)
+	}
+	if r := send(`not json`); r["type"] != "error" {
+		t.Errorf("bad frame = %v", r)
+	}
+	r = send(`{"type": "step", "data": {"action": "stop [done]"}}`)
+	if r["data"].(map[string]any)["done"] != true {
+		t.Errorf("terminate = %v", r)
+	}
+	if r := send(`{"type": "reset", "data": {}}`); r["type"] != "observation" {
+		t.Errorf("second reset = %v", r)
+	}
+	// Close ends the session and its environment.
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type": "close"}`)); err != nil {
+		t.Fatal(err)
+	}
+	cl := dial(t, base)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && fmt.Sprint(cl.call("stats", "", nil)["envs_live"]) != "0" {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := fmt.Sprint(cl.call("stats", "", nil)["envs_live"]); n != "0" {
+		t.Errorf("environment not closed with its OpenEnv session: %s live", n)
+	}
+}
