@@ -101,6 +101,23 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 	if e != nil {
 		return nil, e
 	}
+	stepLimit, e := a.ms("step_timeout_ms")
+	if e != nil {
+		return nil, e
+	}
+	// record: true, or a map of recording settings.
+	var record args
+	switch v := a["record"].(type) {
+	case nil:
+	case bool:
+		if v {
+			record = args{}
+		}
+	case map[string]any:
+		record = v
+	default:
+		return nil, errorf(CodeBadArgs, false, "record must be true or a map like {screenshots: true}, got %T", v)
+	}
 	if !s.browser.Alive() {
 		return nil, errorf(CodeBackend, false, "%v", errNoBrowser)
 	}
@@ -123,8 +140,22 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 		return nil, errorf(CodeBadArgs, false, "%v", err)
 	}
 	x.site, x.inst = spec.Site, inst
+	if record != nil {
+		// Recordings always carry the accessibility tree (both export
+		// recipes use it), and screenshots when asked.
+		cfg.Observe.AXTree = true
+		if shots, _ := record.boolean("screenshots"); shots {
+			cfg.Observe.Screenshot = true
+		}
+	}
 	x.env = s.browser.NewEnv(cfg)
-	x.maxSteps, x.timeLimit = int(maxSteps), timeLimit
+	x.maxSteps, x.timeLimit, x.stepLimit = int(maxSteps), timeLimit, stepLimit
+	if record != nil {
+		if x.rec, e = s.newRecorder(x, record); e != nil {
+			s.closeSession(x, "make failed: "+e.Message)
+			return nil, e
+		}
+	}
 	res, e := s.startEpisode(ctx, x, a)
 	if e != nil {
 		s.closeSession(x, "make failed: "+e.Message)
@@ -245,7 +276,11 @@ func (s *Server) episode(ctx context.Context, x *session, opts EpisodeOptions) (
 		return nil, envError(err)
 	}
 	x.episode, x.started, x.steps, x.over = ep, time.Now(), 0, ""
-	return map[string]any{"obs": wireObs(obs, x), "info": wireInfo(info, x)}, nil
+	res := map[string]any{"obs": wireObs(obs, x), "info": wireInfo(info, x)}
+	if x.rec != nil {
+		x.rec.reset(res)
+	}
+	return res, nil
 }
 
 func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
@@ -258,6 +293,10 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	}
 	if a["observe"] == nil {
 		opts = x.env.Config().Observe
+	}
+	if x.recordObserve {
+		opts.AXTree = true
+		opts.Screenshot = opts.Screenshot || x.recordShots
 	}
 	var obs envcore.Observation
 	var info envcore.StepInfo
@@ -303,6 +342,9 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 		if x.timeLimit > 0 && time.Since(x.started) >= x.timeLimit {
 			truncated = true
 		}
+		if x.stepLimit > 0 && info.Action+info.Settle+info.Extract > x.stepLimit {
+			truncated = true // a step past its deadline ends the episode
+		}
 	}
 	switch {
 	case terminated:
@@ -310,10 +352,29 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	case truncated:
 		x.over = "truncated"
 	}
-	return map[string]any{
+	res := map[string]any{
 		"obs": wireObs(obs, x), "reward": reward, "terminated": terminated, "truncated": truncated,
 		"info": wireInfo(info, x),
-	}, nil
+	}
+	if x.rec != nil {
+		x.rec.step(actionText(a["action"]), res)
+	}
+	return res, nil
+}
+
+// actionText is an action as recorded: its string form.
+func actionText(v any) string {
+	switch a := v.(type) {
+	case string:
+		return a
+	case map[string]any:
+		var act envcore.Action
+		raw, _ := json.Marshal(a)
+		if json.Unmarshal(raw, &act) == nil {
+			return act.String()
+		}
+	}
+	return fmt.Sprint(v)
 }
 
 // wireObservation is an observation as it goes on the wire: envcore's

@@ -180,6 +180,19 @@ func TestTruncationAtMaxSteps(t *testing.T) {
 	}
 }
 
+func TestStepDeadlineTruncates(t *testing.T) {
+	t.Parallel()
+	_, base := startServer(t, server.Config{})
+	cl := dial(t, base)
+	env := cl.call("make", "", map[string]any{"start_url": pageURL(4), "step_timeout_ms": 50})["env"].(string)
+	// A step waits at least the idle window (150ms here), past the 50ms deadline.
+	r := cl.call("step", env, map[string]any{"action": "noop()"})
+	if r["truncated"] != true || r["terminated"] != false {
+		t.Errorf("a step past its deadline: %v", r)
+	}
+	cl.fail("step", env, map[string]any{"action": "noop()"}, server.CodeEpisodeOver)
+}
+
 func TestBadInputGetsErrorsAndLosesNothing(t *testing.T) {
 	t.Parallel()
 	_, base := startServer(t, server.Config{MaxFrame: 4096})

@@ -38,6 +38,9 @@ type Config struct {
 	// Env is the default environment configuration; make may override
 	// the idle window, settle timeout and viewport.
 	Env envcore.Config
+	// TrajectoryDir is where make's record option writes episodes; empty
+	// means recording is off.
+	TrajectoryDir string
 }
 
 func (c Config) withDefaults() Config {
@@ -185,7 +188,12 @@ type session struct {
 	over      string // why the episode is over: terminated, truncated
 	maxSteps  int
 	timeLimit time.Duration
+	stepLimit time.Duration
 	snaps     map[string]snapshotInfo
+	rec       *recorder
+	// Set by a recorder: observe the accessibility tree (and screenshots)
+	// on every step, whatever the client asked for.
+	recordObserve, recordShots bool
 }
 
 func (x *session) touch() { x.lastUsed.Store(time.Now().UnixNano()) }
@@ -269,6 +277,9 @@ func (s *Server) closeSession(x *session, why string) {
 	}
 	s.drop(x)
 	close(x.done)
+	if x.rec != nil {
+		x.rec.close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if x.env != nil {

@@ -5,6 +5,7 @@
 //	webserv serve       serve environments over MessagePack WebSockets
 //	webserv gc          remove containers leaked by servers that are gone
 //	webserv image import --alias NAME IMAGE   import a Docker/OCI image into Incus
+//	webserv export DIR  turn recorded trajectories into training datasets
 //
 // Run "webserv COMMAND -h" for a command's flags.
 package main
@@ -46,6 +47,8 @@ func main() {
 		run = gcCmd
 	case "image":
 		run = imageCmd
+	case "export":
+		run = exportCmd
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -73,5 +76,7 @@ commands:
   gc        remove Incus containers leaked by servers that are gone (--all: every one)
   image import --alias NAME IMAGE
             import a docker-save tarball or OCI layout as an Incus image
+  export DIR
+            turn recorded trajectories into transition or demonstration datasets
 `)
 }

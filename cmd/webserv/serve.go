@@ -31,6 +31,7 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	fs.DurationVar(&cfg.TTL, "ttl", 10*time.Minute, "close an environment no request touched for this long")
 	fs.Int64Var(&cfg.MaxFrame, "max-frame", 64<<20, "largest request frame in bytes")
 	fs.DurationVar(&cfg.StepTimeout, "request-timeout", 2*time.Minute, "longest a request may run")
+	fs.StringVar(&cfg.TrajectoryDir, "trajectories", "", "directory where make's record option writes episodes (off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
