@@ -42,6 +42,10 @@ type BrowserOptions struct {
 	// Flags are extra command-line switches, without the leading dashes
 	// ("lang=en-US", "disable-gpu").
 	Flags []string
+	// WarmContexts is how many browser contexts (each with a blank tab) to
+	// keep ready, so resets and forks need not wait for Chromium to create
+	// them. 0 keeps none.
+	WarmContexts int
 }
 
 // Browser owns one Chromium process. Many environments share it, each in its
@@ -54,6 +58,9 @@ type Browser struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{} // closed when the event loop ends
+
+	pool     chan *warmContext
+	poolWake chan struct{}
 
 	mu       sync.RWMutex
 	sessions map[proto.TargetSessionID]*tab
@@ -135,6 +142,9 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 	}
 	if ver, err := (proto.BrowserGetVersion{}).Call(rb); err == nil {
 		log.Info("browser started", zap.String("product", ver.Product), zap.String("bin", bin))
+	}
+	if opts.WarmContexts > 0 {
+		b.startPool(opts.WarmContexts)
 	}
 	return b, nil
 }
@@ -240,7 +250,7 @@ func (b *Browser) forget(t *tab) {
 	delete(b.sessions, t.session)
 	delete(b.targets, t.id)
 	b.mu.Unlock()
-	t.env.dropTab(t)
+	t.owner().dropTab(t)
 }
 
 // onAttached prepares a new page target while Chromium holds it paused: the

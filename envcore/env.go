@@ -140,19 +140,12 @@ func (e *Env) Reset(ctx context.Context, startURL string) (Observation, StepInfo
 	if err := e.dispose(ctx); err != nil {
 		e.log.Warn("disposing the last episode's context failed", zap.Error(err))
 	}
-	id, err := e.b.newContext(ctx, e)
-	if err != nil {
-		return Observation{}, StepInfo{}, err
-	}
-	e.tabMu.Lock()
-	e.ctxID = id // written under both locks: addTab reads it under tabMu alone
-	e.tabMu.Unlock()
+	start := time.Now()
 	e.terminated = false
 	e.chat = nil
-	start := time.Now()
 	var info StepInfo
 	info.Attempts = 1
-	t, err := e.openTab(ctx)
+	t, err := e.freshContext(ctx)
 	if err != nil {
 		return Observation{}, info, err
 	}

@@ -99,13 +99,11 @@ func (e *Env) RestoreState(ctx context.Context, st BrowserState, rebase func(str
 	if err := e.dispose(ctx); err != nil {
 		e.log.Warn("disposing the last episode's context failed")
 	}
-	id, err := e.b.newContext(ctx, e)
+	first, err := e.freshContext(ctx)
 	if err != nil {
 		return Observation{}, StepInfo{}, err
 	}
-	e.tabMu.Lock()
-	e.ctxID = id
-	e.tabMu.Unlock()
+	id := e.ctxID
 	e.terminated, e.chat = false, nil
 
 	if len(st.Cookies) > 0 {
@@ -123,10 +121,12 @@ func (e *Env) RestoreState(ctx context.Context, st BrowserState, rebase func(str
 		tabs = []TabState{{}}
 	}
 	opened := make([]*tab, 0, len(tabs))
-	for _, ts := range tabs {
-		t, err := e.openTab(ctx)
-		if err != nil {
-			return Observation{}, StepInfo{}, err
+	for i, ts := range tabs {
+		t := first
+		if i > 0 {
+			if t, err = e.openTab(ctx); err != nil {
+				return Observation{}, StepInfo{}, err
+			}
 		}
 		opened = append(opened, t)
 		if err := e.replayHistory(ctx, t, ts, rebase); err != nil {
@@ -165,16 +165,20 @@ func (e *Env) RestoreState(ctx context.Context, st BrowserState, rebase func(str
 	return obs, info, nil
 }
 
-// replayHistory loads a tab's history entries in order (so back and forward
-// work as they did), moves to the current one, and reloads it with the
-// captured storage.
+// replayHistory navigates through a tab's history entries in order (so
+// back and forward work as they did), moves to the current one, and
+// reloads it with the captured storage.
 func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState, rebase func(string) string) error {
-	for _, u := range ts.History {
+	for i, u := range ts.History {
 		if err := e.navigate(ctx, t, rebase(u)); err != nil {
 			return fmt.Errorf("restore history (%s): %w", u, err)
 		}
-		if err := waitLoaded(ctx, t, e.cfg.SettleTimeout); err != nil {
-			return err
+		// Page.navigate returns once the navigation has committed, which
+		// is all a history entry needs; only the last page must load.
+		if i == len(ts.History)-1 {
+			if err := waitLoaded(ctx, t, e.cfg.SettleTimeout); err != nil {
+				return err
+			}
 		}
 	}
 	if n := len(ts.History); n > 0 && ts.Current >= 0 && ts.Current < n-1 {

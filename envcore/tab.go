@@ -19,13 +19,14 @@ import (
 // auto-attach session the injected script was installed on. Fields under mu
 // are written by the browser's event loop and read by the environment.
 type tab struct {
-	env     *Env
+	b       *Browser
 	id      proto.TargetTargetID
 	ctxID   proto.BrowserBrowserContextID
 	session proto.TargetSessionID
 	born    time.Time
 
 	mu        sync.Mutex
+	env       *Env // the owner; changes when a warm context is taken
 	url       string
 	title     string
 	loading   map[proto.PageFrameID]struct{} // frames between started and stopped loading
@@ -38,6 +39,7 @@ type tab struct {
 
 func newTab(env *Env, session proto.TargetSessionID, info *proto.TargetTargetInfo) *tab {
 	return &tab{
+		b:         env.b,
 		env:       env,
 		id:        info.TargetID,
 		ctxID:     info.BrowserContextID,
@@ -82,7 +84,14 @@ func (t *tab) install(ctx context.Context, vp Viewport) error {
 
 // client returns the tab's CDP client bound to ctx.
 func (t *tab) client(ctx context.Context) session {
-	return session{b: t.env.b.rod, id: t.session, ctx: ctx}
+	return session{b: t.b.rod, id: t.session, ctx: ctx}
+}
+
+// owner is the environment the tab belongs to now.
+func (t *tab) owner() *Env {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.env
 }
 
 func (t *tab) setInfo(url, title string) {
@@ -146,7 +155,7 @@ func (t *tab) onEvent(msg *rod.Message) {
 		// Accept it the way a cooperative user would; the observation
 		// reports what it said.
 		go func() {
-			_ = proto.PageHandleJavaScriptDialog{Accept: true, PromptText: ev.DefaultPrompt}.Call(t.client(t.env.b.ctx))
+			_ = proto.PageHandleJavaScriptDialog{Accept: true, PromptText: ev.DefaultPrompt}.Call(t.client(t.b.ctx))
 		}()
 	case "Inspector.targetCrashed":
 		t.mu.Lock()

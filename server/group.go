@@ -52,9 +52,34 @@ func (s *Server) joinGroup(key string) (*group, bool) {
 	return g, true
 }
 
+// forkable reports whether members can fork the group's start state. A
+// group whose leader is still preparing counts as forkable when its site
+// has snapshots, which a member learns only once the leader is done; a
+// member made meanwhile without an instance gets one if it turns out not.
+func (g *group) forkable() bool {
+	select {
+	case <-g.ready:
+		return !g.failed && g.sn != nil
+	default:
+		return true
+	}
+}
+
+// episodeOptions reads the options that identify a group's start state.
+func episodeOptions(o args) EpisodeOptions {
+	var opts EpisodeOptions
+	opts.Task, _ = o.str("task")
+	opts.StartURL, _ = o.str("start_url")
+	return opts
+}
+
 // groupEpisode starts x's episode as a member of the group key.
 func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts EpisodeOptions) (map[string]any, *Error) {
-	g, leader := s.joinGroup(groupKey(x, key, opts))
+	g, leader := x.joined, x.leads
+	x.joined = nil
+	if g == nil {
+		g, leader = s.joinGroup(groupKey(x, key, opts))
+	}
 	if leader {
 		res, e := s.episode(ctx, x, opts)
 		if e == nil {
@@ -80,7 +105,15 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 		return nil, errorf(CodeTimeout, true, "waited too long for the group's first member to prepare the start state")
 	}
 	if g.failed || g.sn == nil {
-		// No snapshot to share (or the leader failed): an ordinary reset.
+		// No snapshot to share (or the leader failed): an ordinary reset,
+		// on an instance of its own.
+		if x.inst == nil {
+			inst, err := s.factory.Make(ctx, x.spec)
+			if err != nil {
+				return nil, errorf(CodeBadArgs, false, "%v", err)
+			}
+			x.inst = inst
+		}
 		res, e := s.episode(ctx, x, opts)
 		if res != nil {
 			res["info"].(map[string]any)["group_role"] = "member"

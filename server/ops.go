@@ -134,12 +134,22 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	inst, err := s.factory.Make(ctx, spec)
-	if err != nil {
-		s.drop(x)
-		return nil, errorf(CodeBadArgs, false, "%v", err)
+	x.site, x.spec = spec.Site, spec
+	// A member of a group that already has its start state gets a fork of
+	// it in place of a site instance of its own: no instance is started.
+	if o, _ := a.sub("options"); o != nil {
+		if key, _ := o.str("group_key"); key != "" {
+			x.joined, x.leads = s.joinGroup(groupKey(x, key, episodeOptions(o)))
+		}
 	}
-	x.site, x.inst = spec.Site, inst
+	if x.joined == nil || x.leads || !x.joined.forkable() {
+		inst, err := s.factory.Make(ctx, spec)
+		if err != nil {
+			s.drop(x)
+			return nil, errorf(CodeBadArgs, false, "%v", err)
+		}
+		x.inst = inst
+	}
 	if record != nil {
 		// Recordings always carry the accessibility tree (both export
 		// recipes use it), and screenshots when asked.

@@ -191,6 +191,9 @@ type session struct {
 	stepLimit time.Duration
 	snaps     map[string]snapshotInfo
 	rec       *recorder
+	spec      MakeSpec
+	joined    *group // the group make joined (consumed by the first episode)
+	leads     bool
 	// Set by a recorder: observe the accessibility tree (and screenshots)
 	// on every step, whatever the client asked for.
 	recordObserve, recordShots bool

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -124,26 +125,37 @@ func (s *Server) fork(ctx context.Context, x *session, sn Snapshotter, a args) (
 		return nil, snapshotError(name, err)
 	}
 	parentBase := sn.BaseURL()
-	out := make([]map[string]any, 0, n)
-	var errs []error
+	// Each fork rebuilds the browser state in its own context; they are
+	// independent, so they run in parallel.
+	out := make([]map[string]any, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
 	for i, y := range sessions {
 		y.site, y.inst = x.site, insts[i]
 		y.env = s.browser.NewEnv(x.env.Config())
-		y.maxSteps, y.timeLimit = x.maxSteps, x.timeLimit
+		y.maxSteps, y.timeLimit, y.stepLimit = x.maxSteps, x.timeLimit, x.stepLimit
 		y.episode, y.started = x.episode, time.Now()
 		rebase := rebaser(parentBase, insts[i])
 		y.episode.StartURL = rebase(snap.url)
-		obs, info, err := y.env.RestoreState(ctx, snap.state, rebase)
-		if err != nil {
-			errs = append(errs, err)
-			s.closeSession(y, "fork failed")
-			continue
-		}
-		go y.work()
-		out = append(out, map[string]any{"env": y.id, "obs": wireObs(obs, y), "info": wireInfo(info, y)})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			obs, info, err := y.env.RestoreState(ctx, snap.state, rebase)
+			if err != nil {
+				errs[i] = err
+				s.closeSession(y, "fork failed")
+				return
+			}
+			go y.work()
+			out[i] = map[string]any{"env": y.id, "obs": wireObs(obs, y), "info": wireInfo(info, y)}
+		}()
 	}
+	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		for _, r := range out {
+			if r == nil {
+				continue
+			}
 			if y, e := s.session(r["env"].(string)); e == nil {
 				s.closeSession(y, "fork failed")
 			}

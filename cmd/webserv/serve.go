@@ -32,6 +32,8 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	fs.Int64Var(&cfg.MaxFrame, "max-frame", 64<<20, "largest request frame in bytes")
 	fs.DurationVar(&cfg.StepTimeout, "request-timeout", 2*time.Minute, "longest a request may run")
 	fs.StringVar(&cfg.TrajectoryDir, "trajectories", "", "directory where make's record option writes episodes (off when empty)")
+	fs.Lookup("warm-contexts").DefValue = "4"
+	ef.warm = 4
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ type envFlags struct {
 	cfg  envcore.Config
 	show bool
 	bin  string
+	warm int
 }
 
 func (f *envFlags) register(fs *flag.FlagSet) {
@@ -27,10 +28,11 @@ func (f *envFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.cfg.Observe.AXTree, "axtree", false, "print the accessibility-tree view instead of the HTML")
 	fs.BoolVar(&f.show, "show", false, "show the browser window instead of running headless")
 	fs.StringVar(&f.bin, "chromium", "", "Chromium binary (default $WEBSERV_CHROMIUM or /usr/bin/chromium)")
+	fs.IntVar(&f.warm, "warm-contexts", 0, "browser contexts to keep ready for resets and forks")
 }
 
 func (f *envFlags) launch(ctx context.Context, log *zap.Logger) (*envcore.Browser, error) {
-	return envcore.Launch(ctx, log.Named("browser"), envcore.BrowserOptions{Bin: f.bin, Show: f.show})
+	return envcore.Launch(ctx, log.Named("browser"), envcore.BrowserOptions{Bin: f.bin, Show: f.show, WarmContexts: f.warm})
 }
 
 func tryCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader, stdout io.Writer) error {

@@ -23,19 +23,11 @@ Obs = dict[str, Any]
 Info = dict[str, Any]
 
 
-class AsyncClient:
-    """A connection to a webserv server, shared by any number of environments.
+class _Conn:
+    """One WebSocket to one server: many requests in flight, replies matched by id."""
 
-    Requests for different environments run concurrently on the server;
-    replies are matched to requests by id. If the connection drops, the next
-    request reconnects: environments belong to the server and survive it.
-
-    ``url`` defaults to ``$WEBSERV_URL``; when that is unset too, a local
-    ``webserv serve`` is started and stopped at exit.
-    """
-
-    def __init__(self, url: str | None = None, *, token: str | None = None, timeout: float = 300.0):
-        self._url = url
+    def __init__(self, url: str, token: str | None, timeout: float):
+        self.url = url
         self._token = token
         self._timeout = timeout
         self._ws: ClientConnection | None = None
@@ -45,21 +37,7 @@ class AsyncClient:
         self._lock = asyncio.Lock()
         self.hello: dict[str, Any] = {}
 
-    @property
-    def url(self) -> str:
-        if self._url is None:
-            self._url = server_url()
-        return self._url
-
-    async def __aenter__(self) -> AsyncClient:
-        await self.connect()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def connect(self) -> None:
-        """Connects (again) and says hello."""
         async with self._lock:
             if self._ws is not None:
                 return
@@ -78,10 +56,9 @@ class AsyncClient:
         args: dict[str, Any] = {"version": PROTOCOL_VERSION}
         if self._token:
             args["token"] = self._token
-        self.hello = await self.request("hello", **args)
+        self.hello, _ = await self.request_timed("hello", **args)
 
     async def close(self) -> None:
-        """Closes the connection. Environments stay on the server until closed or reclaimed."""
         ws, self._ws = self._ws, None
         if ws is not None:
             await ws.close()
@@ -107,28 +84,21 @@ class AsyncClient:
                     fut.set_exception(
                         WebServError(
                             "connection_lost",
-                            "the connection to the server closed "
-                            "before the reply came; the request may or may not have run",
+                            f"the connection to {self.url} closed before the reply came; "
+                            "the request may or may not have run",
                             retryable=True,
                         )
                     )
             self._pending.clear()
 
-    async def request(self, op: str, env: str | None = None, **args: Any) -> dict[str, Any]:
-        """Sends one request and returns its result, raising WebServError on an error reply."""
-        result, _ = await self.request_timed(op, env, **args)
-        return result
-
     async def request_timed(
         self, op: str, env: str | None = None, **args: Any
     ) -> tuple[dict[str, Any], float]:
-        """request, also returning the milliseconds the server spent on it (the rest of the
-        round trip is the protocol's and the network's)."""
         if self._ws is None and op != "hello":
             await self.connect()
         ws = self._ws
         if ws is None:
-            raise WebServError("connection_lost", "not connected")
+            raise WebServError("connection_lost", f"not connected to {self.url}")
         rid = next(self._ids)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
@@ -150,6 +120,139 @@ class AsyncClient:
             )
         return reply.get("result") or {}, float(reply.get("server_ms") or 0.0)
 
+
+class AsyncClient:
+    """A client of one or more webserv servers, shared by any number of environments.
+
+    Each server gets one WebSocket; requests for different environments run
+    concurrently; replies are matched to requests by id. If a connection
+    drops, the next request reconnects: environments belong to the server
+    and survive it.
+
+    With several servers (``urls=[...]``, or ``$WEBSERV_URL`` holding a
+    comma-separated list) each new environment goes to the least-loaded live
+    server (by its ``stats``), the members of a group stay on one server (so
+    they share its group snapshot), and every later request of an
+    environment goes to its server. An environment whose server is gone
+    raises ``WebServError("host_lost", ...)``; new ones go elsewhere.
+
+    ``url`` defaults to ``$WEBSERV_URL``; when that is unset too, a local
+    ``webserv serve`` is started and stopped at exit.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        urls: list[str] | None = None,
+        token: str | None = None,
+        timeout: float = 300.0,
+    ):
+        self._urls = list(urls) if urls else ([url] if url else None)
+        self._token = token
+        self._timeout = timeout
+        self._conns: list[_Conn] = []
+        self._env_conn: dict[str, _Conn] = {}
+        self._group_conn: dict[str, _Conn] = {}
+
+    @property
+    def url(self) -> str:
+        return self._hosts()[0].url
+
+    @property
+    def hello(self) -> dict[str, Any]:
+        return self._hosts()[0].hello
+
+    def _hosts(self) -> list[_Conn]:
+        if not self._conns:
+            urls = self._urls or [u.strip() for u in server_url().split(",") if u.strip()]
+            self._conns = [_Conn(u, self._token, self._timeout) for u in urls]
+        return self._conns
+
+    async def __aenter__(self) -> AsyncClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        """Connects to the first server that answers (the others on first use)."""
+        errors: list[str] = []
+        for c in self._hosts():
+            try:
+                await c.connect()
+                return
+            except WebServError as e:
+                errors.append(e.message)
+        raise WebServError("unavailable", "no server answered: " + "; ".join(errors))
+
+    async def close(self) -> None:
+        """Closes the connections. Environments stay on their servers until closed or reclaimed."""
+        await asyncio.gather(*(c.close() for c in self._conns))
+
+    async def _place(self, args: dict[str, Any]) -> _Conn:
+        """The server for a new environment: its group's, or the least loaded."""
+        hosts = self._hosts()
+        key = (args.get("options") or {}).get("group_key")
+        if key is not None and key in self._group_conn:
+            return self._group_conn[key]
+        if len(hosts) == 1:
+            chosen = hosts[0]
+        else:
+
+            async def load(c: _Conn) -> float:
+                try:
+                    st, _ = await asyncio.wait_for(c.request_timed("stats"), 5)
+                    return float(st.get("envs_live", 0)) / max(float(st.get("max_envs", 1)), 1.0)
+                except (WebServError, OSError, asyncio.TimeoutError):
+                    return float("inf")
+
+            loads = await asyncio.gather(*(load(c) for c in hosts))
+            best = min(range(len(hosts)), key=lambda i: loads[i])
+            if loads[best] == float("inf"):
+                raise WebServError("unavailable", "no server answered: " + ", ".join(c.url for c in hosts))
+            chosen = hosts[best]
+        if key is not None:
+            self._group_conn.setdefault(key, chosen)
+            chosen = self._group_conn[key]
+        return chosen
+
+    async def request(self, op: str, env: str | None = None, **args: Any) -> dict[str, Any]:
+        """Sends one request and returns its result, raising WebServError on an error reply."""
+        result, _ = await self.request_timed(op, env, **args)
+        return result
+
+    async def request_timed(
+        self, op: str, env: str | None = None, **args: Any
+    ) -> tuple[dict[str, Any], float]:
+        """request, also returning the milliseconds the server spent on it (the rest of the
+        round trip is the protocol's and the network's)."""
+        if op == "make":
+            conn = await self._place(args)
+        elif env is not None and env in self._env_conn:
+            conn = self._env_conn[env]
+        else:
+            conn = self._hosts()[0]
+        try:
+            result, ms = await conn.request_timed(op, env, **args)
+        except WebServError as e:
+            if env is not None and e.code in ("unavailable", "connection_lost") and len(self._hosts()) > 1:
+                raise WebServError(
+                    "host_lost",
+                    f"the server {conn.url} holding environment {env} is gone ({e.message}); "
+                    "make a new environment",
+                ) from e
+            raise
+        if op == "make":
+            self._env_conn[result["env"]] = conn
+        elif op == "fork":
+            for f in result.get("envs", []):
+                self._env_conn[f["env"]] = conn
+        elif op == "close" and env is not None:
+            self._env_conn.pop(env, None)
+        return result, ms
+
     async def request_retrying(
         self, op: str, env: str | None = None, *, attempts: int = 8, **args: Any
     ) -> dict[str, Any]:
@@ -170,7 +273,20 @@ class AsyncClient:
         return (await self.request("tasks", site=site) if site else await self.request("tasks"))["tasks"]
 
     async def stats(self) -> dict[str, Any]:
+        """The first server's stats (see host_stats for all)."""
         return await self.request("stats")
+
+    async def host_stats(self) -> dict[str, dict[str, Any]]:
+        """Every server's stats, by URL (an unreachable one maps to its error)."""
+
+        async def one(c: _Conn) -> dict[str, Any]:
+            try:
+                return (await c.request_timed("stats"))[0]
+            except WebServError as e:
+                return {"error": e.message}
+
+        hosts = self._hosts()
+        return dict(zip((c.url for c in hosts), await asyncio.gather(*(one(c) for c in hosts)), strict=True))
 
     def env(self, site: str = "open", **make_args: Any) -> AsyncEnv:
         """An environment on this connection; it is made on its first reset."""
