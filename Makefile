@@ -12,7 +12,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-hosting fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-hosting bench-rl fuzz lint clean
 
 all: build
 
@@ -52,6 +52,10 @@ bench: setup
 # Protocol overhead and steps/second with 1, 10 and 50 environments.
 bench-protocol: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/protocol_bench.py
+
+# Group reset, fork and TRL tool latency.
+bench-rl: build venv
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/rl_bench.py
 
 # Incus copy-on-write vs full copy at 1 and 6 GiB of state (minutes).
 bench-hosting: setup
