@@ -17,26 +17,13 @@ import platform
 import statistics
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import loopback
 
 import webserv
 from webserv.launcher import LocalServer, find_binary
-
-PAGE = b"<!doctype html><title>Bench</title><h1>Bench</h1><button>Noop</button><input placeholder='Name'>"
-
-
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -103,9 +90,7 @@ if __name__ == "__main__":
     binary = find_binary()
     if binary is None:
         sys.exit("no webserv binary: run `make build` or set WEBSERV_BIN")
-    pages = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=pages.serve_forever, daemon=True).start()
-    page_url = f"http://127.0.0.1:{pages.server_address[1]}/"
+    page_url = loopback.serve()
     idle = int(os.environ.get("BENCH_IDLE_MS", "500"))
     srv = LocalServer(binary, ["--idle", f"{idle}ms", "--max-envs", "64", "--max-creating", "64"])
     try:

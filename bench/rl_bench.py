@@ -26,28 +26,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import loopback
 
 import webserv
 from webserv.integrations.trl import web_environment
 from webserv.launcher import LocalServer, find_binary
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = b"<!doctype html><title>Bench</title><h1>Bench</h1><button>Noop</button><input placeholder='Name'>"
-
-
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 def site_dir(incus: bool) -> str:
@@ -128,9 +116,7 @@ def main() -> None:
     binary = find_binary()
     if binary is None:
         sys.exit("no webserv binary: run `make build` or set WEBSERV_BIN")
-    pages = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    threading.Thread(target=pages.serve_forever, daemon=True).start()
-    page = f"http://127.0.0.1:{pages.server_address[1]}/"
+    page = loopback.serve()
     srv = LocalServer(
         binary,
         [

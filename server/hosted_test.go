@@ -1,15 +1,10 @@
 package server_test
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/webserv-rl/webserv/hosting"
-	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/server"
 )
 
@@ -17,21 +12,7 @@ import (
 // protocol: make, state changes, snapshot, fork, restore, reset.
 func TestHostedSiteSnapshotForkRestore(t *testing.T) {
 	t.Parallel()
-	site := hostingtest.LocalSite(t)
-	dir := t.TempDir()
-	local, err := hosting.NewLocal(nil, filepath.Join(dir, "instances"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = local.Close(ctx)
-	})
-	factory := server.NewHostedFactory([]*hosting.Site{site}, []hosting.Backend{local}, map[string]string{"incus": "not configured in this test"})
-	s := server.New(nil, browser, factory, server.Config{Env: envConfig()})
-	base := serve(t, s)
-	cl := dial(t, base)
+	cl := hostedServer(t)
 
 	sites := fmt.Sprint(cl.call("sites", "", nil)["sites"])
 	if !strings.Contains(sites, "name:testsite") || !strings.Contains(sites, "backend:local") {
