@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -168,5 +167,3 @@ func opLabel(op string) string {
 	}
 	return "unknown"
 }
-
-var _ = fmt.Sprintf
