@@ -10,6 +10,8 @@ backend by default or on Incus with --incus, and measures:
   fork it);
 - fork of N=8 in the middle of an episode (the fork op: site instance and
   browser state), until all 8 have their observation;
+  both with the server's warm browser contexts refilled first (--pause, as
+  a trainer's generation time allows) and back to back (pool drained);
 - per-call latency of the TRL environment_factory tools (serial calls, as
   TRL makes them), and what they cost beyond the idle window.
 
@@ -109,10 +111,17 @@ def main() -> None:
     ap.add_argument("--idle-ms", type=int, default=500)
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--warm-contexts", type=int, default=8, help="browser contexts the server keeps ready")
+    ap.add_argument(
+        "--pause",
+        type=float,
+        default=3.0,
+        help="seconds between measured operations, in which the server refills its warm contexts "
+        "(as a trainer's generation time would); the back-to-back figures are reported too",
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "rl.json"))
     args = ap.parse_args()
     if args.smoke:
-        args.reps = 1
+        args.reps, args.pause = 1, 0.5
     binary = find_binary()
     if binary is None:
         sys.exit("no webserv binary: run `make build` or set WEBSERV_BIN")
@@ -134,10 +143,20 @@ def main() -> None:
 
         async def run() -> dict[str, list[float]]:
             async with webserv.AsyncClient(srv.url) as client:
-                out: dict[str, list[float]] = {"group_reset_8_s": [], "fork_8_s": []}
+                out: dict[str, list[float]] = {
+                    "group_reset_8_s": [],
+                    "fork_8_s": [],
+                    "group_reset_8_back_to_back_s": [],
+                    "fork_8_back_to_back_s": [],
+                }
                 for _ in range(args.reps):
+                    out["group_reset_8_back_to_back_s"].append(await group_reset(client, 8))
+                    out["fork_8_back_to_back_s"].append(await fork(client, 8))
+                    await asyncio.sleep(args.pause)
                     out["group_reset_8_s"].append(await group_reset(client, 8))
+                    await asyncio.sleep(args.pause)
                     out["fork_8_s"].append(await fork(client, 8))
+                    await asyncio.sleep(args.pause)
                 return out
 
         samples = asyncio.run(run())
@@ -155,7 +174,10 @@ def main() -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
     print(
-        f"group reset N=8: {res['group_reset_8_s_p50']:.2f} s   fork N=8: {res['fork_8_s_p50']:.2f} s   "
+        f"group reset N=8: {res['group_reset_8_s_p50']:.2f} s "
+        f"(back to back {res['group_reset_8_back_to_back_s_p50']:.2f} s)   "
+        f"fork N=8: {res['fork_8_s_p50']:.2f} s "
+        f"(back to back {res['fork_8_back_to_back_s_p50']:.2f} s)   "
         f"TRL tool call: {res['trl_call_p50_ms']:.0f} ms "
         f"({res['trl_call_beyond_idle_p50_ms']:.0f} ms beyond the idle window)"
     )
