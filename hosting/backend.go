@@ -69,3 +69,17 @@ func WaitReady(ctx context.Context, base string, probe Probe) error {
 		wait = min(wait*2, 200*time.Millisecond)
 	}
 }
+
+// ValidSnapshotName reports whether name can name a snapshot: 1 to 63
+// letters, digits, - and _.
+func ValidSnapshotName(name string) bool {
+	if name == "" || len(name) > 63 {
+		return false
+	}
+	for _, r := range name {
+		if !(r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}

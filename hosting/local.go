@@ -229,7 +229,7 @@ func (in *localInstance) restart(ctx context.Context, from string) error {
 // Snapshot pauses the process group (SIGSTOP) so the data directory does
 // not change while it is copied, then resumes it.
 func (in *localInstance) Snapshot(ctx context.Context, name string) error {
-	if !validName(name) {
+	if !ValidSnapshotName(name) {
 		return fmt.Errorf("snapshot name %q: use letters, digits, - and _", name)
 	}
 	in.mu.Lock()
@@ -245,7 +245,7 @@ func (in *localInstance) Snapshot(ctx context.Context, name string) error {
 
 func (in *localInstance) snapshotDir(name string) (string, error) {
 	d := filepath.Join(in.dir, "snapshots", name)
-	if !validName(name) {
+	if !ValidSnapshotName(name) {
 		return "", fmt.Errorf("snapshot name %q: %w", name, ErrNoSnapshot)
 	}
 	if _, err := os.Stat(d); err != nil {
@@ -330,20 +330,6 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-var snapName = func(s string) bool {
-	if s == "" || len(s) > 63 {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-func validName(s string) bool { return snapName(s) }
 
 func tail(path string) string {
 	b, err := os.ReadFile(path)

@@ -94,17 +94,8 @@ func (in *Instance) Snapshot(ctx context.Context, name string) error {
 	return nil
 }
 
-func validSnapshot(s string) bool {
-	if s == "" || s == baseSnap || len(s) > 63 {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
-}
+// validSnapshot also keeps the base snapshot's name for the manager.
+func validSnapshot(s string) bool { return s != baseSnap && hosting.ValidSnapshotName(s) }
 
 func (in *Instance) checkSnapshot(name string) (string, error) {
 	in.mu.Lock()

@@ -75,7 +75,7 @@ func Connect(ctx context.Context, log *zap.Logger, cfg Config) (*Manager, error)
 	if cfg.Pool == "" {
 		cfg.Pool = "webserv"
 	}
-	c, err := connect(cfg)
+	c, err := Client(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -99,9 +99,10 @@ func Connect(ctx context.Context, log *zap.Logger, cfg Config) (*Manager, error)
 	return m, nil
 }
 
-// connect opens the client. Its requests run under the context it was
-// opened with, so that is the background, not a caller's ctx.
-func connect(cfg Config) (incus.InstanceServer, error) {
+// Client opens an Incus client for cfg: the local daemon, or cfg.Remote
+// with its certificates. Its requests run under the context it was opened
+// with, so that is the background, not a caller's ctx.
+func Client(cfg Config) (incus.InstanceServer, error) {
 	if cfg.Remote == "" {
 		c, err := incus.ConnectIncusUnix(cfg.Socket, nil)
 		if err != nil {

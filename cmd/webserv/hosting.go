@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	incus "github.com/lxc/incus/v6/client"
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/hosting"
@@ -94,17 +93,6 @@ func (h *hostingFlags) factory(ctx context.Context, log *zap.Logger) (server.Fac
 	return server.NewHostedFactory(sites, backends, missing), closeAll, nil
 }
 
-func incusClient(cfg incusmgr.Config) (incus.InstanceServer, error) {
-	if cfg.Remote != "" {
-		return nil, errors.New("use the local daemon for this command (it has no --incus-remote yet)")
-	}
-	c, err := incus.ConnectIncusUnix(cfg.Socket, nil)
-	if err != nil {
-		return nil, fmt.Errorf("connect to incusd: %w; is it running? (scripts/incus-setup.sh)", err)
-	}
-	return c, nil
-}
-
 // gcCmd removes containers leaked by servers that are gone.
 func gcCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
@@ -114,7 +102,7 @@ func gcCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader,
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c, err := incusClient(h.incus)
+	c, err := incusmgr.Client(h.incus)
 	if err != nil {
 		return err
 	}
@@ -141,7 +129,7 @@ func imageCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	if *alias == "" || fs.NArg() != 1 {
 		return errors.New("usage: webserv image import --alias NAME (DOCKER-SAVE.tar | OCI-LAYOUT-DIR)")
 	}
-	c, err := incusClient(h.incus)
+	c, err := incusmgr.Client(h.incus)
 	if err != nil {
 		return err
 	}
