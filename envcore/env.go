@@ -132,6 +132,21 @@ func (e *Env) Config() Config { return e.cfg }
 // or history of the last episode) with one tab at startURL, observed once
 // the page has settled.
 func (e *Env) Reset(ctx context.Context, startURL string) (Observation, StepInfo, error) {
+	return e.ResetWithCookies(ctx, startURL, nil)
+}
+
+// Cookie is a cookie an episode starts with, such as a signed-in session.
+type Cookie struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	// URL the cookie belongs to (its scheme, host and path).
+	URL      string `json:"url"`
+	HTTPOnly bool   `json:"http_only,omitempty"`
+}
+
+// ResetWithCookies is Reset with cookies set in the fresh context before
+// the start page loads (a task that starts signed in).
+func (e *Env) ResetWithCookies(ctx context.Context, startURL string, cookies []Cookie) (Observation, StepInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -148,6 +163,15 @@ func (e *Env) Reset(ctx context.Context, startURL string) (Observation, StepInfo
 	t, err := e.freshContext(ctx)
 	if err != nil {
 		return Observation{}, info, err
+	}
+	if len(cookies) > 0 {
+		params := make([]*proto.NetworkCookieParam, len(cookies))
+		for i, c := range cookies {
+			params[i] = &proto.NetworkCookieParam{Name: c.Name, Value: c.Value, URL: c.URL, HTTPOnly: c.HTTPOnly}
+		}
+		if err := (proto.StorageSetCookies{Cookies: params, BrowserContextID: e.ctxID}).Call(e.b.rod.Context(ctx)); err != nil {
+			return Observation{}, info, fmt.Errorf("set the episode's cookies: %w", err)
+		}
 	}
 	if startURL != "" {
 		if aerr := e.navigate(ctx, t, startURL); aerr != nil {
@@ -455,4 +479,24 @@ func (e *Env) Evaluate(ctx context.Context, expr string, out any) error {
 		return fmt.Errorf("evaluate: %w", err)
 	}
 	return err
+}
+
+// Goto navigates the active tab to url and waits for it to settle, without
+// observing it: for task checks that read another page after an episode
+// (WebArena's program_html), not for agents.
+func (e *Env) Goto(ctx context.Context, url string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	t := e.activeTab()
+	if t == nil {
+		return ErrNotReset
+	}
+	start := time.Now()
+	if err := e.navigate(ctx, t, url); err != nil {
+		return err
+	}
+	return e.settle(ctx, start, time.Now())
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/tasks"
 )
 
 // Factory makes the site side of environments. The server owns the browser
@@ -67,8 +68,15 @@ type Episode struct {
 	StartURL string
 	Goal     string
 	TaskID   string
-	// Evaluate scores a step; nil means reward 0 and no end but terminate.
-	Evaluate func(ctx context.Context, env *envcore.Env, obs envcore.Observation, info envcore.StepInfo) (reward float64, done bool, err error)
+	// TaskSet and Variant name the task set and the site variant serving
+	// it (reported in info).
+	TaskSet, Variant string
+	// Cookies are set before the start page loads (a signed-in start).
+	Cookies []envcore.Cookie
+	// Evaluate grades the episode after a step on the instance at base; a
+	// nil result means no grade at this step (reward 0). everyStep asks
+	// for a grade before the agent stops, where the task allows it.
+	Evaluate func(ctx context.Context, base string, env *envcore.Env, info envcore.StepInfo, everyStep bool) (*tasks.Result, error)
 }
 
 // OpenFactory serves the "open" site: any http(s) URL, no hosting, reward 0

@@ -28,6 +28,25 @@ type HostedFactory struct {
 	order    []string
 	backends map[string]hosting.Backend
 	missing  map[string]string // backend name -> why it is not available
+	tasks    map[string]*SiteTasks
+	absent   map[string]SiteInfo // sites listed but not servable here
+}
+
+// SetUnavailable lists a site that cannot start on this server, with why
+// (and what to do) in its description; make on it fails with that text.
+func (f *HostedFactory) SetUnavailable(name, why string) {
+	if f.absent == nil {
+		f.absent = map[string]SiteInfo{}
+	}
+	f.absent[name] = SiteInfo{Name: name, Description: "unavailable: " + why, Backend: "none"}
+}
+
+// SetTasks gives a site its task set.
+func (f *HostedFactory) SetTasks(site string, st *SiteTasks) {
+	if f.tasks == nil {
+		f.tasks = map[string]*SiteTasks{}
+	}
+	f.tasks[site] = st
 }
 
 // NewHostedFactory serves sites on backends. unavailable maps a backend
@@ -55,16 +74,31 @@ func (f *HostedFactory) Sites() []SiteInfo {
 		}
 		out = append(out, info)
 	}
+	for _, info := range f.absent {
+		out = append(out, info)
+	}
 	return out
 }
 
-// Tasks: defined sites have none yet.
+// Tasks lists a site's tasks (every site's when site is "").
 func (f *HostedFactory) Tasks(site string) ([]TaskInfo, error) {
-	if site == "" || site == "open" {
+	if site == "open" {
 		return []TaskInfo{}, nil
+	}
+	if site == "" {
+		out := []TaskInfo{}
+		for _, name := range f.order {
+			if st := f.tasks[name]; st != nil {
+				out = append(out, st.infos(name)...)
+			}
+		}
+		return out, nil
 	}
 	if _, ok := f.sites[site]; !ok {
 		return nil, fmt.Errorf("unknown site %q", site)
+	}
+	if st := f.tasks[site]; st != nil {
+		return st.infos(site), nil
 	}
 	return []TaskInfo{}, nil
 }
@@ -74,13 +108,22 @@ func (f *HostedFactory) Make(ctx context.Context, spec MakeSpec) (Instance, erro
 	if spec.Site == "open" {
 		return f.open.Make(ctx, spec)
 	}
+	if a, ok := f.absent[spec.Site]; ok {
+		return nil, fmt.Errorf("site %s is %s", spec.Site, a.Description)
+	}
 	s, ok := f.sites[spec.Site]
 	if !ok {
 		names := append([]string{"open"}, f.order...)
 		return nil, fmt.Errorf("unknown site %q; this server has: %s", spec.Site, strings.Join(names, ", "))
 	}
+	st := f.tasks[spec.Site]
 	if spec.Task != "" {
-		return nil, fmt.Errorf("site %s has no tasks", spec.Site)
+		if st == nil {
+			return nil, fmt.Errorf("site %s has no tasks", spec.Site)
+		}
+		if _, err := st.pick(spec.Site, spec.Task, nil); err != nil {
+			return nil, err // an unknown task fails before an instance starts
+		}
 	}
 	b, ok := f.backends[s.Backend()]
 	if !ok {
@@ -90,7 +133,7 @@ func (f *HostedFactory) Make(ctx context.Context, spec MakeSpec) (Instance, erro
 	if err != nil {
 		return nil, fmt.Errorf("start site %s: %w", s.Name, err)
 	}
-	return &hostedInstance{site: s, in: in, fresh: true, goal: spec.Goal, path: spec.StartURL}, nil
+	return &hostedInstance{site: s, in: in, fresh: true, goal: spec.Goal, path: spec.StartURL, tasks: st, task: spec.Task}, nil
 }
 
 // hostedInstance is an environment's site instance.
@@ -101,6 +144,8 @@ type hostedInstance struct {
 	path  string // start path from make, if any
 	mu    sync.Mutex
 	fresh bool // started (or forked) and not used by an episode yet
+	tasks *SiteTasks
+	task  string // task from make, if any
 }
 
 func (h *hostedInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episode, error) {
@@ -112,6 +157,9 @@ func (h *hostedInstance) Episode(ctx context.Context, opts EpisodeOptions) (Epis
 		if err := h.in.Reset(ctx); err != nil {
 			return Episode{}, fmt.Errorf("reset site %s: %w", h.site.Name, err)
 		}
+	}
+	if h.tasks != nil && opts.StartURL == "" && h.path == "" {
+		return h.tasks.episode(ctx, h.site.Name, h.in.URL(), opts, h.task)
 	}
 	start := h.site.StartPath
 	for _, p := range []string{h.path, opts.StartURL} {
@@ -166,7 +214,7 @@ func (h *hostedInstance) Fork(ctx context.Context, name string, n int) ([]Instan
 	}
 	out := make([]Instance, len(forks))
 	for i, f := range forks {
-		out[i] = &hostedInstance{site: h.site, in: f, goal: h.goal, path: h.path, fresh: true}
+		out[i] = &hostedInstance{site: h.site, in: f, goal: h.goal, path: h.path, fresh: true, tasks: h.tasks, task: h.task}
 	}
 	return out, nil
 }

@@ -105,6 +105,10 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 	if e != nil {
 		return nil, e
 	}
+	everyStep, e := a.boolean("evaluate_every_step")
+	if e != nil {
+		return nil, e
+	}
 	// record: true, or a map of recording settings.
 	var record args
 	switch v := a["record"].(type) {
@@ -159,7 +163,7 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 		}
 	}
 	x.env = s.browser.NewEnv(cfg)
-	x.maxSteps, x.timeLimit, x.stepLimit = int(maxSteps), timeLimit, stepLimit
+	x.maxSteps, x.timeLimit, x.stepLimit, x.everyStep = int(maxSteps), timeLimit, stepLimit, everyStep
 	if record != nil {
 		if x.rec, e = s.newRecorder(x, record); e != nil {
 			s.closeSession(x, "make failed: "+e.Message)
@@ -281,7 +285,7 @@ func (s *Server) episode(ctx context.Context, x *session, opts EpisodeOptions) (
 	if err != nil {
 		return nil, errorf(CodeBadArgs, false, "%v", err)
 	}
-	obs, info, err := x.env.Reset(ctx, ep.StartURL)
+	obs, info, err := x.env.ResetWithCookies(ctx, ep.StartURL, ep.Cookies)
 	if err != nil {
 		return nil, envError(err)
 	}
@@ -336,13 +340,20 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	if !info.Settled {
 		s.metrics.notSettled.Inc()
 	}
-	reward, terminated := 0.0, info.Terminated
+	var reward any = 0.0
+	terminated := info.Terminated
+	var evalErr string
+	var scores map[string]float64
 	if ev := x.episode.Evaluate; ev != nil {
-		r, done, err := ev(ctx, x.env, obs, info)
-		if err != nil {
-			return nil, errorf(CodeBackend, true, "evaluating the step failed: %v", err)
+		res, err := ev(ctx, instanceBase(x.inst), x.env, info, x.everyStep)
+		switch {
+		case err != nil:
+			// Not a silent 0: the reward is missing and the reply says why.
+			reward, evalErr = nil, err.Error()
+			s.log.Warn("grading failed", zap.String("env", x.id), zap.String("task", x.episode.TaskID), zap.Error(err))
+		case res != nil:
+			reward, scores = res.Reward, res.Scores
 		}
-		reward, terminated = r, terminated || done
 	}
 	truncated := false
 	if !terminated {
@@ -362,9 +373,16 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	case truncated:
 		x.over = "truncated"
 	}
+	wi := wireInfo(info, x)
+	if evalErr != "" {
+		wi["eval_error"] = evalErr
+	}
+	if scores != nil {
+		wi["scores"] = scores
+	}
 	res := map[string]any{
 		"obs": wireObs(obs, x), "reward": reward, "terminated": terminated, "truncated": truncated,
-		"info": wireInfo(info, x),
+		"info": wi,
 	}
 	if x.rec != nil {
 		x.rec.step(actionText(a["action"]), res)
@@ -416,6 +434,7 @@ func wireInfo(info envcore.StepInfo, x *session) map[string]any {
 	}
 	if x.episode.TaskID != "" {
 		m["task_id"] = x.episode.TaskID
+		m["task_set"], m["variant"] = x.episode.TaskSet, x.episode.Variant
 	}
 	return m
 }
@@ -431,4 +450,12 @@ func envError(err error) *Error {
 		return errorf(CodeTimeout, true, "the request ran past its deadline: %v", err)
 	}
 	return errorf(CodeBackend, true, "%s", fmt.Sprint(err))
+}
+
+// instanceBase is an instance's base URL ("" for the open site).
+func instanceBase(in Instance) string {
+	if b, ok := in.(interface{ BaseURL() string }); ok {
+		return b.BaseURL()
+	}
+	return ""
 }

@@ -189,6 +189,7 @@ type session struct {
 	maxSteps  int
 	timeLimit time.Duration
 	stepLimit time.Duration
+	everyStep bool // grade after every step (make's evaluate_every_step)
 	snaps     map[string]snapshotInfo
 	rec       *recorder
 	spec      MakeSpec

@@ -1,6 +1,8 @@
 package tasks
 
 import (
+	"context"
+	"errors"
 	"net/url"
 	"strings"
 	"unicode"
@@ -85,15 +87,19 @@ func alternatives(s string) []string {
 	return parts
 }
 
+// ErrNoJudge: a fuzzy_match reference needs a judge and none is set.
+var ErrNoJudge = errors.New("this task's fuzzy_match reference needs an LLM judge: start the server with --judge-url (an OpenAI-compatible endpoint)")
+
 // Judge decides fuzzy_match references (an LLM judge in WebArena). nil
-// means no judge: fuzzy references other than "N/A" score 0.
+// means no judge: grading a fuzzy reference (other than an exact "N/A")
+// is then an error, never a silent 0.
 type Judge interface {
-	FuzzyMatch(intent, ref, pred string) (bool, error)
-	Unachievable(intent, reason, pred string) (bool, error)
+	FuzzyMatch(ctx context.Context, intent, ref, pred string) (bool, error)
+	Unachievable(ctx context.Context, intent, reason, pred string) (bool, error)
 }
 
 // StringMatch scores an answer against string_match references.
-func StringMatch(refs *ReferenceAnswers, pred string, judge Judge, intent, stringNote string) (float64, error) {
+func StringMatch(ctx context.Context, refs *ReferenceAnswers, pred string, judge Judge, intent, stringNote string) (float64, error) {
 	if refs == nil {
 		return 0, nil
 	}
@@ -115,9 +121,9 @@ func StringMatch(refs *ReferenceAnswers, pred string, judge Judge, intent, strin
 			return score, nil
 		}
 		if judge == nil {
-			return 0, nil
+			return 0, ErrNoJudge
 		}
-		ok, err := judge.Unachievable(intent, stringNote, pred)
+		ok, err := judge.Unachievable(ctx, intent, stringNote, pred)
 		if err != nil || !ok {
 			return 0, err
 		}
@@ -125,9 +131,9 @@ func StringMatch(refs *ReferenceAnswers, pred string, judge Judge, intent, strin
 	}
 	for _, ref := range refs.FuzzyMatch {
 		if judge == nil {
-			return 0, nil
+			return 0, ErrNoJudge
 		}
-		ok, err := judge.FuzzyMatch(intent, ref, pred)
+		ok, err := judge.FuzzyMatch(ctx, intent, ref, pred)
 		if err != nil {
 			return 0, err
 		}

@@ -1,6 +1,8 @@
 package tasks_test
 
 import (
+	"errors"
+	"context"
 	"testing"
 
 	"github.com/webserv-rl/webserv/tasks"
@@ -28,20 +30,20 @@ func TestStringMatchRules(t *testing.T) {
 	for pred, want := range map[string]float64{
 		"For jaw bruxism buy a night guard": 1, "jaw bruxism, mouth guard": 1, "a mouth guard": 0,
 	} {
-		if got, _ := tasks.StringMatch(refs, pred, nil, "", ""); got != want {
+		if got, _ := tasks.StringMatch(context.Background(), refs, pred, nil, "", ""); got != want {
 			t.Errorf("must_include with |OR| on %q: %v, want %v", pred, got, want)
 		}
 	}
 	na := &tasks.ReferenceAnswers{FuzzyMatch: []string{"N/A"}}
-	if got, _ := tasks.StringMatch(na, "N/A", nil, "", ""); got != 1 {
+	if got, _ := tasks.StringMatch(context.Background(), na, "N/A", nil, "", ""); got != 1 {
 		t.Errorf("N/A answered N/A: %v", got)
 	}
-	if got, _ := tasks.StringMatch(na, "it costs $5", nil, "", ""); got != 0 {
-		t.Errorf("N/A task answered: %v", got)
+	if got, err := tasks.StringMatch(context.Background(), na, "it costs $5", nil, "", ""); got != 0 || !errors.Is(err, tasks.ErrNoJudge) {
+		t.Errorf("N/A task answered without a judge: %v, %v", got, err)
 	}
 	fuzzy := &tasks.ReferenceAnswers{FuzzyMatch: []string{"a long explanation"}}
-	if got, _ := tasks.StringMatch(fuzzy, "a long explanation", nil, "", ""); got != 0 {
-		t.Errorf("fuzzy_match without a judge: %v", got)
+	if _, err := tasks.StringMatch(context.Background(), fuzzy, "a long explanation", nil, "", ""); !errors.Is(err, tasks.ErrNoJudge) {
+		t.Errorf("fuzzy_match without a judge: %v, want ErrNoJudge (an error, never a silent 0)", err)
 	}
 }
 

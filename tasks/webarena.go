@@ -29,6 +29,24 @@ type Task struct {
 	StorageState string   `json:"storage_state"`
 	RequireReset bool     `json:"require_reset"`
 	Eval         Eval     `json:"eval"`
+
+	// Bundled task sets add these (WebArena configs have none).
+
+	// Login signs the episode in before it starts: {"as": "customer",
+	// "email": ...} or {"as": "admin"} on the bundled shop.
+	Login *TaskLogin `json:"login,omitempty"`
+	// Category is information, navigation or state.
+	Category string `json:"category,omitempty"`
+	// Oracle is an action sequence that solves the task (the last action
+	// is a stop); Wrong is one that must not.
+	Oracle []string `json:"oracle,omitempty"`
+	Wrong  []string `json:"wrong,omitempty"`
+}
+
+// TaskLogin is who a bundled task starts signed in as.
+type TaskLogin struct {
+	As    string `json:"as"` // customer or admin
+	Email string `json:"email,omitempty"`
 }
 
 // Eval is a task's grading specification.
@@ -39,6 +57,8 @@ type Eval struct {
 	URLNote          string            `json:"url_note"`
 	StringNote       string            `json:"string_note"`
 	ProgramHTML      json.RawMessage   `json:"program_html"`
+	// State are the native state evaluator's checks (bundled sites).
+	State []StateCheck `json:"state,omitempty"`
 }
 
 // ReferenceAnswers are string_match's references. MustInclude and
@@ -82,7 +102,111 @@ func LoadWebArena(path string, bases map[string]string) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tasks: %w", err)
 	}
-	text := string(raw)
+	text := replacePlaceholders(string(raw), bases)
+	return ParseTasks([]byte(text), path)
+}
+
+// ParseTasks reads a task file's contents (a JSON list of tasks) and checks
+// every task; name (the file) is in each error, with the task and field.
+func ParseTasks(data []byte, name string) (*Set, error) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(data, &raws); err != nil {
+		return nil, fmt.Errorf("%s: want a JSON list of tasks: %w", name, err)
+	}
+	set := Set{Tasks: make([]Task, len(raws)), ByID: make(map[int]*Task, len(raws))}
+	for i, raw := range raws {
+		t := &set.Tasks[i]
+		if err := json.Unmarshal(raw, t); err != nil {
+			return nil, fmt.Errorf("%s: task at index %d: %w", name, i, err)
+		}
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: task %d: %w", name, t.ID, err)
+		}
+		if _, dup := set.ByID[t.ID]; dup {
+			return nil, fmt.Errorf("%s: task %d appears twice", name, t.ID)
+		}
+		set.ByID[t.ID] = t
+	}
+	return &set, nil
+}
+
+// Validate checks that a task can be run and graded.
+func (t *Task) Validate() error {
+	switch {
+	case strings.TrimSpace(t.Intent) == "":
+		return fmt.Errorf("intent: empty")
+	case t.StartURL == "":
+		return fmt.Errorf("start_url: empty")
+	case len(t.Sites) == 0:
+		return fmt.Errorf("sites: empty")
+	case len(t.Eval.Types) == 0:
+		return fmt.Errorf("eval.eval_types: empty")
+	}
+	for _, typ := range t.Eval.Types {
+		switch typ {
+		case "string_match":
+			if t.Eval.ReferenceAnswers == nil {
+				return fmt.Errorf("eval.reference_answers: string_match needs reference answers")
+			}
+		case "url_match":
+			if t.Eval.ReferenceURL == "" {
+				return fmt.Errorf("eval.reference_url: url_match needs a reference URL")
+			}
+		case "program_html":
+			checks, err := t.Eval.ProgramChecks()
+			if err != nil {
+				return fmt.Errorf("eval.%w", err)
+			}
+			if len(checks) == 0 {
+				return fmt.Errorf("eval.program_html: program_html needs at least one check")
+			}
+			for k, c := range checks {
+				if c.URL == "" {
+					return fmt.Errorf("eval.program_html[%d].url: empty (give a URL, \"last\" or func:...)", k)
+				}
+				if rc := c.RequiredContents; rc.ExactMatch == nil && len(rc.MustInclude) == 0 && len(rc.FuzzyMatch) == 0 {
+					return fmt.Errorf("eval.program_html[%d].required_contents: give exact_match, must_include or fuzzy_match", k)
+				}
+			}
+		case "state":
+			if len(t.Eval.State) == 0 {
+				return fmt.Errorf("eval.state: the state evaluator needs checks")
+			}
+			for k, c := range t.Eval.State {
+				if strings.TrimSpace(c.SQL) == "" {
+					return fmt.Errorf("eval.state[%d].sql: empty", k)
+				}
+			}
+		default:
+			return fmt.Errorf("eval.eval_types: unknown type %q (string_match, url_match, program_html, state)", typ)
+		}
+	}
+	if t.Login != nil && t.Login.As != "customer" && t.Login.As != "admin" {
+		return fmt.Errorf("login.as: %q; want customer or admin", t.Login.As)
+	}
+	if t.Login != nil && t.Login.As == "customer" && t.Login.Email == "" {
+		return fmt.Errorf("login.email: a customer login needs the customer's email")
+	}
+	return nil
+}
+
+// Instantiate returns a copy of t with the site placeholders of the sites
+// in bases replaced by their base URLs, over the whole task as WebArena
+// does (start URL, references, locators and func: strings alike).
+func Instantiate(t *Task, bases map[string]string) (*Task, error) {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	text := replacePlaceholders(string(raw), bases)
+	var out Task
+	if err := json.Unmarshal([]byte(text), &out); err != nil {
+		return nil, fmt.Errorf("task %d: after filling in the site URLs: %w", t.ID, err)
+	}
+	return &out, nil
+}
+
+func replacePlaceholders(text string, bases map[string]string) string {
 	keys := make([]string, 0, len(Placeholders))
 	for k := range Placeholders {
 		keys = append(keys, k)
@@ -94,17 +218,5 @@ func LoadWebArena(path string, bases map[string]string) (*Set, error) {
 			text = strings.ReplaceAll(text, ph, strings.TrimRight(base, "/"))
 		}
 	}
-	var set Set
-	if err := json.Unmarshal([]byte(text), &set.Tasks); err != nil {
-		return nil, fmt.Errorf("parse %s: %w", path, err)
-	}
-	set.ByID = make(map[int]*Task, len(set.Tasks))
-	for i := range set.Tasks {
-		t := &set.Tasks[i]
-		if _, dup := set.ByID[t.ID]; dup {
-			return nil, fmt.Errorf("%s: task %d appears twice", path, t.ID)
-		}
-		set.ByID[t.ID] = t
-	}
-	return &set, nil
+	return text
 }

@@ -1,6 +1,7 @@
 package tasks_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -85,10 +86,10 @@ func TestReferencesScoreThemselves(t *testing.T) {
 					if refs.ExactMatch != nil {
 						pred = *refs.ExactMatch
 					}
-					if got, _ := tasks.StringMatch(refs, pred, nil, task.Intent, task.Eval.StringNote); got != 1 {
+					if got, _ := tasks.StringMatch(context.Background(), refs, pred, nil, task.Intent, task.Eval.StringNote); got != 1 {
 						t.Errorf("%s task %d: its own answer %q scores %v", file, task.ID, pred, got)
 					}
-					if got, _ := tasks.StringMatch(refs, "zzz-wrong", nil, task.Intent, ""); got != 0 {
+					if got, _ := tasks.StringMatch(context.Background(), refs, "zzz-wrong", nil, task.Intent, ""); got != 0 {
 						t.Errorf("%s task %d: a wrong answer scores %v", file, task.ID, got)
 					}
 					checked++

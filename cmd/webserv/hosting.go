@@ -15,6 +15,8 @@ import (
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/sites/bundled"
+	"github.com/webserv-rl/webserv/tasks"
 )
 
 // hostingFlags configure where sites run.
@@ -23,6 +25,11 @@ type hostingFlags struct {
 	instances string
 	noIncus   bool
 	incus     incusmgr.Config
+	noBundled bool
+	shopData  string
+	shopImage string
+	judgeURL  string
+	judgeMod  string
 }
 
 func (h *hostingFlags) register(fs *flag.FlagSet) {
@@ -32,6 +39,18 @@ func (h *hostingFlags) register(fs *flag.FlagSet) {
 	h.incusFlags(fs)
 	fs.IntVar(&h.incus.Warm, "incus-warm", 0, "started instances to keep ready per Incus site")
 	fs.StringVar(&h.incus.Target, "incus-target", "", "cluster member to place instances on")
+	fs.BoolVar(&h.noBundled, "no-bundled", false, "do not serve the bundled shop (sites shopping and cms)")
+	fs.StringVar(&h.shopData, "shop-data", bundled.DefaultDataDir(), "the bundled shop's catalog (generated on first use)")
+	fs.StringVar(&h.shopImage, "shop-image", "", "run the bundled shop from this Incus image alias (webserv shop image) instead of local processes")
+	fs.StringVar(&h.judgeURL, "judge-url", os.Getenv("WEBSERV_JUDGE_URL"), "OpenAI-compatible endpoint for fuzzy_match grading, like http://127.0.0.1:8000/v1 ($WEBSERV_JUDGE_URL)")
+	fs.StringVar(&h.judgeMod, "judge-model", envOr("WEBSERV_JUDGE_MODEL", "gpt-4-1106-preview"), "the judge's model ($WEBSERV_JUDGE_MODEL)")
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
 }
 
 func (h *hostingFlags) incusFlags(fs *flag.FlagSet) {
@@ -46,13 +65,29 @@ func (h *hostingFlags) incusFlags(fs *flag.FlagSet) {
 // Incus being unavailable is not fatal: its sites say why they cannot
 // start, and the local backend still serves.
 func (h *hostingFlags) factory(ctx context.Context, log *zap.Logger) (server.Factory, func(), error) {
-	if h.sites == "" {
-		log.Info("no --sites: serving the open site only")
-		return server.OpenFactory{}, func() {}, nil
+	var sites []*hosting.Site
+	if h.sites != "" {
+		var err error
+		if sites, err = hosting.LoadSites(h.sites); err != nil {
+			return nil, nil, err
+		}
 	}
-	sites, err := hosting.LoadSites(h.sites)
-	if err != nil {
-		return nil, nil, err
+	grader := &tasks.Grader{}
+	if h.judgeURL != "" {
+		grader.Judge = tasks.NewOpenAIJudge(h.judgeURL, h.judgeMod, os.Getenv("WEBSERV_JUDGE_KEY"))
+	}
+	var sets map[string]*server.SiteTasks
+	if !h.noBundled {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, nil, fmt.Errorf("find the webserv program to run the bundled shop: %w", err)
+		}
+		var shopSites []*hosting.Site
+		shopSites, sets, err = bundled.Sites(ctx, bundled.Options{DataDir: h.shopData, Command: []string{exe, "shop"}, IncusImage: h.shopImage, Grader: grader})
+		if err != nil {
+			return nil, nil, fmt.Errorf("bundled shop: %w", err)
+		}
+		sites = append(sites, shopSites...)
 	}
 	local, err := hosting.NewLocal(log.Named("local"), h.instances)
 	if err != nil {
@@ -90,7 +125,23 @@ func (h *hostingFlags) factory(ctx context.Context, log *zap.Logger) (server.Fac
 			}
 		}
 	}
-	return server.NewHostedFactory(sites, backends, missing), closeAll, nil
+	f := server.NewHostedFactory(sites, backends, missing)
+	for name, st := range sets {
+		f.SetTasks(name, st)
+	}
+	if !hasSite(sites, "gitlab") {
+		f.SetUnavailable("gitlab", "no GitLab image has been imported and there is no bundled forge yet; import WebArena's GitLab image with `webserv image import --alias webarena-gitlab gitlab-populated-final-port8023.tar` and give a site definition for it (docs/sites.md)")
+	}
+	return f, closeAll, nil
+}
+
+func hasSite(sites []*hosting.Site, name string) bool {
+	for _, s := range sites {
+		if s.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // gcCmd removes containers leaked by servers that are gone.

@@ -19,6 +19,8 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/sites/shop"
 )
 
 func main() {
@@ -49,6 +51,8 @@ func main() {
 		run = imageCmd
 	case "export":
 		run = exportCmd
+	case "shop":
+		os.Exit(shop.Main(ctx, os.Args[2:], os.Stdout, os.Stderr))
 	case "-h", "--help", "help":
 		usage()
 		return

@@ -339,7 +339,10 @@ class AsyncEnv:
 
     async def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Obs, Info]:
         """Starts an episode: a fresh browser context at the start URL (or options["start_url"])."""
-        args: dict[str, Any] = {"options": options or {}}
+        options = dict(options or {})
+        if "task_id" in options:  # BrowserGym's spelling
+            options["task"] = str(options.pop("task_id"))
+        args: dict[str, Any] = {"options": options}
         if seed is not None:
             args["seed"] = seed
         if self.id is None:
@@ -361,7 +364,10 @@ class AsyncEnv:
         res = await self.client.request("step", self._require(), action=action)
         info = dict(res.get("info", {}))
         obs = to_gym(res["obs"], elapsed=float(info.get("elapsed_s", 0.0)))
-        return obs, float(res["reward"]), bool(res["terminated"]), bool(res["truncated"]), info
+        # A grading that failed (judge down, site unreachable) has no reward:
+        # NaN, never a silent 0, with the reason in info["eval_error"].
+        reward = float("nan") if res["reward"] is None else float(res["reward"])
+        return obs, reward, bool(res["terminated"]), bool(res["truncated"]), info
 
     async def observe(self, *, screenshot: bool = False, axtree: bool = True) -> Obs:
         """The current observation, without acting."""

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/tasks"
+)
+
+// SiteTasks is a site's task set: which tasks it has, how an episode of
+// one starts (signed in where the task says so) and how it is graded.
+type SiteTasks struct {
+	Set *tasks.Set
+	// Name names the task set in info (like "bundled" or "webarena-lite").
+	Name string
+	// Variant says which site serves it: "bundled" or "webarena".
+	Variant string
+	// Roles are the task files' site names this site serves (their
+	// placeholders are replaced by the instance's base URL), like
+	// shopping and shopping_admin for the bundled shop.
+	Roles []string
+	// Admin is the account the WebArena shopping helpers use.
+	Admin tasks.Account
+	// EvalToken enables the native state evaluator on the site.
+	EvalToken string
+	// Login returns the cookies that sign a new episode in.
+	Login func(ctx context.Context, baseURL string, l *tasks.TaskLogin) ([]envcore.Cookie, error)
+	// Grader scores episodes.
+	Grader *tasks.Grader
+}
+
+// ids lists the task ids in order.
+func (st *SiteTasks) ids() []int {
+	ids := make([]int, 0, len(st.Set.Tasks))
+	for _, t := range st.Set.Tasks {
+		ids = append(ids, t.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// pick chooses an episode's task: by id ("17" or "shopping.17"), else by
+// seed (the same seed always gives the same task), else at random.
+func (st *SiteTasks) pick(site, id string, seed *int64) (*tasks.Task, error) {
+	if id != "" {
+		raw := strings.TrimPrefix(id, site+".")
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return nil, fmt.Errorf("task id %q: want a number like 17 or %s.17", id, site)
+		}
+		t, ok := st.Set.ByID[n]
+		if !ok {
+			ids := st.ids()
+			return nil, fmt.Errorf("site %s has no task %d (its %s tasks are %d..%d; the tasks op lists them)", site, n, st.Name, ids[0], ids[len(ids)-1])
+		}
+		return t, nil
+	}
+	ids := st.ids()
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("site %s has no tasks", site)
+	}
+	var i int
+	if seed != nil {
+		i = int(uint64(*seed) % uint64(len(ids)))
+	} else {
+		i = rand.IntN(len(ids))
+	}
+	return st.Set.ByID[ids[i]], nil
+}
+
+// instantiate fills the task's site placeholders with base.
+func (st *SiteTasks) instantiate(t *tasks.Task, base string) (*tasks.Task, error) {
+	bases := map[string]string{}
+	for _, r := range st.Roles {
+		bases[r] = base
+	}
+	return tasks.Instantiate(t, bases)
+}
+
+func (st *SiteTasks) infos(site string) []TaskInfo {
+	out := make([]TaskInfo, 0, len(st.Set.Tasks))
+	for _, id := range st.ids() {
+		t := st.Set.ByID[id]
+		out = append(out, TaskInfo{ID: site + "." + strconv.Itoa(t.ID), Site: site, Goal: t.Intent, StartURL: t.StartURL})
+	}
+	return out
+}
+
+// episode prepares a task episode on the instance at base.
+func (st *SiteTasks) episode(ctx context.Context, site, base string, opts EpisodeOptions, task string) (Episode, error) {
+	id := opts.Task
+	if id == "" {
+		id = task
+	}
+	t, err := st.pick(site, id, opts.Seed)
+	if err != nil {
+		return Episode{}, err
+	}
+	inst, err := st.instantiate(t, base)
+	if err != nil {
+		return Episode{}, err
+	}
+	ep := Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
+	if inst.Login != nil {
+		if st.Login == nil {
+			return Episode{}, fmt.Errorf("task %s starts signed in, and site %s has no login method", ep.TaskID, site)
+		}
+		if ep.Cookies, err = st.Login(ctx, base, inst.Login); err != nil {
+			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
+		}
+	}
+	everyStepOK := true
+	for _, typ := range t.Eval.Types {
+		if typ != "url_match" && typ != "state" {
+			everyStepOK = false
+		}
+	}
+	ep.Evaluate = func(ctx context.Context, base string, env *envcore.Env, info envcore.StepInfo, everyStep bool) (*tasks.Result, error) {
+		if !info.Terminated && !(everyStep && everyStepOK) {
+			return nil, nil
+		}
+		task, err := st.instantiate(t, base)
+		if err != nil {
+			return nil, err
+		}
+		sites := map[string]tasks.Site{}
+		for _, r := range st.Roles {
+			sites[r] = tasks.Site{BaseURL: base, Admin: st.Admin, EvalToken: st.EvalToken}
+		}
+		res, err := st.Grader.Grade(ctx, task, envPage{env}, info.Answer, sites)
+		if err != nil {
+			return nil, err
+		}
+		return &res, nil
+	}
+	return ep, nil
+}
+
+// envPage lets the grader read an environment's active tab.
+type envPage struct{ env *envcore.Env }
+
+func (p envPage) URL(ctx context.Context) (string, error) {
+	var u string
+	err := p.env.Evaluate(ctx, "location.href", &u)
+	return u, err
+}
+
+func (p envPage) Goto(ctx context.Context, url string) error { return p.env.Goto(ctx, url) }
+
+func (p envPage) Eval(ctx context.Context, expr string, out any) error {
+	return p.env.Evaluate(ctx, expr, out)
+}
