@@ -31,8 +31,8 @@ venv: setup
 lint: venv
 	@out=$$($(GOFMT) -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(VENV)/bin/ruff check python bench setup.py
-	$(VENV)/bin/ruff format --check python bench setup.py
+	$(VENV)/bin/ruff check python bench examples setup.py
+	$(VENV)/bin/ruff format --check python bench examples setup.py
 
 # Every test runs against the real Debian Chromium; fuzz seeds in
 # testdata/fuzz run as ordinary tests. The Python suite drives a real
@@ -41,9 +41,11 @@ test: lint build
 	$(GO) test -count=1 -timeout 30m ./...
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(VENV)/bin/pytest -q python/tests
 
-# The main demo: a scripted episode on a bundled shop, every step printed.
-run: build
-	./$(BIN) demo
+# The main demo: `webserv serve` on the bundled shop; six environments in
+# parallel solve bundled tasks with their oracle policies, one runs a random
+# policy; rewards, steps and timings are printed.
+run: build venv
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) examples/demo.py
 
 # Extraction time and per-step overhead beyond the idle window (medians).
 bench: setup

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -259,4 +260,17 @@ func metadataTar(arch string, props map[string]string) (io.Reader, error) {
 		pw.CloseWithError(err)
 	}()
 	return pr, nil
+}
+
+// WriteLayout writes img as an OCI image layout directory (linux/amd64),
+// the form ImportImage reads.
+func WriteLayout(dir string, img v1.Image) error {
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return fmt.Errorf("write image layout: %w", err)
+	}
+	if err := p.AppendImage(img, layout.WithPlatform(v1.Platform{OS: "linux", Architecture: "amd64"})); err != nil {
+		return fmt.Errorf("write image layout: %w", err)
+	}
+	return nil
 }

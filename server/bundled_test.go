@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/webserv-rl/webserv/hosting"
+	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
 	"github.com/webserv-rl/webserv/sites/shop"
@@ -45,7 +45,11 @@ func bundledServer(t *testing.T, backend hosting.Backend, opts bundled.Options) 
 	for name, st := range sets {
 		f.SetTasks(name, st)
 	}
-	return dial(t, serve(t, server.New(nil, browser, f, server.Config{Env: envConfig(), MaxCreating: 8, MaxEnvs: 64})))
+	// Generous action and settle limits: the oracles run four at a time
+	// beside the other packages' tests on a shared 2-core machine.
+	env := envConfig()
+	env.ActionTimeout, env.SettleTimeout = 30*time.Second, 30*time.Second
+	return dial(t, serve(t, server.New(nil, browser, f, server.Config{Env: env, MaxCreating: 8, MaxEnvs: 64})))
 }
 
 func localBundled(t *testing.T) *client {
@@ -170,4 +174,40 @@ func TestBundledOraclesLocal(t *testing.T) {
 	replayOracles(t, localBundled(t), 4)
 }
 
-var _ = json.Marshal
+// The same on the Incus backend: the shop runs in containers cloned
+// copy-on-write from an image built from the static shop binary and the
+// seed-1 catalog.
+func TestBundledOraclesIncus(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "shop-data")
+	if err := bundled.EnsureData(ctx, data); err != nil {
+		t.Fatal(err)
+	}
+	img, err := shop.Image(buildShop(t, dir), nil, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := incusmgr.WriteLayout(filepath.Join(dir, "oci"), img); err != nil {
+		t.Fatal(err)
+	}
+	c, err := incusmgr.Client(incusmgr.Config{})
+	if err != nil {
+		t.Fatalf("%v (run scripts/incus-setup.sh)", err)
+	}
+	const alias = "webserv-test-shop"
+	if _, err := incusmgr.ImportImage(ctx, c, filepath.Join(dir, "oci"), alias); err != nil {
+		t.Fatal(err)
+	}
+	m, err := incusmgr.Connect(ctx, nil, incusmgr.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = m.Close(ctx)
+	})
+	replayOracles(t, bundledServer(t, m, bundled.Options{IncusImage: alias}), 4)
+}

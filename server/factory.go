@@ -36,6 +36,9 @@ type TaskInfo struct {
 	Site     string `json:"site"`
 	Goal     string `json:"goal"`
 	StartURL string `json:"start_url"`
+	Category string `json:"category,omitempty"`
+	// Oracle is an action sequence that solves the task (bundled tasks).
+	Oracle []string `json:"oracle,omitempty"`
 }
 
 // MakeSpec is what a make request asks for.

@@ -86,7 +86,7 @@ func (st *SiteTasks) infos(site string) []TaskInfo {
 	out := make([]TaskInfo, 0, len(st.Set.Tasks))
 	for _, id := range st.ids() {
 		t := st.Set.ByID[id]
-		out = append(out, TaskInfo{ID: site + "." + strconv.Itoa(t.ID), Site: site, Goal: t.Intent, StartURL: t.StartURL})
+		out = append(out, TaskInfo{ID: site + "." + strconv.Itoa(t.ID), Site: site, Goal: t.Intent, StartURL: t.StartURL, Category: t.Category, Oracle: t.Oracle})
 	}
 	return out
 }

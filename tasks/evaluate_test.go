@@ -1,8 +1,8 @@
 package tasks_test
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/webserv-rl/webserv/tasks"

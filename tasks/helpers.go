@@ -235,5 +235,7 @@ func (h *helpers) gitlabRole(ctx context.Context, account string) (string, error
 	return role, nil
 }
 
-// defaultHTTP is the grader's client for site APIs.
-var defaultHTTP = &http.Client{Timeout: 30 * time.Second}
+// defaultHTTP is the grader's client for site APIs. No keep-alive: a site
+// instance's URL stays when a reset swaps the server behind it, and a POST
+// on a pooled connection to the old one would fail rather than retry.
+var defaultHTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}

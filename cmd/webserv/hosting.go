@@ -16,6 +16,7 @@ import (
 	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
+	"github.com/webserv-rl/webserv/sites/shop"
 	"github.com/webserv-rl/webserv/tasks"
 )
 
@@ -165,8 +166,11 @@ func gcCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader,
 	return err
 }
 
-// imageCmd: webserv image import --alias NAME PATH
+// imageCmd: webserv image import --alias NAME PATH, or webserv image shop.
 func imageCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "shop" {
+		return shopImageCmd(ctx, args[1:], stdout)
+	}
 	if len(args) == 0 || args[0] != "import" {
 		return errors.New("usage: webserv image import --alias NAME (DOCKER-SAVE.tar | OCI-LAYOUT-DIR)")
 	}
@@ -190,5 +194,47 @@ func imageCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	}
 	fmt.Fprintf(stdout, "imported %s as %s (%s)\n\n# a site definition to start from:\nname: %s\nincus:\n  image: %s\nport: %d\nready:\n  path: /\n",
 		fs.Arg(0), info.Alias, info.Fingerprint[:12], *alias, *alias, info.Port)
+	return nil
+}
+
+// shopImageCmd builds the bundled shop's Incus image from this (static)
+// program and the catalog, and imports it.
+func shopImageCmd(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("image shop", flag.ContinueOnError)
+	alias := fs.String("alias", "webserv-shop", "Incus image alias to create (serve with --shop-image ALIAS)")
+	data := fs.String("shop-data", bundled.DefaultDataDir(), "the catalog to put in the image (generated if missing)")
+	var h hostingFlags
+	h.incusFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := bundled.EnsureData(ctx, *data); err != nil {
+		return err
+	}
+	img, err := shop.Image(exe, []string{"shop"}, *data)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "webserv-shop-image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := incusmgr.WriteLayout(filepath.Join(dir, "oci"), img); err != nil {
+		return err
+	}
+	c, err := incusmgr.Client(h.incus)
+	if err != nil {
+		return err
+	}
+	info, err := incusmgr.ImportImage(ctx, c, filepath.Join(dir, "oci"), *alias)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "imported the bundled shop as %s (%s); serve it with: webserv serve --shop-image %s\n", info.Alias, info.Fingerprint[:12], *alias)
 	return nil
 }

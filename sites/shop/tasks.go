@@ -46,7 +46,8 @@ func LoginCookies(ctx context.Context, base, as, email string) ([]*http.Cookie, 
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	c := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := &http.Client{Timeout: 30 * time.Second, Transport: noKeepAlive,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("sign in on %s: %w", base, err)
@@ -66,3 +67,8 @@ func LoginCookies(ctx context.Context, base, as, email string) ([]*http.Cookie, 
 	}
 	return out, nil
 }
+
+// noKeepAlive: a site instance's URL stays when a reset swaps the server
+// behind it, so a pooled connection may lead to a server that is gone (and
+// a POST on it is not retried). Sign-ins are rare; new connections are fine.
+var noKeepAlive = &http.Transport{DisableKeepAlives: true, Proxy: nil}
