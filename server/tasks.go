@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,9 @@ type SiteTasks struct {
 	EvalToken string
 	// Login returns the cookies that sign a new episode in.
 	Login func(ctx context.Context, baseURL string, l *tasks.TaskLogin) ([]envcore.Cookie, error)
+	// AuthDir holds WebArena storage state files (<site>_state.json) for
+	// tasks with require_login and storage_state.
+	AuthDir string
 	// Grader scores episodes.
 	Grader *tasks.Grader
 }
@@ -106,6 +110,11 @@ func (st *SiteTasks) episode(ctx context.Context, site, base string, opts Episod
 		return Episode{}, err
 	}
 	ep := Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
+	if inst.Login == nil && inst.RequireLogin && inst.StorageState != "" {
+		if ep.Cookies, err = st.storageCookies(base, inst.StorageState); err != nil {
+			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
+		}
+	}
 	if inst.Login != nil {
 		if st.Login == nil {
 			return Episode{}, fmt.Errorf("task %s starts signed in, and site %s has no login method", ep.TaskID, site)
@@ -154,4 +163,21 @@ func (p envPage) Goto(ctx context.Context, url string) error { return p.env.Goto
 
 func (p envPage) Eval(ctx context.Context, expr string, out any) error {
 	return p.env.Evaluate(ctx, expr, out)
+}
+
+// storageCookies reads a task's storage state (WebArena names it like
+// ./.auth/shopping_state.json) from AuthDir, as cookies on base.
+func (st *SiteTasks) storageCookies(base, file string) ([]envcore.Cookie, error) {
+	if st.AuthDir == "" {
+		return nil, fmt.Errorf("the task starts signed in from %s: give the directory of WebArena's storage states with --webarena-auth", file)
+	}
+	state, err := tasks.LoadStorageState(filepath.Join(st.AuthDir, filepath.Base(file)))
+	if err != nil {
+		return nil, err
+	}
+	var out []envcore.Cookie
+	for _, c := range state.CookiesFor(base) {
+		out = append(out, envcore.Cookie{Name: c.Name, Value: c.Value, URL: base + c.Path, HTTPOnly: c.HTTPOnly})
+	}
+	return out, nil
 }

@@ -328,3 +328,28 @@ func TestWebArenaDataQuirks(t *testing.T) {
 		t.Fatalf("task 590 is not the quirk the README describes: %s / %s", t590.Intent, raw)
 	}
 }
+
+// WebArena's storage states move to the instance: the cookies keep name,
+// value and path, and lose the host they were recorded on.
+func TestStorageStateCookies(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shopping_state.json")
+	state := `{"cookies": [{"name": "PHPSESSID", "value": "abc", "domain": "localhost", "path": "/", "expires": -1, "httpOnly": true, "secure": false, "sameSite": "Lax"},
+	  {"name": "form_key", "value": "k", "domain": ".localhost", "path": "", "httpOnly": false}], "origins": [{"origin": "http://localhost:7770", "localStorage": [{"name": "mage-cache", "value": "{}"}]}]}`
+	if err := os.WriteFile(path, []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := tasks.LoadStorageState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := st.CookiesFor("http://127.0.0.1:41234")
+	if len(cs) != 2 || cs[0].Name != "PHPSESSID" || cs[0].Value != "abc" || !cs[0].HTTPOnly || cs[0].Domain != "" || cs[1].Path != "/" {
+		t.Errorf("cookies = %+v", cs)
+	}
+	if err := os.WriteFile(path, []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tasks.LoadStorageState(path); err == nil || !strings.Contains(err.Error(), "Playwright storage state") {
+		t.Errorf("bad file: %v", err)
+	}
+}

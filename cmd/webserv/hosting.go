@@ -31,6 +31,7 @@ type hostingFlags struct {
 	shopImage string
 	judgeURL  string
 	judgeMod  string
+	webarena  webarenaOptions
 }
 
 func (h *hostingFlags) register(fs *flag.FlagSet) {
@@ -43,6 +44,9 @@ func (h *hostingFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&h.noBundled, "no-bundled", false, "do not serve the bundled shop (sites shopping and cms)")
 	fs.StringVar(&h.shopData, "shop-data", bundled.DefaultDataDir(), "the bundled shop's catalog (generated on first use)")
 	fs.StringVar(&h.shopImage, "shop-image", "", "run the bundled shop from this Incus image alias (webserv shop image) instead of local processes")
+	fs.StringVar(&h.webarena.prefix, "webarena-images", "webarena-", "alias prefix of imported WebArena images: <prefix>shopping, <prefix>shopping-admin, <prefix>gitlab replace the bundled site of their role")
+	fs.StringVar(&h.webarena.tasks, "webarena-tasks", "", "WebArena or WebArena-Lite task file (test.raw.json) for the roles served from WebArena images")
+	fs.StringVar(&h.webarena.authDir, "webarena-auth", "", "directory of WebArena's storage states (<site>_state.json) for tasks that start signed in")
 	fs.StringVar(&h.judgeURL, "judge-url", os.Getenv("WEBSERV_JUDGE_URL"), "OpenAI-compatible endpoint for fuzzy_match grading, like http://127.0.0.1:8000/v1 ($WEBSERV_JUDGE_URL)")
 	fs.StringVar(&h.judgeMod, "judge-model", envOr("WEBSERV_JUDGE_MODEL", "gpt-4-1106-preview"), "the judge's model ($WEBSERV_JUDGE_MODEL)")
 }
@@ -77,18 +81,38 @@ func (h *hostingFlags) factory(ctx context.Context, log *zap.Logger) (server.Fac
 	if h.judgeURL != "" {
 		grader.Judge = tasks.NewOpenAIJudge(h.judgeURL, h.judgeMod, os.Getenv("WEBSERV_JUDGE_KEY"))
 	}
-	var sets map[string]*server.SiteTasks
+	sets := map[string]*server.SiteTasks{}
+	// Roles with an imported WebArena image run it with WebArena's tasks;
+	// the others run the bundled shop.
+	if !h.noIncus {
+		if c, err := incusmgr.Client(h.incus); err == nil {
+			if _, _, err := c.GetServer(); err == nil {
+				waSites, waSets, err := webarenaSites(c, h.webarena, grader)
+				if err != nil {
+					return nil, nil, err
+				}
+				sites = append(sites, waSites...)
+				for k, v := range waSets {
+					sets[k] = v
+				}
+			}
+		}
+	}
 	if !h.noBundled {
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, nil, fmt.Errorf("find the webserv program to run the bundled shop: %w", err)
 		}
-		var shopSites []*hosting.Site
-		shopSites, sets, err = bundled.Sites(ctx, bundled.Options{DataDir: h.shopData, Command: []string{exe, "shop"}, IncusImage: h.shopImage, Grader: grader})
+		shopSites, shopSets, err := bundled.Sites(ctx, bundled.Options{DataDir: h.shopData, Command: []string{exe, "shop"}, IncusImage: h.shopImage, Grader: grader})
 		if err != nil {
 			return nil, nil, fmt.Errorf("bundled shop: %w", err)
 		}
-		sites = append(sites, shopSites...)
+		for _, s := range shopSites {
+			if !hasSite(sites, s.Name) {
+				sites = append(sites, s)
+				sets[s.Name] = shopSets[s.Name]
+			}
+		}
 	}
 	local, err := hosting.NewLocal(log.Named("local"), h.instances)
 	if err != nil {

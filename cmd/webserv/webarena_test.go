@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/hosting/hostingtest"
+	"github.com/webserv-rl/webserv/incusmgr"
+	"github.com/webserv-rl/webserv/tasks"
+)
+
+// A role whose WebArena image has been imported runs that image with the
+// WebArena tasks of that role alone; roles without one are not touched.
+// (The image here is the test site under a WebArena alias: what is checked
+// is the selection, not Magento or GitLab.) Needs incusd.
+func TestWebArenaImageReplacesItsRole(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	img, err := hostingtest.SiteImage(hostingtest.BuildTestSite(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := filepath.Join(dir, "site.tar")
+	if err := tarball.WriteToFile(saved, name.MustParseReference("webserv/wa-test:latest"), img); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := imageCmd(ctx, zap.NewNop(), []string{"import", "--alias", "webserv-test-wa-gitlab", saved}, nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	c, err := incusmgr.Client(incusmgr.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sites, sets, err := webarenaSites(c, webarenaOptions{prefix: "webserv-test-wa-", tasks: "../../../shared/data/webarena/test.raw.json"}, &tasks.Grader{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sites) != 1 || sites[0].Name != "gitlab" || sites[0].Incus.Image != "webserv-test-wa-gitlab" || sites[0].Port != 8023 {
+		t.Fatalf("sites = %+v", sites)
+	}
+	st := sets["gitlab"]
+	if st == nil || st.Variant != "webarena" || st.Name != "webarena" {
+		t.Fatalf("gitlab task set = %+v", st)
+	}
+	for _, tk := range st.Set.Tasks {
+		if len(tk.Sites) != 1 || tk.Sites[0] != "gitlab" {
+			t.Fatalf("task %d of sites %v in the gitlab set", tk.ID, tk.Sites)
+		}
+	}
+	// WebArena has 180 tasks on GitLab alone (and 18 more with reddit).
+	if n := len(st.Set.Tasks); n != 180 {
+		t.Errorf("%d gitlab tasks, want 180", n)
+	}
+	if _, ok := sets["shopping"]; ok {
+		t.Error("shopping has no WebArena image here and must stay bundled")
+	}
+}
