@@ -3,15 +3,13 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/webserv-rl/webserv/hosting"
+	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
@@ -21,16 +19,7 @@ import (
 
 // buildShop compiles the shop as a static binary into dir.
 func buildShop(t testing.TB, dir string) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	out := filepath.Join(dir, "shop")
-	cmd := exec.Command("go", "build", "-o", out, "./sites/shop/cmd/shop")
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build shop: %v\n%s", err, b)
-	}
-	return out
+	return hostingtest.BuildStatic(t, "sites/shop/cmd/shop", filepath.Join(dir, "shop"))
 }
 
 // bundledServer serves the bundled shop's two roles with their tasks.
@@ -54,16 +43,7 @@ func bundledServer(t *testing.T, backend hosting.Backend, opts bundled.Options) 
 
 func localBundled(t *testing.T) *client {
 	dir := t.TempDir()
-	local, err := hosting.NewLocal(nil, filepath.Join(dir, "instances"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = local.Close(ctx)
-	})
-	return bundledServer(t, local, bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}})
+	return bundledServer(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}})
 }
 
 type bundledTask struct {

@@ -15,6 +15,13 @@ import (
 // hostedServer serves internal/testsite on the local backend.
 func hostedServer(t *testing.T) *client {
 	t.Helper()
+	factory := server.NewHostedFactory([]*hosting.Site{hostingtest.LocalSite(t)}, []hosting.Backend{localBackend(t)}, nil)
+	return dial(t, serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig(), MaxCreating: 8})))
+}
+
+// localBackend is a local hosting backend closed with the test.
+func localBackend(t *testing.T) *hosting.Local {
+	t.Helper()
 	local, err := hosting.NewLocal(nil, filepath.Join(t.TempDir(), "instances"))
 	if err != nil {
 		t.Fatal(err)
@@ -24,8 +31,7 @@ func hostedServer(t *testing.T) *client {
 		defer cancel()
 		_ = local.Close(ctx)
 	})
-	factory := server.NewHostedFactory([]*hosting.Site{hostingtest.LocalSite(t)}, []hosting.Backend{local}, nil)
-	return dial(t, serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig(), MaxCreating: 8})))
+	return local
 }
 
 // Eight environments reset with one group key: one leads and prepares the

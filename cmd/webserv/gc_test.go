@@ -27,21 +27,8 @@ func TestGCCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	img, err := hostingtest.SiteImage(hostingtest.BuildTestSite(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := filepath.Join(dir, "site.tar")
-	if err := tarball.WriteToFile(saved, name.MustParseReference("webserv/gc-test:latest"), img); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	if err := imageCmd(ctx, zap.NewNop(), []string{"import", "--alias", "webserv-test-gc", saved}, nil, &out); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "port: 8080") {
-		t.Errorf("image import output: %s", out.String())
+	if out := importTestSite(ctx, t, "webserv-test-gc"); !strings.Contains(out, "port: 8080") {
+		t.Errorf("image import output: %s", out)
 	}
 	host, _ := os.Hostname()
 	create := func(name, owner string) {
@@ -67,7 +54,7 @@ func TestGCCommand(t *testing.T) {
 	create("webserv-gc-dead", host+":1:1")      // pid 1 never started at tick 1: a dead server
 	create("webserv-gc-live", incusmgr.Owner()) // this test process
 	create("webserv-gc-other", "")              // not WebServ's
-	out.Reset()
+	var out strings.Builder
 	if err := gcCmd(ctx, zap.NewNop(), nil, nil, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -80,4 +67,32 @@ func TestGCCommand(t *testing.T) {
 			t.Errorf("%s exists = %v, want %v", name, err == nil, want)
 		}
 	}
+}
+
+// importTestSite imports internal/testsite's image under alias with
+// `webserv image import` and returns what the command printed.
+func importTestSite(ctx context.Context, t *testing.T, alias string) string {
+	t.Helper()
+	dir := t.TempDir()
+	img, err := hostingtest.SiteImage(hostingtest.BuildTestSite(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := filepath.Join(dir, "site.tar")
+	if err := tarball.WriteToFile(saved, mustRef("webserv/" + alias + ":latest"), img); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := imageCmd(ctx, zap.NewNop(), []string{"import", "--alias", alias, saved}, nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+func mustRef(s string) name.Reference {
+	r, err := name.ParseReference(s)
+	if err != nil {
+		panic(err)
+	}
+	return r
 }

@@ -2,16 +2,9 @@ package main
 
 import (
 	"context"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"go.uber.org/zap"
-
-	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/tasks"
 )
@@ -23,19 +16,7 @@ import (
 func TestWebArenaImageReplacesItsRole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	img, err := hostingtest.SiteImage(hostingtest.BuildTestSite(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := filepath.Join(dir, "site.tar")
-	if err := tarball.WriteToFile(saved, name.MustParseReference("webserv/wa-test:latest"), img); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	if err := imageCmd(ctx, zap.NewNop(), []string{"import", "--alias", "webserv-test-wa-gitlab", saved}, nil, &out); err != nil {
-		t.Fatal(err)
-	}
+	importTestSite(ctx, t, "webserv-test-wa-gitlab")
 	c, err := incusmgr.Client(incusmgr.Config{})
 	if err != nil {
 		t.Fatal(err)

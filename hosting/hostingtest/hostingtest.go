@@ -22,15 +22,20 @@ import (
 
 // BuildTestSite compiles internal/testsite as a static binary into dir.
 func BuildTestSite(t testing.TB, dir string) string {
+	return BuildStatic(t, "internal/testsite", filepath.Join(dir, "testsite"))
+}
+
+// BuildStatic compiles the repository's package pkg (a path like
+// "sites/shop/cmd/shop") as a static binary at out, for the local backend
+// and for container images alike.
+func BuildStatic(t testing.TB, pkg, out string) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "..", "..", "internal", "testsite")
-	out := filepath.Join(dir, "testsite")
-	cmd := exec.Command("go", "build", "-o", out, ".")
-	cmd.Dir = src
+	cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build testsite: %v\n%s", err, b)
+		t.Fatalf("build %s: %v\n%s", pkg, err, b)
 	}
 	return out
 }

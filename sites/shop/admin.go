@@ -94,13 +94,8 @@ func (s *Server) adminProducts(w http.ResponseWriter, r *http.Request) {
 	var off int
 	pg.Page, pg.Pages, off = pageOf(r, total)
 	items, err := s.products(r.Context(), cond+` ORDER BY p.id LIMIT 20 OFFSET ?`, like, like, off)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	pg.Items = items
-	pg.links(r)
-	s.render(w, r, "admin_products", http.StatusOK, view{Title: "Products", Data: pg})
+	s.renderPaged(w, r, "admin_products", "Products", &pg, err)
 }
 
 func (s *Server) adminProductForm(w http.ResponseWriter, r *http.Request) {
@@ -334,13 +329,8 @@ func (s *Server) adminReviews(w http.ResponseWriter, r *http.Request) {
 	var off int
 	pg.Page, pg.Pages, off = pageOf(r, total)
 	items, err := s.reviews(r.Context(), cond+` ORDER BY r.created_at DESC, r.id DESC LIMIT 20 OFFSET ?`, append(args, off)...)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	pg.Items = items
-	pg.links(r)
-	s.render(w, r, "admin_reviews", http.StatusOK, view{Title: "Reviews", Data: pg})
+	s.renderPaged(w, r, "admin_reviews", "Reviews", &pg, err)
 }
 
 func (s *Server) adminReviewAction(w http.ResponseWriter, r *http.Request) {
@@ -416,4 +406,15 @@ func (s *Server) adminPageSave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	flash(w, r, "/admin/pages", "You saved the page "+title+".")
+}
+
+// renderPaged renders an admin list page (or the error that loading its
+// items ended with).
+func (s *Server) renderPaged(w http.ResponseWriter, r *http.Request, name, title string, pg *paged, err error) {
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	pg.links(r)
+	s.render(w, r, name, http.StatusOK, view{Title: title, Data: *pg})
 }

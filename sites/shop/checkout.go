@@ -240,11 +240,7 @@ func (s *Server) shippingPost(w http.ResponseWriter, r *http.Request) {
 	}
 	st := s.checkoutState(r.Context(), sessionOf(r).id)
 	st.Address = f
-	if err := s.saveCheckout(r.Context(), sessionOf(r).id, st); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	http.Redirect(w, r, "/checkout/payment", http.StatusSeeOther)
+	s.saveCheckoutAndGo(w, r, st, "/checkout/payment")
 }
 
 func (s *Server) paymentPage(w http.ResponseWriter, r *http.Request) {
@@ -296,11 +292,7 @@ func (s *Server) paymentPost(w http.ResponseWriter, r *http.Request) {
 	if len(f["card"]) == 16 {
 		st.Card = f["card"][12:]
 	}
-	if err := s.saveCheckout(r.Context(), sessionOf(r).id, st); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	http.Redirect(w, r, "/checkout/review", http.StatusSeeOther)
+	s.saveCheckoutAndGo(w, r, st, "/checkout/review")
 }
 
 func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request) {
@@ -391,4 +383,13 @@ func (s *Server) successPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, r, "checkout_success", http.StatusOK, view{Title: "Thank you for your order", Data: o})
+}
+
+// saveCheckoutAndGo stores the checkout step's state and moves to the next step.
+func (s *Server) saveCheckoutAndGo(w http.ResponseWriter, r *http.Request, st checkoutState, next string) {
+	if err := s.saveCheckout(r.Context(), sessionOf(r).id, st); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
