@@ -206,13 +206,21 @@ func deleteInstance(ctx context.Context, c incus.InstanceServer, name string) er
 		_ = op.WaitContext(ctx)
 	}
 	op, err := c.DeleteInstance(name)
+	if err == nil {
+		err = op.WaitContext(ctx)
+	}
 	if err != nil {
+		// Another process (a second gc, a server's own cleanup) may be
+		// deleting it at the same moment: gone is gone.
 		if api.StatusErrorCheck(err, 404) {
 			return nil
 		}
-		return fmt.Errorf("delete %s: %w", name, err)
-	}
-	if err := op.WaitContext(ctx); err != nil {
+		for i := 0; i < 100 && ctx.Err() == nil; i++ {
+			if _, _, gerr := c.GetInstance(name); api.StatusErrorCheck(gerr, 404) {
+				return nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		return fmt.Errorf("delete %s: %w", name, err)
 	}
 	return nil
