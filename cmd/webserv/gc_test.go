@@ -79,7 +79,7 @@ func importTestSite(ctx context.Context, t *testing.T, alias string) string {
 		t.Fatal(err)
 	}
 	saved := filepath.Join(dir, "site.tar")
-	if err := tarball.WriteToFile(saved, mustRef("webserv/" + alias + ":latest"), img); err != nil {
+	if err := tarball.WriteToFile(saved, mustRef("webserv/"+alias+":latest"), img); err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
