@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -190,4 +191,36 @@ func TestBundledOraclesIncus(t *testing.T) {
 		_ = m.Close(ctx)
 	})
 	replayOracles(t, bundledServer(t, m, bundled.Options{IncusImage: alias}), 4)
+}
+
+// A grading that cannot be done is not a 0: a fuzzy_match task on a
+// server without a judge ends with reward null and the reason in info.
+func TestUngradableEpisodeHasNoReward(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sites, sets, err := bundled.Sites(context.Background(), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := tasks.ParseTasks([]byte(`[{"task_id": 1, "sites": ["shopping"], "intent": "Describe the shop.", "start_url": "__SHOPPING__/",
+	  "eval": {"eval_types": ["string_match"], "reference_answers": {"fuzzy_match": ["a small shop"]}}}]`), "fuzzy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets["shopping"].Set = set
+	f := server.NewHostedFactory(sites, []hosting.Backend{localBackend(t)}, nil)
+	f.SetTasks("shopping", sets["shopping"])
+	cl := dial(t, serve(t, server.New(nil, browser, f, server.Config{Env: envConfig()})))
+	env := cl.call("make", "", map[string]any{"site": "shopping", "task": "1"})["env"].(string)
+	res := cl.call("step", env, map[string]any{"action": `stop("a small independent shop")`})
+	info := res["info"].(map[string]any)
+	if res["reward"] != nil || res["terminated"] != true || !strings.Contains(fmt.Sprint(info["eval_error"]), "judge") {
+		t.Errorf("reward %v, terminated %v, eval_error %v", res["reward"], res["terminated"], info["eval_error"])
+	}
+	// An unknown task fails make before any instance starts, and says
+	// which tasks there are.
+	e := cl.fail("make", "", map[string]any{"site": "shopping", "task": "shopping.99"}, "bad_args")
+	if !strings.Contains(fmt.Sprint(e["message"]), "no task 99") {
+		t.Errorf("unknown task: %v", e)
+	}
 }
