@@ -12,7 +12,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-hosting bench-rl fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-rl bench-system bench-step bench-scale bench-peer bench-settle bench-all fuzz lint clean
 
 all: build
 
@@ -26,7 +26,7 @@ build: setup
 venv: setup
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q '.[test]'
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q '.[test,bench]'
 
 lint: venv
 	@out=$$($(GOFMT) -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -59,9 +59,24 @@ bench-protocol: build venv
 bench-rl: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/rl_bench.py
 
-# Incus copy-on-write vs full copy at 1 and 6 GiB of state (minutes).
-bench-hosting: setup
-	$(GO) run ./bench/hosting -sizes 1GiB,6GiB
+# The benchmark suites (bench/README.md): each writes bench/results/<suite>.{json,md,png}.
+# system: the paper's Table 2 (Incus copy-on-write vs full copy, 1 and 6 GiB).
+bench-system: build
+	./$(BIN) bench system
+# step: per-action latency (action, settle, extraction) at idle 500 and 200 ms.
+bench-step: build
+	./$(BIN) bench step
+# scale: N = 1, 8, 32, 64, 128 environments at once.
+bench-scale: build
+	./$(BIN) bench scale
+# peer: the same episodes through BrowserGym and WebServ.
+bench-peer: build venv
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/peer_bench.py
+# settle: observation correctness of three settle strategies on SPA cases.
+bench-settle: build venv
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/settle_bench.py
+
+bench-all: bench-system bench-step bench-scale bench-peer bench-settle
 
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s

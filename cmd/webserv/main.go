@@ -6,6 +6,9 @@
 //	webserv gc          remove containers leaked by servers that are gone
 //	webserv image import --alias NAME IMAGE   import a Docker/OCI image into Incus
 //	webserv export DIR  turn recorded trajectories into training datasets
+//	webserv image shop  build the bundled shop's Incus image
+//	webserv shop serve|generate   run the bundled shop, or make a catalog
+//	webserv bench SUITE run a benchmark suite (system, step, scale)
 //
 // Run "webserv COMMAND -h" for a command's flags.
 package main
@@ -51,6 +54,8 @@ func main() {
 		run = imageCmd
 	case "export":
 		run = exportCmd
+	case "bench":
+		run = benchCmd
 	case "shop":
 		os.Exit(shop.Main(ctx, os.Args[2:], os.Stdout, os.Stderr))
 	case "-h", "--help", "help":
@@ -75,12 +80,19 @@ commands:
             actions from stdin (click("id"), fill("id", "text"), goto [url],
             stop [answer], ...) and print each next observation
   demo      run a scripted episode on a bundled demo shop and print every step
-  serve     serve environments over MessagePack WebSockets (docs/protocol.md);
-            --sites DIR adds hosted sites (docs/sites.md)
+  serve     serve environments over MessagePack WebSockets (docs/protocol.md):
+            the bundled shop (sites shopping and cms, docs/tasks.md) and
+            --sites DIR (docs/sites.md)
   gc        remove Incus containers leaked by servers that are gone (--all: every one)
   image import --alias NAME IMAGE
             import a docker-save tarball or OCI layout as an Incus image
+  image shop [--alias webserv-shop]
+            build the bundled shop's image (for serve --shop-image)
   export DIR
             turn recorded trajectories into transition or demonstration datasets
+  shop serve|generate
+            run the bundled shop, or generate a catalog (--seed, --scale)
+  bench SUITE
+            run a benchmark suite: system, step, scale (--smoke: seconds)
 `)
 }

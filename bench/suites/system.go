@@ -1,23 +1,18 @@
-// Command hosting measures site hosting as the WebServ paper's Table 2 does:
-// launch latency, reset latency, fork latency (N at once), bytes written per
-// launch and memory per instance, for Incus copy-on-write clones versus a
-// full copy of the site's state (what Docker's overlay copy-up does when a
-// container touches a large file), at several state sizes.
-//
-//	go run ./bench/hosting -sizes 1GiB,6GiB          # the full run (minutes)
-//	go run ./bench/hosting -smoke                    # seconds; checks the output
-//
-// The site is internal/testsite with one large state file that every start
-// writes 4 KiB into (as Magento touches its database). Each size warms the
-// caches with 2 launches and measures the next 8 (-n). Results go to
-// bench/results/hosting.json and hosting.md.
-package main
+package suites
+
+// The system suite measures site hosting as the WebServ paper's Table 2
+// does: launch latency, reset latency, fork latency (N at once), bytes
+// written per launch and memory per instance, for Incus copy-on-write
+// clones versus a full copy of the site's state (what Docker's overlay
+// copy-up does when a container touches a large file), at several state
+// sizes. The site is internal/testsite with one large state file that
+// every start writes 4 KiB into (as Magento touches its database). Each
+// size warms the caches with Warm launches and measures the next N.
 
 import (
 	"context"
-	"encoding/json"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,8 +32,8 @@ import (
 	"github.com/webserv-rl/webserv/incusmgr"
 )
 
-// Result is one backend at one state size.
-type Result struct {
+// SystemResult is one backend at one state size.
+type SystemResult struct {
 	Backend      string    `json:"backend"` // incus-cow or full-copy
 	StateBytes   int64     `json:"state_bytes"`
 	LaunchMs     []float64 `json:"launch_ms"`
@@ -55,30 +50,23 @@ type Result struct {
 	MemoryP50    int64     `json:"memory_p50_bytes"`
 }
 
-// Report is the whole run.
-type Report struct {
-	Machine map[string]string `json:"machine"`
-	Command string            `json:"command"`
-	Results []Result          `json:"results"`
+// SystemReport is the system suite's output.
+type SystemReport struct {
+	Header
+	Results []SystemResult `json:"results"`
 }
 
-func main() {
-	sizes := flag.String("sizes", "1GiB,6GiB", "state sizes")
-	n := flag.Int("n", 8, "launches measured per size, after -warm")
-	warm := flag.Int("warm", 2, "launches that warm the caches first")
-	forkN := flag.Int("fork", 8, "instances per fork")
-	smoke := flag.Bool("smoke", false, "tiny run: 4MiB, 1 warm-up and 1 measured launch, fork 2")
-	out := flag.String("out", "bench/results", "results directory")
-	work := flag.String("work", "/var/tmp/webserv-bench", "where the full-copy baseline keeps state (an ext4 or other non-reflink filesystem)")
-	pool := flag.String("pool", "webserv", "Incus storage pool")
-	flag.Parse()
-	if *smoke {
-		*sizes, *n, *warm, *forkN = "4MiB", 1, 1, 2
-	}
-	if err := run(*sizes, *n, *warm, *forkN, *out, *work, *pool, strings.Join(os.Args[1:], " ")); err != nil {
-		fmt.Fprintln(os.Stderr, "hosting bench:", err)
-		os.Exit(1)
-	}
+// SystemOptions configure the system suite.
+type SystemOptions struct {
+	Sizes   string // "1GiB,6GiB"
+	N, Warm int    // measured and warm-up launches per size (8, 2)
+	ForkN   int    // instances per fork (8)
+	Out     string
+	Work    string // where the full-copy baseline keeps state (not a reflink filesystem)
+	Pool    string // Incus storage pool
+	Command string
+	Smoke   bool
+	Log     io.Writer
 }
 
 func parseSize(s string) (int64, error) {
@@ -93,43 +81,68 @@ func parseSize(s string) (int64, error) {
 	return v * mult, err
 }
 
-func run(sizes string, n, warm, forkN int, outDir, work, pool, args string) error {
-	ctx := context.Background()
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return err
+// System runs the system suite.
+func System(ctx context.Context, o SystemOptions) (*SystemReport, error) {
+	if o.Smoke {
+		o.Sizes, o.N, o.Warm, o.ForkN = "4MiB", 1, 1, 2
 	}
-	bin := buildSite(work)
+	if o.Sizes == "" {
+		o.Sizes = "1GiB,6GiB"
+	}
+	if o.N <= 0 {
+		o.N = 8
+	}
+	if o.Warm < 0 {
+		o.Warm = 2
+	}
+	if o.ForkN <= 0 {
+		o.ForkN = 8
+	}
+	if o.Pool == "" {
+		o.Pool = "webserv"
+	}
+	sizes, n, warm, forkN, work, pool, log := o.Sizes, o.N, o.Warm, o.ForkN, o.Work, o.Pool, o.Log
+	if log == nil {
+		log = io.Discard
+	}
+	rep := &SystemReport{Header: newHeader("system", o.Command, o.Smoke)}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	bin, err := buildTestSite(work)
+	if err != nil {
+		return nil, err
+	}
 	c, err := incus.ConnectIncusUnix("", nil)
 	if err != nil {
-		return fmt.Errorf("incus: %w (scripts/incus-setup.sh)", err)
+		return nil, fmt.Errorf("incus: %w (scripts/incus-setup.sh)", err)
 	}
 	img, err := hostingtest.SiteImage(bin)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	saved := filepath.Join(work, "site.tar")
 	if err := tarball.WriteToFile(saved, name.MustParseReference("webserv/bench:latest"), img); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := incusmgr.ImportImage(ctx, c, saved, "webserv-bench"); err != nil {
-		return err
+		return nil, err
 	}
 	m, err := incusmgr.Connect(ctx, nil, incusmgr.Config{Pool: pool})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer m.Close(ctx)
 	local, err := hosting.NewLocal(nil, filepath.Join(work, "instances"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer local.Close(ctx)
 
-	rep := Report{Machine: machine(), Command: "go run ./bench/hosting " + args}
 	for _, s := range strings.Split(sizes, ",") {
 		size, err := parseSize(strings.TrimSpace(s))
 		if err != nil {
-			return fmt.Errorf("size %q: %w", s, err)
+			return nil, fmt.Errorf("size %q: %w", s, err)
 		}
 		label := strings.ToLower(strings.TrimSpace(s))
 		incusSite := &hosting.Site{
@@ -139,7 +152,7 @@ func run(sizes string, n, warm, forkN int, outDir, work, pool, args string) erro
 		}
 		data := filepath.Join(work, "data-"+label)
 		if err := fillData(bin, data, size); err != nil {
-			return err
+			return nil, err
 		}
 		localSite := &hosting.Site{
 			Name: "bench-" + label, Local: &hosting.LocalRun{Command: []string{bin}, DataDir: data},
@@ -147,26 +160,30 @@ func run(sizes string, n, warm, forkN int, outDir, work, pool, args string) erro
 		}
 		for _, site := range []*hosting.Site{incusSite, localSite} {
 			if err := site.Validate(); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		fmt.Printf("state %s: preparing the Incus base (written once)...\n", s)
-		r, err := measure(ctx, m, incusSite, "incus-cow", size, n, warm, forkN, func(in hosting.Instance) (int64, int64) {
+		fmt.Fprintf(log, "state %s: preparing the Incus base (written once)...\n", s)
+		r, err := measure(ctx, log, m, incusSite, "incus-cow", size, n, warm, forkN, func(in hosting.Instance) (int64, int64) {
 			return btrfsExclusive(pool, in.ID()), incusMemory(c, in.ID())
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rep.Results = append(rep.Results, r)
-		r, err = measure(ctx, local, localSite, "full-copy", size, n, warm, forkN, func(in hosting.Instance) (int64, int64) {
+		r, err = measure(ctx, log, local, localSite, "full-copy", size, n, warm, forkN, func(in hosting.Instance) (int64, int64) {
 			return duBytes(filepath.Join(work, "instances", in.ID(), "data")), rssBytes(in)
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rep.Results = append(rep.Results, r)
 	}
-	return write(outDir, rep)
+	md := systemMarkdown(rep)
+	if err := write(o.Out, &rep.Header, rep, md); err != nil {
+		return nil, err
+	}
+	return rep, plotSystem(o.Out, rep.Results)
 }
 
 // measure launches warm+n instances one after another (each stopped once
@@ -174,8 +191,8 @@ func run(sizes string, n, warm, forkN int, outDir, work, pool, args string) erro
 // copy), resets the last one n times, and forks forkN from a snapshot of
 // it. The full copy's fork is capped at what the disk can hold; the
 // result says which N ran.
-func measure(ctx context.Context, b hosting.Backend, site *hosting.Site, label string, size int64, n, warm, forkN int, probe func(hosting.Instance) (written, mem int64)) (Result, error) {
-	r := Result{Backend: label, StateBytes: size}
+func measure(ctx context.Context, log io.Writer, b hosting.Backend, site *hosting.Site, label string, size int64, n, warm, forkN int, probe func(hosting.Instance) (written, mem int64)) (SystemResult, error) {
+	r := SystemResult{Backend: label, StateBytes: size}
 	var last hosting.Instance
 	defer func() {
 		if last != nil {
@@ -194,7 +211,7 @@ func measure(ctx context.Context, b hosting.Backend, site *hosting.Site, label s
 			w, mem := probe(in)
 			r.WrittenBytes = append(r.WrittenBytes, w)
 			r.MemoryBytes = append(r.MemoryBytes, mem)
-			fmt.Printf("  %-9s launch %d: %7.1f ms, %d bytes written\n", label, i-warm+1, ms(d), w)
+			fmt.Fprintf(log, "  %-9s launch %d: %7.1f ms, %d bytes written\n", label, i-warm+1, ms(d), w)
 		}
 		if i == warm+n-1 {
 			last = in
@@ -231,7 +248,7 @@ func measure(ctx context.Context, b hosting.Backend, site *hosting.Site, label s
 	r.LaunchP50, r.LaunchP90 = pct(r.LaunchMs, .5), pct(r.LaunchMs, .9)
 	r.ResetP50, r.ResetP90 = pct(r.ResetMs, .5), pct(r.ResetMs, .9)
 	r.WrittenP50, r.MemoryP50 = pctInt(r.WrittenBytes), pctInt(r.MemoryBytes)
-	fmt.Printf("  %-9s launch p50 %.1f ms, reset p50 %.1f ms, fork %d in %.1f ms\n", label, r.LaunchP50, r.ResetP50, r.ForkN, r.ForkMs)
+	fmt.Fprintf(log, "  %-9s launch p50 %.1f ms, reset p50 %.1f ms, fork %d in %.1f ms\n", label, r.LaunchP50, r.ResetP50, r.ForkN, r.ForkMs)
 	return r, nil
 }
 
@@ -243,8 +260,6 @@ func freeBytes(site *hosting.Site) int64 {
 	}
 	return int64(st.Bavail) * st.Bsize
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func pct(xs []float64, q float64) float64 {
 	s := append([]float64(nil), xs...)
@@ -258,17 +273,18 @@ func pctInt(xs []int64) int64 {
 	return s[len(s)/2]
 }
 
-func buildSite(dir string) string {
+// buildTestSite compiles internal/testsite (static) into dir; the suite
+// runs from a checkout with Go, as make bench-all does.
+func buildTestSite(dir string) (string, error) {
 	_, file, _, _ := runtime.Caller(0)
 	out := filepath.Join(dir, "testsite")
 	cmd := exec.Command("go", "build", "-o", out, ".")
 	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "internal", "testsite")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build testsite: %v\n%s", err, b)
-		os.Exit(1)
+		return "", fmt.Errorf("build testsite: %v\n%s", err, b)
 	}
-	return out
+	return out, nil
 }
 
 // fillData makes the full-copy baseline's base state once per size.
@@ -341,44 +357,24 @@ func rssBytes(in hosting.Instance) int64 {
 	return -1
 }
 
-func machine() map[string]string {
-	out := map[string]string{"cpus": strconv.Itoa(runtime.NumCPU()), "go": runtime.Version()}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		out["memory"] = strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
-	}
-	if b, err := exec.Command("incus", "--version").Output(); err == nil {
-		out["incus"] = strings.TrimSpace(string(b))
-	}
-	if b, err := exec.Command("uname", "-r").Output(); err == nil {
-		out["kernel"] = strings.TrimSpace(string(b))
-	}
-	return out
-}
-
-func write(dir string, rep Report) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	b, _ := json.MarshalIndent(rep, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "hosting.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
+func systemMarkdown(rep *SystemReport) string {
 	var md strings.Builder
-	fmt.Fprintf(&md, "# Hosting: Incus copy-on-write vs full copy\n\n`%s` on %s CPUs, %s, incus %s, kernel %s.\n\n",
-		rep.Command, rep.Machine["cpus"], rep.Machine["memory"], rep.Machine["incus"], rep.Machine["kernel"])
-	md.WriteString("| state | backend | launch p50 | launch p90 | reset p50 | fork N | fork total | written/launch (p50) | memory/instance (p50) |\n|---|---|---|---|---|---|---|---|---|\n")
+	md.WriteString("| state | backend | launch p50 | launch p90 | reset p50 | reset p90 | fork N | fork total | written/launch (p50) | memory/instance (p50) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Results {
-		fmt.Fprintf(&md, "| %s | %s | %.0f ms | %.0f ms | %.0f ms | %d | %.0f ms | %s | %s |\n", human(r.StateBytes), r.Backend,
-			r.LaunchP50, r.LaunchP90, r.ResetP50, r.ForkN, r.ForkMs, human(r.WrittenP50), human(r.MemoryP50))
+		fmt.Fprintf(&md, "| %s | %s | %.0f ms | %.0f ms | %.0f ms | %.0f ms | %d | %.0f ms | %s | %s |\n", human(r.StateBytes), r.Backend,
+			r.LaunchP50, r.LaunchP90, r.ResetP50, r.ResetP90, r.ForkN, r.ForkMs, human(r.WrittenP50), human(r.MemoryP50))
 	}
-	md.WriteString("\nSpeed-up of copy-on-write over full copy, same run:\n\n")
+	md.WriteString("\nCopy-on-write against full copy, same run:\n\n")
+	var head []string
 	for i := 0; i+1 < len(rep.Results); i += 2 {
 		a, b := rep.Results[i], rep.Results[i+1]
-		fmt.Fprintf(&md, "- %s: launch %.1fx faster, %.0fx less written per launch\n", human(a.StateBytes),
-			b.LaunchP50/a.LaunchP50, float64(b.WrittenP50)/float64(max(a.WrittenP50, 1)))
+		line := fmt.Sprintf("%s: launch %.1fx faster, reset %.1fx faster, %.0fx less written per launch", human(a.StateBytes),
+			b.LaunchP50/a.LaunchP50, b.ResetP50/a.ResetP50, float64(b.WrittenP50)/float64(max(a.WrittenP50, 1)))
+		fmt.Fprintf(&md, "- %s\n", line)
+		head = append(head, line)
 	}
-	fmt.Print("\n", md.String())
-	return os.WriteFile(filepath.Join(dir, "hosting.md"), []byte(md.String()), 0o644)
+	rep.Headline = "Incus copy-on-write vs full copy — " + strings.Join(head, "; ") + "."
+	return md.String()
 }
 
 func human(b int64) string {

@@ -1,0 +1,268 @@
+package suites
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/hosting"
+)
+
+// ScaleOptions configure the scale suite.
+type ScaleOptions struct {
+	Shop    ShopOptions
+	Ns      []int         // environment counts (1, 8, 32, 64, 128)
+	Run     time.Duration // measured time per N, after one warm-up step each
+	IdleMs  int           // idle window (500)
+	Out     string
+	Command string
+	Smoke   bool
+	Log     io.Writer
+	// MinFreeGiB stops growing N when less memory than this is left.
+	MinFreeGiB float64
+}
+
+// ScaleRow is one N.
+type ScaleRow struct {
+	N            int     `json:"n"`
+	Steps        int     `json:"steps"`
+	StepsPerSec  float64 `json:"steps_per_s"`
+	Latency      Stats   `json:"step_ms"`
+	MemPerEnvMiB float64 `json:"memory_per_env_mib"`
+	CPUPercent   float64 `json:"cpu_percent"`
+	Errors       int     `json:"errors"`
+	Note         string  `json:"note,omitempty"`
+}
+
+// ScaleReport is the scale suite's output.
+type ScaleReport struct {
+	Header
+	IdleMs  int        `json:"idle_ms"`
+	Rows    []ScaleRow `json:"rows"`
+	Largest int        `json:"largest_n_p95_under_2x"`
+}
+
+// scalePolicy is what every environment does, in a loop: browse a
+// category, page through it, search, open the cart.
+var scalePolicy = []string{
+	`goto("{base}/")`, `click("categories.clothing-2")`, `click("pages.2")`,
+	`fill("search.search-products", "alpine")`, `press("search.search-products", "Enter")`, `click("cart")`,
+}
+
+// Scale runs the scale suite.
+func Scale(ctx context.Context, o ScaleOptions) (*ScaleReport, error) {
+	if len(o.Ns) == 0 {
+		o.Ns = []int{1, 8, 32, 64, 128}
+	}
+	if o.Run <= 0 {
+		o.Run = 40 * time.Second
+	}
+	if o.IdleMs <= 0 {
+		o.IdleMs = 500
+	}
+	if o.MinFreeGiB <= 0 {
+		o.MinFreeGiB = 2
+	}
+	rep := &ScaleReport{Header: newHeader("scale", o.Command, o.Smoke), IdleMs: o.IdleMs}
+	local, site, err := shopSite(ctx, o.Shop)
+	if err != nil {
+		return nil, err
+	}
+	defer local.Close(context.Background())
+	b, err := envcore.Launch(ctx, zap.NewNop(), envcore.BrowserOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	for _, n := range o.Ns {
+		row, err := scaleOne(ctx, b, local, site, n, o)
+		if err != nil {
+			return nil, fmt.Errorf("N=%d: %w", n, err)
+		}
+		rep.Rows = append(rep.Rows, row)
+		if row.Note != "" {
+			break
+		}
+	}
+	base := rep.Rows[0].Latency.P95
+	for _, r := range rep.Rows {
+		if r.Note == "" && r.Latency.P95 < 2*base {
+			rep.Largest = r.N
+		}
+	}
+	var md strings.Builder
+	md.WriteString("| N | steps/s | step p50 ms | step p95 ms | memory per env MiB | CPU % | errors |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(&md, "| %d | %.1f | %.0f | %.0f | %.0f | %.0f | %d |", r.N, r.StepsPerSec, r.Latency.P50, r.Latency.P95, r.MemPerEnvMiB, r.CPUPercent, r.Errors)
+		if r.Note != "" {
+			md.WriteString(" " + r.Note)
+		}
+		md.WriteString("\n")
+	}
+	fmt.Fprintf(&md, "\nEach environment is a browser context plus its own shop process (local backend), running `%s` in a loop at a %d ms idle window, for %s per N after a warm-up step. Memory per environment is the drop in the host's available memory divided by N.\n",
+		strings.Join(scalePolicy, "; "), o.IdleMs, o.Run)
+	rep.Headline = fmt.Sprintf("This machine holds %d environments with p95 step latency under twice the single-environment p95 (%.0f ms); throughput peaks at %.1f steps/s.",
+		rep.Largest, base, peak(rep.Rows))
+	if err := write(o.Out, &rep.Header, rep, md.String()); err != nil {
+		return nil, err
+	}
+	return rep, plotScale(o.Out, rep.Rows)
+}
+
+func peak(rows []ScaleRow) float64 {
+	best := 0.0
+	for _, r := range rows {
+		best = max(best, r.StepsPerSec)
+	}
+	return best
+}
+
+// scaleOne starts n environments (each with its own shop instance), runs
+// the policy in all of them for o.Run and measures.
+func scaleOne(ctx context.Context, b *envcore.Browser, local *hosting.Local, site *hosting.Site, n int, o ScaleOptions) (ScaleRow, error) {
+	row := ScaleRow{N: n}
+	before := memAvailable()
+	type member struct {
+		env *envcore.Env
+		in  hosting.Instance
+	}
+	members := make([]member, n)
+	bar := progress(o.Log, n, fmt.Sprintf("scale N=%d: start", n))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i := range members {
+		g.Go(func() error {
+			in, err := local.Start(gctx, site)
+			if err != nil {
+				return err
+			}
+			env := b.NewEnv(envcore.Config{IdleWindow: time.Duration(o.IdleMs) * time.Millisecond, SettleTimeout: time.Minute, ActionTimeout: time.Minute})
+			members[i] = member{env, in}
+			if _, _, err := env.Reset(gctx, in.URL()+"/"); err != nil {
+				return err
+			}
+			_ = bar.Add(1)
+			return nil
+		})
+	}
+	startErr := g.Wait()
+	defer func() {
+		for _, m := range members {
+			if m.env != nil {
+				_ = m.env.Close()
+			}
+			if m.in != nil {
+				_ = m.in.Stop(context.Background())
+			}
+		}
+	}()
+	if startErr != nil {
+		return row, startErr
+	}
+	used := float64(before-memAvailable()) / float64(n) / (1 << 20)
+	row.MemPerEnvMiB = used
+	if free := float64(memAvailable()) / (1 << 30); free < o.MinFreeGiB {
+		row.Note = fmt.Sprintf("(stopped: %.1f GiB left)", free)
+	}
+	var mu sync.Mutex
+	var lat []float64
+	var errs atomic.Int64
+	cpu0 := cpuTimes()
+	deadline := time.Now().Add(o.Run)
+	bar = progress(o.Log, int(o.Run.Seconds()), fmt.Sprintf("scale N=%d: run", n))
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = bar.Add(1)
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for _, m := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; time.Now().Before(deadline) && ctx.Err() == nil; k++ {
+				act := strings.ReplaceAll(scalePolicy[k%len(scalePolicy)], "{base}", m.in.URL())
+				t0 := time.Now()
+				_, info, err := m.env.StepText(ctx, act)
+				d := ms(time.Since(t0))
+				if err != nil || info.ActionError != "" {
+					errs.Add(1)
+					continue
+				}
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	elapsed := o.Run.Seconds() + max(0, time.Since(deadline).Seconds())
+	busy, total := cpuTimes().sub(cpu0)
+	row.Steps = len(lat)
+	row.StepsPerSec = float64(len(lat)) / elapsed
+	row.Latency = stats(lat)
+	row.Errors = int(errs.Load())
+	if total > 0 {
+		row.CPUPercent = 100 * busy / total
+	}
+	if row.Steps == 0 {
+		return row, errors.New("no step finished")
+	}
+	return row, nil
+}
+
+// memAvailable is the host's MemAvailable in bytes.
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "MemAvailable:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+type cpuSample struct{ busy, total float64 }
+
+func cpuTimes() cpuSample {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuSample{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var s cpuSample
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseFloat(f, 64)
+		s.total += v
+		if i != 3 && i != 4 { // idle, iowait
+			s.busy += v
+		}
+	}
+	return s
+}
+
+func (s cpuSample) sub(o cpuSample) (busy, total float64) { return s.busy - o.busy, s.total - o.total }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/bench/suites"
+)
+
+const benchUsage = `usage: webserv bench SUITE [flags]   (suites: system, step, scale; add --smoke for a seconds-long check)
+the peer (BrowserGym) and settle suites are Python: python bench/peer_bench.py, python bench/settle_bench.py`
+
+// benchCmd runs one Go benchmark suite and writes its JSON, Markdown and
+// PNG into --out.
+func benchCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New(benchUsage)
+	}
+	suite := args[0]
+	fs := flag.NewFlagSet("bench "+suite, flag.ContinueOnError)
+	out := fs.String("out", "bench/results", "results folder")
+	smoke := fs.Bool("smoke", false, "a few samples in seconds, to check the output")
+	work := fs.String("work", "/var/tmp/webserv-bench", "scratch directory (the system suite's full copies need a non-reflink filesystem)")
+	reps := fs.Int("reps", 10, "step: episodes per idle window")
+	idle := fs.String("idle", "500,200", "step: idle windows in ms; scale: the first is used")
+	ns := fs.String("n", "1,8,32,64,128", "scale: environment counts")
+	runFor := fs.Duration("run", 40*time.Second, "scale: measured time per N")
+	sizes := fs.String("sizes", "1GiB,6GiB", "system: state sizes")
+	launches := fs.Int("launches", 8, "system: launches measured per size")
+	warm := fs.Int("warm", 2, "system: launches that warm the caches first")
+	forkN := fs.Int("fork", 8, "system: instances per fork")
+	pool := fs.String("pool", "webserv", "system: Incus storage pool")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	shop := suites.ShopOptions{Command: []string{exe, "shop"}, Work: *work}
+	command := "webserv bench " + strings.Join(args, " ")
+	idles, err := ints(*idle)
+	if err != nil {
+		return fmt.Errorf("--idle: %w", err)
+	}
+	var headline string
+	switch suite {
+	case "step":
+		o := suites.StepOptions{Shop: shop, Reps: *reps, IdleMs: idles, Out: *out, Command: command, Smoke: *smoke, Log: os.Stderr}
+		if *smoke {
+			o.Reps = 1
+		}
+		rep, err := suites.Step(ctx, o)
+		if err != nil {
+			return err
+		}
+		headline = rep.Headline
+	case "scale":
+		nlist, err := ints(*ns)
+		if err != nil {
+			return fmt.Errorf("--n: %w", err)
+		}
+		o := suites.ScaleOptions{Shop: shop, Ns: nlist, Run: *runFor, IdleMs: idles[0], Out: *out, Command: command, Smoke: *smoke, Log: os.Stderr}
+		if *smoke {
+			o.Ns, o.Run = []int{1, 2}, 3*time.Second
+		}
+		rep, err := suites.Scale(ctx, o)
+		if err != nil {
+			return err
+		}
+		headline = rep.Headline
+	case "system":
+		rep, err := suites.System(ctx, suites.SystemOptions{Sizes: *sizes, N: *launches, Warm: *warm, ForkN: *forkN, Out: *out, Work: *work,
+			Pool: *pool, Command: command, Smoke: *smoke, Log: os.Stderr})
+		if err != nil {
+			return err
+		}
+		headline = rep.Headline
+	default:
+		return fmt.Errorf("unknown suite %q\n%s", suite, benchUsage)
+	}
+	fmt.Fprintf(stdout, "%s\nwrote %s/%s.{json,md,png}\n", headline, *out, suite)
+	return nil
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("%q: want positive whole numbers separated by commas", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
