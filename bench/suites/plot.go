@@ -2,8 +2,8 @@ package suites
 
 import (
 	"fmt"
-	"os"
 	"image/color"
+	"os"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
