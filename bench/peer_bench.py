@@ -136,6 +136,10 @@ def browsergym_episode(base: str, tok: Any) -> list[dict[str, Any]]:
                     "action": act,
                     "ms": ms,
                     "error": err,
+                    # BrowserGym's own split of its step.
+                    "action_ms": span(info, "action_exec"),
+                    "wait_ms": span(info, "wait_for_page_loading"),
+                    "observe_ms": span(info, "get_observation"),
                     "axtree_tokens_before": len(tok.encode(axtree).ids),
                     "pruned_html_tokens_before": len(tok.encode(pruned).ids),
                     "target_in_axtree": present_ax if css else None,
@@ -167,6 +171,9 @@ async def webserv_episode(client: webserv.AsyncClient, base: str, tok: Any) -> l
                     "action": act,
                     "ms": ms,
                     "error": obs["last_action_error"],
+                    "action_ms": info["action_ms"],
+                    "wait_ms": info["settle_ms"],
+                    "observe_ms": info["extract_ms"],
                     "html_tokens_before": len(tok.encode(html).ids),
                     "axtree_tokens_before": len(tok.encode(axtree).ids),
                     "target_present": (target in ids) if css else None,
@@ -176,9 +183,15 @@ async def webserv_episode(client: webserv.AsyncClient, base: str, tok: Any) -> l
     return rows
 
 
+def span(info: dict[str, Any], name: str) -> float:
+    return (info.get(f"{name}_stop", 0.0) - info.get(f"{name}_start", 0.0)) * 1000
+
+
 def summarize(rows: list[dict[str, Any]], keys: list[str]) -> dict[str, Any]:
     ms = [r["ms"] for r in rows]
     out: dict[str, Any] = {"step_ms_p50": statistics.median(ms), "step_ms_mean": statistics.mean(ms)}
+    for part in ("action_ms", "wait_ms", "observe_ms"):
+        out[part + "_p50"] = statistics.median(r[part] for r in rows)
     for k in keys:
         out[k + "_median"] = statistics.median(r[k] for r in rows)
     out["errors"] = sum(1 for r in rows if r["error"])
@@ -252,6 +265,7 @@ async def main() -> None:
         "|---|---|---|",
         f"| step latency p50 / mean (ms) | {ws['step_ms_p50']:.0f} / {ws['step_ms_mean']:.0f} "
         f"| {bg['step_ms_p50']:.0f} / {bg['step_ms_mean']:.0f} |",
+        f"| of which action / wait / observation (p50 ms) | {split(ws)} | {split(bg)} |",
         f"| observation tokens (median) | HTML {ws[ht]:.0f}; axtree view {ws[ax]:.0f} "
         f"| axtree_txt {bg[ax]:.0f}; pruned_html {bg[px]:.0f} |",
         f"| next step's target present and interactive | {pc(ws['targets_present'])} "
@@ -266,6 +280,10 @@ async def main() -> None:
     benchlib.write(out, rep, "\n".join(md))
     plot(out, bg_rows, ws_rows)
     print(rep["headline"])
+
+
+def split(x: dict[str, Any]) -> str:
+    return f"{x['action_ms_p50']:.0f} / {x['wait_ms_p50']:.0f} / {x['observe_ms_p50']:.0f}"
 
 
 def pc(x: float) -> str:

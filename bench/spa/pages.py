@@ -4,9 +4,9 @@ Every case is a page with a "Go" button. After the click, content
 "DONE-<case>" appears once the app's work is over; an observation is
 correct when it contains it. The cases are the ways real apps finish late:
 a slow fetch, chained fetches with gaps, XHR, rendering on a timer after
-the response, a client-side route change, a slow full navigation, a new
-tab, an iframe, a page that polls in the background, and a page holding an
-EventSource open.
+the response (one shorter and one longer than WebServ's idle window), a
+client-side route change, a slow full navigation, a new tab, an iframe, a
+page that polls in the background, and a page holding an EventSource open.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ CASES: dict[str, dict[str, str]] = {
         " x.onload = () => done(); x.send();"
     },
     "render_timer": {"go": "await (await fetch('/api?ms=300')).json(); setTimeout(done, 350);"},
+    # A timer longer than the idle window, with no network: quiescence
+    # cannot see it (the limit of any network-based settle rule).
+    "slow_render_timer": {"go": "await (await fetch('/api?ms=300')).json(); setTimeout(done, 900);"},
     "route_change": {
         "go": "history.pushState({}, '', '/route/next'); document.body.innerHTML = '<p>loading route</p>';"
         " await (await fetch('/api?ms=600')).json(); done();"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,9 @@ type ScaleOptions struct {
 	Log     io.Writer
 	// MinFreeGiB stops growing N when less memory than this is left.
 	MinFreeGiB float64
+	// Refine bisects between the largest N that held the latency bound
+	// and the next that did not.
+	Refine bool
 }
 
 // ScaleRow is one N.
@@ -96,8 +100,30 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleReport, error) {
 		}
 	}
 	base := rep.Rows[0].Latency.P95
+	good := func(r ScaleRow) bool { return r.Note == "" && r.Latency.P95 < 2*base }
+	// Narrow the knee: bisect between the largest N that held and the
+	// next that did not, down to a step of a quarter of N.
+	for o.Refine {
+		lo, hi := 0, 0
+		for _, r := range rep.Rows {
+			if good(r) {
+				lo = max(lo, r.N)
+			} else if r.N > lo && (hi == 0 || r.N < hi) {
+				hi = r.N
+			}
+		}
+		if lo == 0 || hi == 0 || hi-lo <= max(2, lo/4) {
+			break
+		}
+		row, err := scaleOne(ctx, b, local, site, (lo+hi)/2, o)
+		if err != nil {
+			return nil, fmt.Errorf("N=%d: %w", (lo+hi)/2, err)
+		}
+		rep.Rows = append(rep.Rows, row)
+		slices.SortFunc(rep.Rows, func(a, b ScaleRow) int { return a.N - b.N })
+	}
 	for _, r := range rep.Rows {
-		if r.Note == "" && r.Latency.P95 < 2*base {
+		if good(r) && r.N > rep.Largest {
 			rep.Largest = r.N
 		}
 	}

@@ -69,7 +69,7 @@ func benchCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 		if err != nil {
 			return fmt.Errorf("--n: %w", err)
 		}
-		o := suites.ScaleOptions{Shop: shop, Ns: nlist, Run: *runFor, IdleMs: idles[0], Out: *out, Command: command, Smoke: *smoke, Log: os.Stderr}
+		o := suites.ScaleOptions{Shop: shop, Ns: nlist, Run: *runFor, IdleMs: idles[0], Out: *out, Command: command, Smoke: *smoke, Log: os.Stderr, Refine: !*smoke}
 		if *smoke {
 			o.Ns, o.Run = []int{1, 2}, 3*time.Second
 		}
