@@ -467,14 +467,11 @@ func (e *Env) openTab(ctx context.Context) (*tab, error) {
 func (e *Env) Evaluate(ctx context.Context, expr string, out any) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
-		return ErrClosed
+	t, err := e.checkedTab()
+	if err != nil {
+		return err
 	}
-	t := e.activeTab()
-	if t == nil {
-		return ErrNotReset
-	}
-	err := t.evalJSON(ctx, expr, out)
+	err = t.evalJSON(ctx, expr, out)
 	if errors.Is(err, errNoInjection) {
 		return fmt.Errorf("evaluate: %w", err)
 	}
@@ -487,16 +484,25 @@ func (e *Env) Evaluate(ctx context.Context, expr string, out any) error {
 func (e *Env) Goto(ctx context.Context, url string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
-		return ErrClosed
-	}
-	t := e.activeTab()
-	if t == nil {
-		return ErrNotReset
+	t, err := e.checkedTab()
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	if err := e.navigate(ctx, t, url); err != nil {
 		return err
 	}
 	return e.settle(ctx, start, time.Now())
+}
+
+// checkedTab is the active tab of an open, reset environment (e.mu held).
+func (e *Env) checkedTab() (*tab, error) {
+	if e.closed {
+		return nil, ErrClosed
+	}
+	t := e.activeTab()
+	if t == nil {
+		return nil, ErrNotReset
+	}
+	return t, nil
 }

@@ -129,14 +129,20 @@ func (st *SiteTasks) episode(ctx context.Context, site, base string, opts Episod
 			everyStepOK = false
 		}
 	}
+	graded, gradedBase := inst, base
 	ep.Evaluate = func(ctx context.Context, base string, env *envcore.Env, info envcore.StepInfo, everyStep bool) (*tasks.Result, error) {
 		if !info.Terminated && !(everyStep && everyStepOK) {
 			return nil, nil
 		}
-		task, err := st.instantiate(t, base)
-		if err != nil {
-			return nil, err
+		// The task on this instance: the episode's own, or (a group
+		// member or fork on another instance) filled in again, once.
+		if base != gradedBase {
+			if graded, err = st.instantiate(t, base); err != nil {
+				return nil, err
+			}
+			gradedBase = base
 		}
+		task := graded
 		sites := map[string]tasks.Site{}
 		for _, r := range st.Roles {
 			sites[r] = tasks.Site{BaseURL: base, Admin: st.Admin, EvalToken: st.EvalToken}
@@ -176,7 +182,7 @@ func (st *SiteTasks) storageCookies(base, file string) ([]envcore.Cookie, error)
 		return nil, err
 	}
 	var out []envcore.Cookie
-	for _, c := range state.CookiesFor(base) {
+	for _, c := range state.HostlessCookies() {
 		out = append(out, envcore.Cookie{Name: c.Name, Value: c.Value, URL: base + c.Path, HTTPOnly: c.HTTPOnly})
 	}
 	return out, nil

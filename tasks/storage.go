@@ -45,11 +45,11 @@ func LoadStorageState(path string) (*StorageState, error) {
 	return &st, nil
 }
 
-// CookiesFor returns the state's cookies as set on the site at base: the
-// file names the host the state was recorded on, which an instance on
-// another loopback port does not share, so each cookie keeps its name,
-// value and path and moves to base.
-func (st *StorageState) CookiesFor(base string) []StateCookie {
+// HostlessCookies returns the state's cookies without the host they were
+// recorded on (an instance on another loopback port does not share it):
+// each keeps its name, value and path, for the caller to set on its
+// instance's URL.
+func (st *StorageState) HostlessCookies() []StateCookie {
 	out := make([]StateCookie, 0, len(st.Cookies))
 	for _, c := range st.Cookies {
 		c.Domain = ""

@@ -124,7 +124,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"products": out})
 	case "recent":
-		os, err := s.orders(ctx, `ORDER BY o.created_at DESC, o.id DESC LIMIT 5`)
+		recent, err := s.orders(ctx, `ORDER BY o.created_at DESC, o.id DESC LIMIT 5`)
 		if err != nil {
 			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 			return
@@ -133,7 +133,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request) {
 			Number, Customer, Status, Total string
 		}
 		out := []row{}
-		for _, o := range os {
+		for _, o := range recent {
 			out = append(out, row{o.Number, o.Customer, o.Status, Money(o.Total)})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"orders": out})
@@ -206,7 +206,7 @@ func (s *Server) restOrders(w http.ResponseWriter, r *http.Request) {
 	}
 	pageN, _ := strconv.Atoi(q.Get("searchCriteria[currentPage]"))
 	pageN = max(pageN, 1)
-	os, err := s.orders(r.Context(), `ORDER BY `+order+` LIMIT ? OFFSET ?`, size, (pageN-1)*size)
+	list, err := s.orders(r.Context(), `ORDER BY `+order+` LIMIT ? OFFSET ?`, size, (pageN-1)*size)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"message": err.Error()})
 		return
@@ -214,7 +214,7 @@ func (s *Server) restOrders(w http.ResponseWriter, r *http.Request) {
 	var total int
 	_ = s.db.QueryRowContext(r.Context(), `SELECT COUNT(*) FROM orders`).Scan(&total)
 	items := []map[string]any{}
-	for _, o := range os {
+	for _, o := range list {
 		items = append(items, map[string]any{"entity_id": o.ID, "increment_id": o.Number, "status": o.Status, "created_at": o.Created,
 			"grand_total": float64(o.Total) / 100, "customer_email": o.Email, "customer_id": o.CustomerID})
 	}

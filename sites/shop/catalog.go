@@ -289,7 +289,7 @@ func (g *gen) run(ctx context.Context, db *sql.DB) error {
 	for i := range dates {
 		dates[i] = g.date(500)
 	}
-	sortStrings(dates)
+	slices.Sort(dates)
 	for i := 0; i < g.size.orders; i++ {
 		c := custs[g.rng.IntN(len(custs))]
 		n := 1 + g.rng.IntN(3)
@@ -335,7 +335,7 @@ func (g *gen) run(ctx context.Context, db *sql.DB) error {
 	for i := range rdates {
 		rdates[i] = g.date(600)
 	}
-	sortStrings(rdates)
+	slices.Sort(rdates)
 	for i := 0; i < g.size.reviews; i++ {
 		p := prods[g.rng.IntN(len(prods))]
 		c := custs[g.rng.IntN(len(custs))]
@@ -367,8 +367,6 @@ func (g *gen) run(ctx context.Context, db *sql.DB) error {
 	}
 	return tx.Commit()
 }
-
-func sortStrings(s []string) { slices.Sort(s) }
 
 // slugify turns a name into a URL slug.
 func slugify(s string) string {

@@ -272,14 +272,14 @@ func (s *Server) orders(ctx context.Context, where string, args ...any) ([]Order
 }
 
 func (s *Server) order(ctx context.Context, where string, args ...any) (Order, error) {
-	os, err := s.orders(ctx, where+" LIMIT 1", args...)
+	found, err := s.orders(ctx, where+" LIMIT 1", args...)
 	if err != nil {
 		return Order{}, err
 	}
-	if len(os) == 0 {
+	if len(found) == 0 {
 		return Order{}, sql.ErrNoRows
 	}
-	o := os[0]
+	o := found[0]
 	rows, err := s.db.QueryContext(ctx, `SELECT sku, name, size, colour, qty, price_cents FROM order_items WHERE order_id = ? ORDER BY id`, o.ID)
 	if err != nil {
 		return o, err
