@@ -137,6 +137,8 @@ def main() -> None:
             "16",
             "--max-envs",
             "64",
+            "--warm-contexts",
+            str(args.warm_contexts),
         ],
     )
     try:
@@ -169,6 +171,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "backend": "incus" if args.incus else "local",
         "idle_window_ms": args.idle_ms,
+        "warm_contexts": args.warm_contexts,
         "command": "python bench/rl_bench.py " + " ".join(sys.argv[1:]),
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rod/rod"
@@ -61,6 +62,8 @@ type Browser struct {
 
 	pool     chan *warmContext
 	poolWake chan struct{}
+	busy     atomic.Int32 // environment operations in progress (see working)
+	lastTake atomic.Int64 // when the pool was last drawn from, in Unix ns
 
 	mu       sync.RWMutex
 	sessions map[proto.TargetSessionID]*tab

@@ -149,6 +149,7 @@ type Cookie struct {
 func (e *Env) ResetWithCookies(ctx context.Context, startURL string, cookies []Cookie) (Observation, StepInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	defer e.b.working()()
 	if e.closed {
 		return Observation{}, StepInfo{}, ErrClosed
 	}
@@ -199,6 +200,7 @@ func (e *Env) Step(ctx context.Context, a Action) (Observation, StepInfo, error)
 func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (Observation, StepInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	defer e.b.working()()
 	if err := e.usable(); err != nil {
 		return Observation{}, StepInfo{}, err
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,6 +88,18 @@ func fixtureHandler() http.Handler {
 		fmt.Fprintf(w, `<!doctype html><title>Results</title><p>SUBMITTED q=%s</p><p id="more">loading</p>
 <script>fetch('/api/delay?ms=400&text=SUBMIT-LOADED').then(r => r.text()).then(t => { document.getElementById('more').textContent = t; });</script>`,
 			html.EscapeString(r.FormValue("q")))
+	})
+	// /counted/NAME is a page that says how often NAME was requested;
+	// /counted/NAME?peek answers the count without counting.
+	var visits sync.Map
+	mux.HandleFunc("/counted/{name}", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		n, _ := visits.LoadOrStore(name, new(atomic.Int64))
+		if r.URL.Query().Has("peek") {
+			fmt.Fprint(w, n.(*atomic.Int64).Load())
+			return
+		}
+		fmt.Fprintf(w, `<!doctype html><title>%[1]s</title><p>page %[1]s, visit %[2]d</p>`, html.EscapeString(name), n.(*atomic.Int64).Add(1))
 	})
 	mux.HandleFunc("/big.html", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, bigPage(100))

@@ -13,6 +13,15 @@ import (
 // environments resetting at once would otherwise do one after another.
 // BrowserOptions.WarmContexts sets its size; 0 turns it off. Only
 // environments with the default viewport use it.
+//
+// Refilling is background work and yields to the foreground: it waits while
+// environments are resetting, stepping or being restored, up to
+// maxRefillDelay after the pool was last drawn from, so a burst of resets or
+// forks does not compete with the pool refilling behind it (on a small
+// machine Chromium's CPU is the bottleneck of such a burst).
+
+// maxRefillDelay bounds how long the refill yields to busy environments.
+const maxRefillDelay = 2 * time.Second
 
 type warmContext struct {
 	holder *Env // owns the context until an environment takes it
@@ -25,6 +34,7 @@ func (b *Browser) startPool(n int) {
 	go func() {
 		for {
 			for len(b.pool) < cap(b.pool) {
+				b.waitQuiet()
 				w, err := b.warmOne()
 				if err != nil {
 					if b.ctx.Err() == nil {
@@ -46,6 +56,25 @@ func (b *Browser) startPool(n int) {
 			}
 		}
 	}()
+}
+
+// working marks an environment operation in progress until the returned
+// function is called; the pool's refill waits for none to be.
+func (b *Browser) working() func() {
+	b.busy.Add(1)
+	return func() { b.busy.Add(-1) }
+}
+
+// waitQuiet returns once no environment operation is in progress, or
+// maxRefillDelay after the pool was last drawn from.
+func (b *Browser) waitQuiet() {
+	for b.busy.Load() > 0 && time.Since(time.Unix(0, b.lastTake.Load())) < maxRefillDelay {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
 }
 
 func (b *Browser) warmOne() (*warmContext, error) {
@@ -78,6 +107,7 @@ func (b *Browser) takeWarm(e *Env) (*tab, bool) {
 	default:
 		return nil, false
 	}
+	b.lastTake.Store(time.Now().UnixNano())
 	select {
 	case b.poolWake <- struct{}{}:
 	default:

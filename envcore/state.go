@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -82,13 +83,16 @@ func (e *Env) CaptureState(ctx context.Context) (BrowserState, error) {
 }
 
 // RestoreState starts a new episode in a fresh browser context rebuilt from
-// st: cookies set, each tab's history loaded again (rebase maps every URL,
-// for a fork whose site lives at another address; nil keeps them), storage
-// set and the current page reloaded with it, then field values and scroll
-// applied. It returns the observation of the active tab once settled.
+// st: cookies set, each tab's history rebuilt with only its current page
+// loaded from the site (see replayHistory; rebase maps every URL, for a
+// fork whose site lives at another address; nil keeps them) and its storage
+// in place first, then field values and scroll applied. It returns the
+// observation of the active tab once settled; StepInfo.Action is the time
+// the rebuild took.
 func (e *Env) RestoreState(ctx context.Context, st BrowserState, rebase func(string) string) (Observation, StepInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	defer e.b.working()()
 	if e.closed {
 		return Observation{}, StepInfo{}, ErrClosed
 	}
@@ -121,23 +125,36 @@ func (e *Env) RestoreState(ctx context.Context, st BrowserState, rebase func(str
 		tabs = []TabState{{}}
 	}
 	opened := make([]*tab, 0, len(tabs))
+	var settleFrom time.Time
 	for i, ts := range tabs {
 		t := first
 		if i > 0 {
 			if t, err = e.openTab(ctx); err != nil {
 				return Observation{}, StepInfo{}, err
 			}
+			settleFrom = time.Now()
 		}
 		opened = append(opened, t)
-		if err := e.replayHistory(ctx, t, ts, rebase); err != nil {
+		last, err := e.replayHistory(ctx, t, ts, rebase)
+		if err != nil {
 			return Observation{}, StepInfo{}, err
 		}
+		if last.After(settleFrom) {
+			settleFrom = last
+		}
+	}
+	if settleFrom.IsZero() {
+		settleFrom = time.Now()
 	}
 	if st.Active >= 0 && st.Active < len(opened) {
 		e.setActive(opened[st.Active])
 	}
-	info := StepInfo{Attempts: 1, Action: time.Since(start)}
-	obs, info, err := e.finishStep(ctx, info, time.Now(), "", e.cfg.Observe)
+	// The quiet window counts from the last navigation of the replay (and
+	// from the page's own events after it), as it would after an action.
+	// Every tab was opened before that moment, so settle keeps st.Active.
+	action := time.Since(start)
+	obs, info, err := e.finishStep(ctx, StepInfo{Attempts: 1}, settleFrom, "", e.cfg.Observe)
+	info.Action = action
 	if err != nil {
 		return obs, info, err
 	}
@@ -165,43 +182,152 @@ func (e *Env) RestoreState(ctx context.Context, st BrowserState, rebase func(str
 	return obs, info, nil
 }
 
-// replayHistory navigates through a tab's history entries in order (so
-// back and forward work as they did), moves to the current one, and
-// reloads it with the captured storage.
-func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState, rebase func(string) string) error {
-	for i, u := range ts.History {
-		if err := e.navigate(ctx, t, rebase(u)); err != nil {
-			return fmt.Errorf("restore history (%s): %w", u, err)
-		}
-		// Page.navigate returns once the navigation has committed, which
-		// is all a history entry needs; only the last page must load.
-		if i == len(ts.History)-1 {
-			if err := waitLoaded(ctx, t, e.cfg.SettleTimeout); err != nil {
-				return err
-			}
-		}
+// replayHistory rebuilds a tab's back/forward list and loads its current
+// entry for real. The other entries are committed with the stand-in
+// document (inject/standin.html, served by tab.useStandIns) at their real
+// URLs; going back or forward to one later loads the real page, as any
+// history navigation without a cached page does. So a long history costs
+// one real page load, no request of the history (a GET with side effects)
+// reaches the site again, and the captured storage, written in a stand-in
+// of the current page's origin, is in place before the page's first script
+// runs. It returns when the real load was started.
+func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState, rebase func(string) string) (last time.Time, err error) {
+	n := len(ts.History)
+	if n == 0 {
+		return last, nil
 	}
-	if n := len(ts.History); n > 0 && ts.Current >= 0 && ts.Current < n-1 {
-		if err := e.history(ctx, t, ts.Current-(n-1)); err != nil {
-			return fmt.Errorf("restore history position: %w", err)
+	current := n - 1
+	if ts.Current >= 0 && ts.Current < n {
+		current = ts.Current
+	}
+	storage := len(ts.Page.Local)+len(ts.Page.Session) > 0
+	standIns := false
+	setStandIns := func(on bool) error {
+		if on == standIns {
+			return nil
 		}
+		standIns = on
+		if err := t.useStandIns(ctx, on); err != nil {
+			return fmt.Errorf("restore history: %w", err)
+		}
+		return nil
+	}
+	defer func() {
+		if standIns {
+			_ = t.useStandIns(context.WithoutCancel(ctx), false)
+		}
+	}()
+	applyStorage := func() error {
+		// In the stand-in just committed: wait for it to be in place.
 		if err := waitLoaded(ctx, t, e.cfg.SettleTimeout); err != nil {
 			return err
 		}
-	}
-	if len(ts.Page.Local)+len(ts.Page.Session) > 0 {
 		if err := t.evalJSON(ctx, inject.Call("state.applyStorage", ts.Page), nil); err != nil {
 			return fmt.Errorf("restore storage: %w", err)
 		}
-		t.touch()
-		if err := (proto.PageReload{}).Call(t.client(ctx)); err != nil {
-			return fmt.Errorf("reload with restored storage: %w", err)
+		storage = false
+		return nil
+	}
+	shown := "" // the origin of the stand-in shown now
+	for i, raw := range ts.History {
+		u := rebase(raw)
+		if i == n-1 && i == current && (!storage || shown == origin(u)) {
+			// The usual case: the current page is the last; navigate to it.
+			if storage {
+				if err := applyStorage(); err != nil {
+					return last, err
+				}
+			}
+			if err := setStandIns(false); err != nil {
+				return last, err
+			}
+			last = time.Now()
+			if err := e.navigate(ctx, t, u); err != nil {
+				return last, fmt.Errorf("restore history (%s): %w", raw, err)
+			}
+			return last, waitLoaded(ctx, t, e.cfg.SettleTimeout)
 		}
-		if err := waitLoaded(ctx, t, e.cfg.SettleTimeout); err != nil {
-			return err
+		if err := setStandIns(true); err != nil {
+			return last, err
+		}
+		// Page.navigate returns once the stand-in has committed, which is
+		// all an entry needs: the next navigation may start at once.
+		if err := e.navigate(ctx, t, u); err != nil {
+			return last, fmt.Errorf("restore history (%s): %w", raw, err)
+		}
+		shown = origin(u)
+		if i == current && storage {
+			if err := applyStorage(); err != nil {
+				return last, err
+			}
 		}
 	}
-	return nil
+	// The current entry shows a stand-in, or lies behind the last entry:
+	// load it for real (a history move may restore its stand-in from the
+	// back/forward cache, which a reload then replaces).
+	if err := waitLoaded(ctx, t, e.cfg.SettleTimeout); err != nil {
+		return last, err
+	}
+	if err := setStandIns(false); err != nil {
+		return last, err
+	}
+	last = time.Now()
+	if current < n-1 {
+		if err := e.goToEntry(ctx, t, current-(n-1)); err != nil {
+			return last, fmt.Errorf("restore history position: %w", err)
+		}
+		var standIn bool
+		if err := t.evalJSON(ctx, inject.Call("state.isStandIn"), &standIn); err != nil || !standIn {
+			return last, nil
+		}
+	}
+	t.touch()
+	last = time.Now()
+	if err := (proto.PageReload{}).Call(t.client(ctx)); err != nil {
+		return last, fmt.Errorf("load the current page (%s): %w", ts.History[current], err)
+	}
+	return last, waitLoaded(ctx, t, e.cfg.SettleTimeout)
+}
+
+// goToEntry moves delta entries in t's history and waits until the move
+// has happened and the page is loaded.
+func (e *Env) goToEntry(ctx context.Context, t *tab, delta int) error {
+	h, err := proto.PageGetNavigationHistory{}.Call(t.client(ctx))
+	if err != nil {
+		return fmt.Errorf("read history: %w", err)
+	}
+	i := h.CurrentIndex + delta
+	if i < 0 || i >= len(h.Entries) {
+		return fmt.Errorf("no history entry %d (%d entries)", i, len(h.Entries))
+	}
+	id := h.Entries[i].ID
+	if err := (proto.PageNavigateToHistoryEntry{EntryID: id}).Call(t.client(ctx)); err != nil {
+		return fmt.Errorf("navigate history: %w", err)
+	}
+	deadline := time.Now().Add(e.cfg.SettleTimeout)
+	for {
+		h, err := proto.PageGetNavigationHistory{}.Call(t.client(ctx))
+		if err == nil && h.CurrentIndex >= 0 && h.CurrentIndex < len(h.Entries) && h.Entries[h.CurrentIndex].ID == id {
+			return waitLoaded(ctx, t, e.cfg.SettleTimeout)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the history did not move to entry %d within %s", i, e.cfg.SettleTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// origin is a URL's scheme://host:port ("" when it does not parse).
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // waitLoaded waits until no frame of the tab is loading a document.

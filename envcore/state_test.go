@@ -1,8 +1,13 @@
 package envcore_test
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/webserv-rl/webserv/envcore"
 )
@@ -61,5 +66,110 @@ func TestCaptureAndRestoreBrowserState(t *testing.T) {
 	}
 	if !strings.Contains(again.HTML, "cart=2 ") {
 		t.Errorf("the fork's change reached the parent: %s", again.HTML)
+	}
+}
+
+// A restore loads only the current page of a tab's history: the entries
+// around it are not requested again (a GET with side effects is not
+// repeated) until the agent goes back or forward to them, and then they
+// show their real pages.
+func TestRestoreLoadsOnlyTheCurrentEntry(t *testing.T) {
+	t.Parallel()
+	prefix := fmt.Sprintf("r%d-", time.Now().UnixNano())
+	page := func(name string) string { return site.URL + "/counted/" + prefix + name }
+	visits := func() (n [3]int) {
+		for i, name := range []string{"a", "b", "c"} {
+			resp, err := http.Get(page(name) + "?peek")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			n[i], _ = strconv.Atoi(string(body))
+		}
+		return n
+	}
+	parent := newEnv(t, envcore.Config{})
+	mustReset(t, parent, "/counted/"+prefix+"a")
+	mustAct(t, parent, `goto("`+page("b")+`")`)
+	mustAct(t, parent, `goto("`+page("c")+`")`)
+	if obs := mustAct(t, parent, `go_back()`); !strings.Contains(obs.HTML, "page "+prefix+"b, visit") {
+		t.Fatalf("parent after go_back: %s", obs.HTML)
+	}
+	st, err := parent.CaptureState(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Tabs) != 1 || len(st.Tabs[0].History) != 3 || st.Tabs[0].Current != 1 {
+		t.Fatalf("captured %+v", st.Tabs)
+	}
+	before := visits()
+
+	fork := newEnv(t, envcore.Config{})
+	obs, info, err := fork.RestoreState(testCtx(t), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Settled {
+		t.Errorf("restore did not settle: %s", info.SettleError)
+	}
+	if want := fmt.Sprintf("page %sb, visit %d<", prefix, before[1]+1); obs.URL != page("b") || !strings.Contains(obs.HTML, want) {
+		t.Fatalf("restored page: want %q at %s, got %s %s", want, page("b"), obs.URL, obs.HTML)
+	}
+	if after := visits(); after != [3]int{before[0], before[1] + 1, before[2]} {
+		t.Errorf("requests of a, b, c: %v before the restore, %v after; want only b's to grow by one", before, after)
+	}
+	for _, step := range []struct{ action, want string }{
+		{`go_forward()`, fmt.Sprintf("page %sc, visit %d<", prefix, before[2]+1)},
+		{`go_back()`, "page " + prefix + "b, visit"},
+		{`go_back()`, fmt.Sprintf("page %sa, visit %d<", prefix, before[0]+1)},
+	} {
+		obs := mustAct(t, fork, step.action)
+		if !strings.Contains(obs.HTML, step.want) {
+			t.Errorf("fork after %s: want %q in %s", step.action, step.want, obs.HTML)
+		}
+	}
+	if obs, _ := mustStep(t, fork, `go_back()`); obs.LastActionError == "" {
+		t.Errorf("the fork's history reaches before its first entry: %s", obs.URL)
+	}
+}
+
+// Storage reaches the restored page before its scripts run, wherever the
+// current entry lies in the history.
+func TestRestoreStorageAtEveryPosition(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		actions []string
+		want    string
+		then    string // an action in the fork, and what it shows
+		thenHas string
+	}{
+		{"only entry", []string{`click("add")`}, "cart=1 sess=x cookie=yes page=first", `click("add")`, "cart=2 sess=x"},
+		{"behind a later entry", []string{`click("add")`, `click("next")`, `go_back()`}, "cart=1 sess=x cookie=yes page=first", `go_forward()`, "cart=1 sess=x cookie=yes page=?p=2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			parent := newEnv(t, envcore.Config{})
+			mustReset(t, parent, "/state.html")
+			for _, a := range tc.actions {
+				mustAct(t, parent, a)
+			}
+			st, err := parent.CaptureState(testCtx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fork := newEnv(t, envcore.Config{})
+			obs, _, err := fork.RestoreState(testCtx(t), st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(obs.HTML, tc.want) {
+				t.Fatalf("restored page lacks %q: %s", tc.want, obs.HTML)
+			}
+			if next := mustAct(t, fork, tc.then); !strings.Contains(next.HTML, tc.thenHas) {
+				t.Errorf("after %s the fork lacks %q: %s", tc.then, tc.thenHas, next.HTML)
+			}
+		})
 	}
 }

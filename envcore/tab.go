@@ -33,6 +33,7 @@ type tab struct {
 	lastEvent time.Time                      // last navigation or load event
 	dialogs   []Dialog
 	crashed   bool
+	standIn   bool // document requests get the stand-in (see useStandIns)
 	mouseX    float64
 	mouseY    float64
 }
@@ -157,11 +158,54 @@ func (t *tab) onEvent(msg *rod.Message) {
 		go func() {
 			_ = proto.PageHandleJavaScriptDialog{Accept: true, PromptText: ev.DefaultPrompt}.Call(t.client(t.b.ctx))
 		}()
+	case "Fetch.requestPaused":
+		var ev proto.FetchRequestPaused
+		msg.Load(&ev)
+		t.mu.Lock()
+		standIn := t.standIn
+		t.mu.Unlock()
+		go t.answerPaused(ev.RequestID, standIn)
 	case "Inspector.targetCrashed":
 		t.mu.Lock()
 		t.crashed = true
 		t.mu.Unlock()
 	}
+}
+
+// useStandIns turns stand-in documents on or off: while on, every document
+// the tab requests is answered with inject.StandIn instead of going to the
+// network, so a navigation commits a history entry at its real URL without
+// loading the page (RestoreState's cheap history entries).
+func (t *tab) useStandIns(ctx context.Context, on bool) error {
+	c := t.client(ctx)
+	if !on {
+		err := (proto.FetchDisable{}).Call(c)
+		t.mu.Lock()
+		t.standIn = false
+		t.mu.Unlock()
+		return err
+	}
+	t.mu.Lock()
+	t.standIn = true
+	t.mu.Unlock()
+	return proto.FetchEnable{Patterns: []*proto.FetchRequestPattern{{
+		URLPattern: "*", ResourceType: proto.NetworkResourceTypeDocument, RequestStage: proto.FetchRequestStageRequest,
+	}}}.Call(c)
+}
+
+var standInBody = []byte(inject.StandIn())
+
+// answerPaused answers a request paused by useStandIns.
+func (t *tab) answerPaused(id proto.FetchRequestID, standIn bool) {
+	c := t.client(t.b.ctx)
+	if !standIn {
+		_ = proto.FetchContinueRequest{RequestID: id}.Call(c)
+		return
+	}
+	_ = proto.FetchFulfillRequest{RequestID: id, ResponseCode: 200, Body: standInBody, ResponseHeaders: []*proto.FetchHeaderEntry{
+		{Name: "Content-Type", Value: "text/html; charset=utf-8"},
+		{Name: "Cache-Control", Value: "no-store"},
+	}}.Call(c)
 }
 
 // takeDialogs returns and clears the dialogs seen since the last call.

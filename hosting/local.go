@@ -263,22 +263,33 @@ func (in *localInstance) Restore(ctx context.Context, name string) error {
 	return in.restart(ctx, d)
 }
 
-// Fork starts n instances on copies of the snapshot.
+// Fork starts n instances on copies of the snapshot, in parallel.
 func (in *localInstance) Fork(ctx context.Context, name string, n int) ([]Instance, error) {
 	d, err := in.snapshotDir(name)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Instance, 0, n)
-	for i := 0; i < n; i++ {
-		f, err := in.l.start(ctx, in.site, d)
-		if err != nil {
-			for _, x := range out {
+	out := make([]Instance, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			f, err := in.l.start(ctx, in.site, d)
+			if err != nil {
+				errs[i] = fmt.Errorf("fork %d of %d: %w", i+1, n, err)
+				return
+			}
+			out[i] = f
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, x := range out {
+			if x != nil {
 				_ = x.Stop(ctx)
 			}
-			return nil, fmt.Errorf("fork %d of %d: %w", i+1, n, err)
 		}
-		out = append(out, f)
+		return nil, err
 	}
 	return out, nil
 }

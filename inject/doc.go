@@ -22,6 +22,10 @@
 //   - state (state.js): captures and re-applies what a fork of the page must
 //     carry: storage, form field values, scroll.
 //
+// standin.html is not injected: it is the document a restore commits, in
+// place of the site's response, for the history entries it does not load
+// (StandIn).
+//
 // Each file is plain, commented JavaScript embedded with go:embed. Bundle
 // returns them as one script; Call builds the expression that calls one of
 // their functions:

@@ -23,6 +23,8 @@ var (
 	actionsJS string
 	//go:embed state.js
 	stateJS string
+	//go:embed standin.html
+	standinHTML string
 )
 
 // Global is the name of the page-global object every injected file hangs off.
@@ -61,6 +63,12 @@ var bundle = func() string {
 // before the page runs any script; it then runs in every new document of that
 // page, iframes included.
 func Bundle() string { return bundle }
+
+// StandIn returns the stand-in document that a restore commits for history
+// entries it does not load (see standin.html). Serve it with
+// Cache-Control: no-store, so that visiting the entry later loads the real
+// page.
+func StandIn() string { return standinHTML }
 
 // MissingMessage is the error message of a Call expression evaluated in a
 // document that has no injected script (about:blank before any navigation,

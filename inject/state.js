@@ -57,6 +57,12 @@
     return { ok: true };
   }
 
+  // isStandIn reports whether this document is the stand-in that a
+  // restore commits for history entries it does not load (standin.html).
+  function isStandIn() {
+    return document.querySelector('meta[name="webserv-stand-in"]') !== null;
+  }
+
   // applyFields sets field values (firing input and change, so frameworks
   // see them) and the scroll position. Ids come from a fresh observation.
   function applyFields(s) {
@@ -86,5 +92,5 @@
     return { ok: true, missing: missing };
   }
 
-  W.state = { capture: capture, applyStorage: applyStorage, applyFields: applyFields };
+  W.state = { capture: capture, applyStorage: applyStorage, applyFields: applyFields, isStandIn: isStandIn };
 })();
