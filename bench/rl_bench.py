@@ -9,7 +9,8 @@ backend by default or on Incus with --incus, and measures:
   observation (make_group: the first prepares the start state, the others
   fork it);
 - fork of N=8 in the middle of an episode (the fork op: site instance and
-  browser state), until all 8 have their observation;
+  browser state), until all 8 have their observation, from a tab with 3
+  history entries and from one with 10;
   both with the server's warm browser contexts refilled first (--pause, as
   a trainer's generation time allows) and back to back (pool drained);
 - per-call latency of the TRL environment_factory tools (serial calls, as
@@ -72,11 +73,13 @@ async def group_reset(client: webserv.AsyncClient, n: int) -> float:
     return took
 
 
-async def fork(client: webserv.AsyncClient, n: int) -> float:
+async def fork(client: webserv.AsyncClient, n: int, history: int = 3) -> float:
+    """Fork n environments from one whose tab has a history of `history` entries."""
     env = client.env("testsite")
     await env.reset()
     await env.step('goto("/set?v=mid-episode")')
-    await env.step('goto("/")')
+    for i in range(history - 2):
+        await env.step(f'goto("/?page={i}")')
     t0 = time.perf_counter()
     res = await client.request("fork", env.id, n=n)
     took = time.perf_counter() - t0
@@ -150,6 +153,7 @@ def main() -> None:
                     "fork_8_s": [],
                     "group_reset_8_back_to_back_s": [],
                     "fork_8_back_to_back_s": [],
+                    "fork_8_history_10_s": [],
                 }
                 for _ in range(args.reps):
                     out["group_reset_8_back_to_back_s"].append(await group_reset(client, 8))
@@ -158,6 +162,8 @@ def main() -> None:
                     out["group_reset_8_s"].append(await group_reset(client, 8))
                     await asyncio.sleep(args.pause)
                     out["fork_8_s"].append(await fork(client, 8))
+                    await asyncio.sleep(args.pause)
+                    out["fork_8_history_10_s"].append(await fork(client, 8, history=10))
                     await asyncio.sleep(args.pause)
                 return out
 
@@ -180,7 +186,8 @@ def main() -> None:
         f"group reset N=8: {res['group_reset_8_s_p50']:.2f} s "
         f"(back to back {res['group_reset_8_back_to_back_s_p50']:.2f} s)   "
         f"fork N=8: {res['fork_8_s_p50']:.2f} s "
-        f"(back to back {res['fork_8_back_to_back_s_p50']:.2f} s)   "
+        f"(back to back {res['fork_8_back_to_back_s_p50']:.2f} s; "
+        f"10-entry history {res['fork_8_history_10_s_p50']:.2f} s)   "
         f"TRL tool call: {res['trl_call_p50_ms']:.0f} ms "
         f"({res['trl_call_beyond_idle_p50_ms']:.0f} ms beyond the idle window)"
     )

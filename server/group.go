@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,24 +16,38 @@ import (
 
 // Group reset: every member of a GRPO group must start from the same state.
 // N environments that reset with the same options.group_key (and site and
-// task) converge on one base: the first to arrive (the leader) starts its
-// episode as usual and captures its browser state; its site instance is
-// snapshotted and forked once into a base instance that the group owns
-// (so the leader may reset or close), and each later member replaces its
-// own instance with a fork of that base and rebuilds the browser state on
-// it. All start from identical pages, each on its own copy of the site. A
-// group lives for the server's TTL. A site without snapshots (open) gives
-// every member an ordinary reset at the same start URL.
+// task) converge on one start state: the first to arrive (the leader)
+// starts its episode as usual, captures its browser state and snapshots its
+// site instance; each later member gets a fork of that snapshot and
+// rebuilds the browser state on it. All start from identical pages, each on
+// its own copy of the site.
+//
+// So that members keep coming after the leader has moved on, the group also
+// builds a base of its own in the background: one fork of the leader's
+// snapshot, snapshotted in turn. Members fork the leader's snapshot until
+// the base exists and the base after; the leader's next reset or close
+// waits until the base is built and no member is still forking from it, so
+// its snapshot cannot vanish under them. A group lives for the server's
+// TTL. A site without snapshots (open) gives every member an ordinary reset
+// at the same start URL.
 
 type group struct {
-	ready   chan struct{} // closed once the leader's start state exists
-	base    Instance      // the group's own copy of the start state
-	sn      Snapshotter   // base, when the site has snapshots
-	snap    string
-	state   envcore.BrowserState
-	episode Episode
-	failed  bool
+	key     string
 	created time.Time
+	ready   chan struct{} // closed once the leader's start state exists
+	failed  atomic.Bool   // no shared start state: members reset on their own
+
+	// Set by the leader before ready is closed, then read-only.
+	snap    string               // the snapshot name, on the leader and on the base
+	origin  string               // the leader instance's address, which state's URLs hold
+	state   envcore.BrowserState // the leader's browser state
+	episode Episode
+
+	mu        sync.Mutex
+	src       Snapshotter    // what members fork: the leader's instance, then the base
+	base      Instance       // the group's own copy, once built
+	fromLead  sync.WaitGroup // member forks of the leader's snapshot in flight
+	baseReady chan struct{}  // closed once the base is built (or failed)
 }
 
 func groupKey(x *session, key string, opts EpisodeOptions) string {
@@ -44,10 +60,10 @@ func (s *Server) joinGroup(key string) (*group, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	g, ok := s.groups[key]
-	if ok && !g.failed && time.Since(g.created) < s.cfg.TTL {
+	if ok && !g.failed.Load() && time.Since(g.created) < s.cfg.TTL {
 		return g, false
 	}
-	g = &group{ready: make(chan struct{}), created: time.Now()}
+	g = &group{key: key, ready: make(chan struct{}), created: time.Now()}
 	s.groups[key] = g
 	return g, true
 }
@@ -59,10 +75,37 @@ func (s *Server) joinGroup(key string) (*group, bool) {
 func (g *group) forkable() bool {
 	select {
 	case <-g.ready:
-		return !g.failed && g.sn != nil
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return !g.failed.Load() && g.src != nil
 	default:
 		return true
 	}
+}
+
+// source returns what a member forks now; done must be called when the
+// fork is over.
+func (g *group) source() (sn Snapshotter, done func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.src == nil {
+		return nil, func() {}
+	}
+	if g.base == nil {
+		g.fromLead.Add(1)
+		return g.src, g.fromLead.Done
+	}
+	return g.src, func() {}
+}
+
+// lent waits until the leader's instance is no longer needed by the
+// group: the base is built and no member forks from the leader's snapshot.
+func (g *group) lent() {
+	if g.baseReady == nil {
+		return
+	}
+	<-g.baseReady
+	g.fromLead.Wait()
 }
 
 // episodeOptions reads the options that identify a group's start state.
@@ -81,30 +124,16 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 		g, leader = s.joinGroup(groupKey(x, key, opts))
 	}
 	if leader {
-		res, e := s.episode(ctx, x, opts)
-		if e == nil {
-			g.episode = x.episode
-			if sn, ok := x.inst.(Snapshotter); ok {
-				g.snap = "group-" + groupKey(x, key, opts)
-				if err := s.groupBase(ctx, x, sn, g); err != nil {
-					s.log.Warn("group base not made; members get ordinary resets", zap.Error(err))
-				}
-			}
-		} else {
-			g.failed = true
-		}
-		close(g.ready)
-		if res != nil {
-			res["info"].(map[string]any)["group_role"] = "leader"
-		}
-		return res, e
+		return s.leadGroup(ctx, x, g)(s.episode(ctx, x, opts))
 	}
 	select {
 	case <-g.ready:
 	case <-ctx.Done():
 		return nil, errorf(CodeTimeout, true, "waited too long for the group's first member to prepare the start state")
 	}
-	if g.failed || g.sn == nil {
+	src, done := g.source()
+	if g.failed.Load() || src == nil {
+		done()
 		// No snapshot to share (or the leader failed): an ordinary reset,
 		// on an instance of its own.
 		if x.inst == nil {
@@ -120,16 +149,22 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 		}
 		return res, e
 	}
-	forks, err := g.sn.Fork(ctx, g.snap, 1)
+	forks, err := src.Fork(ctx, g.snap, 1)
+	done()
 	if err != nil {
 		return nil, snapshotError(g.snap, err)
 	}
-	old := x.inst
-	x.inst = forks[0]
-	if old != nil {
-		_ = old.Close(ctx)
+	if old := x.inst; old != nil {
+		go func() {
+			cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := old.Close(cctx); err != nil {
+				s.log.Warn("closing a group member's own instance", zap.Error(err))
+			}
+		}()
 	}
-	rebase := rebaser(g.sn.BaseURL(), forks[0])
+	x.inst = forks[0]
+	rebase := rebaser(g.origin, forks[0])
 	x.episode = g.episode
 	x.episode.StartURL = rebase(g.episode.StartURL)
 	obs, info, err := x.env.RestoreState(ctx, g.state, rebase)
@@ -142,56 +177,115 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 	return map[string]any{"obs": wireObs(obs, x), "info": wi}, nil
 }
 
-// groupBase captures the leader's browser state and forks its site into an
-// instance the group owns, snapshotted for the members to fork.
-func (s *Server) groupBase(ctx context.Context, x *session, sn Snapshotter, g *group) error {
-	st, err := x.env.CaptureState(ctx)
-	if err != nil {
-		return err
-	}
-	if err := sn.Snapshot(ctx, g.snap); err != nil {
-		return err
-	}
-	forks, err := sn.Fork(ctx, g.snap, 1)
-	if err != nil {
-		return err
-	}
-	base, ok := forks[0].(Snapshotter)
-	if !ok {
-		_ = forks[0].Close(ctx)
-		return errors.New("the site's fork has no snapshots")
-	}
-	if err := base.Snapshot(ctx, g.snap); err != nil {
-		_ = forks[0].Close(ctx)
-		return err
-	}
-	// The browser state's URLs point at the leader's instance; the members
-	// rebase them from the base's address.
-	rebase := rebaser(sn.BaseURL(), forks[0])
-	for i := range st.Tabs {
-		for j, u := range st.Tabs[i].History {
-			st.Tabs[i].History[j] = rebase(u)
+// leadGroup returns what finishes the leader's episode: on success its
+// browser state is captured and its instance snapshotted for the members
+// (and the group's base started in the background); either way the members
+// waiting are let go.
+func (s *Server) leadGroup(ctx context.Context, x *session, g *group) func(map[string]any, *Error) (map[string]any, *Error) {
+	return func(res map[string]any, e *Error) (map[string]any, *Error) {
+		defer close(g.ready)
+		if e != nil {
+			g.failed.Store(true)
+			return res, e
 		}
+		res["info"].(map[string]any)["group_role"] = "leader"
+		g.episode = x.episode
+		sn, ok := x.inst.(Snapshotter)
+		if !ok {
+			return res, nil
+		}
+		st, err := x.env.CaptureState(ctx)
+		if err == nil {
+			g.snap = "group-" + g.key
+			err = sn.Snapshot(ctx, g.snap)
+		}
+		if err != nil {
+			s.log.Warn("group start state not shared; members get ordinary resets", zap.Error(err))
+			return res, nil
+		}
+		g.origin, g.state = sn.BaseURL(), st
+		g.baseReady = make(chan struct{})
+		g.mu.Lock()
+		g.src = sn
+		g.mu.Unlock()
+		x.lending.Store(g)
+		go s.buildGroupBase(g, sn)
+		return res, nil
 	}
-	g.episode.StartURL = rebase(g.episode.StartURL)
-	g.base, g.sn, g.state = forks[0], base, st
-	return nil
+}
+
+// buildGroupBase forks the leader's snapshot into the group's own base and
+// snapshots it, then points the members there.
+func (s *Server) buildGroupBase(g *group, leader Snapshotter) {
+	defer close(g.baseReady)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	base, err := func() (Instance, error) {
+		forks, err := leader.Fork(ctx, g.snap, 1)
+		if err != nil {
+			return nil, err
+		}
+		sn, ok := forks[0].(Snapshotter)
+		if !ok {
+			_ = forks[0].Close(ctx)
+			return nil, errors.New("the site's fork has no snapshots")
+		}
+		if err := sn.Snapshot(ctx, g.snap); err != nil {
+			_ = forks[0].Close(ctx)
+			return nil, err
+		}
+		return forks[0], nil
+	}()
+	if err != nil {
+		// Later members start a new group; those forking now finish first.
+		s.log.Warn("group base not built; later members start a new group", zap.Error(err))
+		g.failed.Store(true)
+		g.mu.Lock()
+		g.src = nil
+		g.mu.Unlock()
+		return
+	}
+	// Under both locks, so that closeGroups either finds the base or the
+	// group already gone.
+	s.mu.Lock()
+	kept := !s.closing && s.groups[g.key] == g
+	if kept {
+		g.mu.Lock()
+		g.base, g.src = base, base.(Snapshotter)
+		g.mu.Unlock()
+	}
+	s.mu.Unlock()
+	if !kept { // expired or shut down meanwhile
+		_ = base.Close(ctx)
+	}
 }
 
 // closeGroups closes the group bases of expired groups (all with force).
 func (s *Server) closeGroups(force bool) {
 	s.mu.Lock()
-	var bases []Instance
+	var gone []*group
 	for k, g := range s.groups {
 		if force || time.Since(g.created) > s.cfg.TTL {
 			delete(s.groups, k)
-			if g.base != nil {
-				bases = append(bases, g.base)
-			}
+			gone = append(gone, g)
 		}
 	}
 	s.mu.Unlock()
-	for _, b := range bases {
+	for _, g := range gone {
+		g.mu.Lock()
+		b := g.base
+		g.base, g.src = nil, nil
+		g.mu.Unlock()
+		if b == nil {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := b.Close(ctx); err != nil {
 			s.log.Warn("closing a group base", zap.Error(err))

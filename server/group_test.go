@@ -9,6 +9,7 @@ import (
 
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
+	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/server"
 )
 
@@ -96,5 +97,83 @@ func TestGroupResetConverges(t *testing.T) {
 	}
 	if obsOf(late)["html"].(string) != first {
 		t.Errorf("late member's first page differs: %s", obsOf(late)["html"])
+	}
+}
+
+// incusHostedServer serves internal/testsite on the Incus backend, from an
+// image built here.
+func incusHostedServer(t *testing.T) *client {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	img, err := hostingtest.SiteImage(hostingtest.BuildTestSite(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := incusmgr.WriteLayout(filepath.Join(dir, "oci"), img); err != nil {
+		t.Fatal(err)
+	}
+	c, err := incusmgr.Client(incusmgr.Config{})
+	if err != nil {
+		t.Fatalf("%v (run scripts/incus-setup.sh)", err)
+	}
+	const alias = "webserv-test-group"
+	if _, err := incusmgr.ImportImage(ctx, c, filepath.Join(dir, "oci"), alias); err != nil {
+		t.Fatal(err)
+	}
+	m, err := incusmgr.Connect(ctx, nil, incusmgr.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		_ = m.Close(ctx)
+	})
+	site := &hosting.Site{Name: "testsite", Incus: &hosting.IncusRun{Image: alias}, Port: 8080, Ready: hosting.Probe{Path: "/ready"}}
+	if err := site.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	factory := server.NewHostedFactory([]*hosting.Site{site}, []hosting.Backend{m}, nil)
+	return dial(t, serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig(), MaxCreating: 8})))
+}
+
+// The leader may move on at once: its next reset (which on Incus replaces
+// its container, snapshots and all) waits until the group no longer needs
+// its instance, and members arriving afterwards still start from the
+// group's start state, not from the leader's new one.
+func TestGroupOutlivesItsLeader(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []struct {
+		name  string
+		serve func(*testing.T) *client
+	}{{"local", hostedServer}, {"incus", incusHostedServer}} {
+		t.Run(backend.name, func(t *testing.T) {
+			t.Parallel()
+			cl := backend.serve(t)
+			group := map[string]any{"options": map[string]any{"group_key": "uid-7", "start_url": "/set?v=start"}}
+			leader := cl.call("make", "", map[string]any{"site": "testsite"})["env"].(string)
+			first := cl.call("reset", leader, group)
+			if role := first["info"].(map[string]any)["group_role"]; role != "leader" {
+				t.Fatalf("first reset's role = %v", role)
+			}
+			cl.call("reset", leader, map[string]any{"options": map[string]any{"start_url": "/set?v=leader-moved-on"}})
+			for i := range 3 {
+				member := cl.call("make", "", map[string]any{"site": "testsite", "options": group["options"]})
+				if role := member["info"].(map[string]any)["group_role"]; role != "member" {
+					t.Errorf("member %d's role = %v", i, role)
+				}
+				if obsOf(member)["html"] != obsOf(first)["html"] {
+					t.Errorf("member %d's first page differs from the leader's:\n%s\n---\n%s", i, obsOf(first)["html"], obsOf(member)["html"])
+				}
+				env := member["env"].(string)
+				if html := obsOf(cl.call("step", env, map[string]any{"action": `goto("/")`}))["html"].(string); !strings.Contains(html, "state=start") {
+					t.Errorf("member %d's site: %s", i, html)
+				}
+			}
+			if html := obsOf(cl.call("step", leader, map[string]any{"action": `goto("/")`}))["html"].(string); !strings.Contains(html, "state=leader-moved-on") {
+				t.Errorf("the leader's own site: %s", html)
+			}
+		})
 	}
 }

@@ -281,6 +281,9 @@ func (s *Server) startEpisode(ctx context.Context, x *session, a args) (map[stri
 // episode asks the site for a new episode and resets the browser to its
 // start.
 func (s *Server) episode(ctx context.Context, x *session, opts EpisodeOptions) (map[string]any, *Error) {
+	if g := x.lending.Swap(nil); g != nil {
+		g.lent() // the group's members may still fork this instance's snapshot
+	}
 	ep, err := x.inst.Episode(ctx, opts)
 	if err != nil {
 		return nil, errorf(CodeBadArgs, false, "%v", err)

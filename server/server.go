@@ -195,6 +195,9 @@ type session struct {
 	spec      MakeSpec
 	joined    *group // the group make joined (consumed by the first episode)
 	leads     bool
+	// The group whose members may still fork this (leader's) instance's
+	// snapshot: its next reset or close waits for them (group.lent).
+	lending atomic.Pointer[group]
 	// Set by a recorder: observe the accessibility tree (and screenshots)
 	// on every step, whatever the client asked for.
 	recordObserve, recordShots bool
@@ -290,6 +293,9 @@ func (s *Server) closeSession(x *session, why string) {
 		if err := x.env.Close(); err != nil {
 			s.log.Warn("closing environment", zap.String("env", x.id), zap.Error(err))
 		}
+	}
+	if g := x.lending.Swap(nil); g != nil {
+		g.lent()
 	}
 	if x.inst != nil {
 		if err := x.inst.Close(ctx); err != nil {

@@ -24,7 +24,7 @@ def test_rl_bench_smoke(binary: str, tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr[-2000:]
     rep = json.loads(out.read_text())
-    for key in ("group_reset_8_s_p50", "fork_8_s_p50", "trl_call_p50_ms"):
+    for key in ("group_reset_8_s_p50", "fork_8_s_p50", "fork_8_history_10_s_p50", "trl_call_p50_ms"):
         assert rep[key] > 0, key
 
 
