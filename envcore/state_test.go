@@ -39,14 +39,7 @@ func TestCaptureAndRestoreBrowserState(t *testing.T) {
 		t.Fatalf("captured %+v", st)
 	}
 
-	fork := newEnv(t, envcore.Config{})
-	obs, info, err := fork.RestoreState(testCtx(t), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !info.Settled {
-		t.Errorf("restore did not settle: %s", info.SettleError)
-	}
+	fork, obs := mustRestore(t, st)
 	if obs.HTML != before.HTML {
 		t.Errorf("fork's observation differs from the parent's:\nparent:\n%s\nfork:\n%s", before.HTML, obs.HTML)
 	}
@@ -105,14 +98,7 @@ func TestRestoreLoadsOnlyTheCurrentEntry(t *testing.T) {
 	}
 	before := visits()
 
-	fork := newEnv(t, envcore.Config{})
-	obs, info, err := fork.RestoreState(testCtx(t), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !info.Settled {
-		t.Errorf("restore did not settle: %s", info.SettleError)
-	}
+	fork, obs := mustRestore(t, st)
 	if want := fmt.Sprintf("page %sb, visit %d<", prefix, before[1]+1); obs.URL != page("b") || !strings.Contains(obs.HTML, want) {
 		t.Fatalf("restored page: want %q at %s, got %s %s", want, page("b"), obs.URL, obs.HTML)
 	}
@@ -159,11 +145,7 @@ func TestRestoreStorageAtEveryPosition(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fork := newEnv(t, envcore.Config{})
-			obs, _, err := fork.RestoreState(testCtx(t), st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			fork, obs := mustRestore(t, st)
 			if !strings.Contains(obs.HTML, tc.want) {
 				t.Fatalf("restored page lacks %q: %s", tc.want, obs.HTML)
 			}
@@ -172,4 +154,18 @@ func TestRestoreStorageAtEveryPosition(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustRestore rebuilds st in a new environment, which must settle.
+func mustRestore(t *testing.T, st envcore.BrowserState) (*envcore.Env, envcore.Observation) {
+	t.Helper()
+	fork := newEnv(t, envcore.Config{})
+	obs, info, err := fork.RestoreState(testCtx(t), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Settled {
+		t.Errorf("restore did not settle: %s", info.SettleError)
+	}
+	return fork, obs
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
-	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
 	"github.com/webserv-rl/webserv/sites/shop"
@@ -170,26 +169,8 @@ func TestBundledOraclesIncus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := incusmgr.WriteLayout(filepath.Join(dir, "oci"), img); err != nil {
-		t.Fatal(err)
-	}
-	c, err := incusmgr.Client(incusmgr.Config{})
-	if err != nil {
-		t.Fatalf("%v (run scripts/incus-setup.sh)", err)
-	}
 	const alias = "webserv-test-shop"
-	if _, err := incusmgr.ImportImage(ctx, c, filepath.Join(dir, "oci"), alias); err != nil {
-		t.Fatal(err)
-	}
-	m, err := incusmgr.Connect(ctx, nil, incusmgr.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		_ = m.Close(ctx)
-	})
+	m := incusWith(t, img, alias)
 	replayOracles(t, bundledServer(t, m, bundled.Options{IncusImage: alias}), 4)
 }
 

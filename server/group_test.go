@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/incusmgr"
@@ -100,16 +102,12 @@ func TestGroupResetConverges(t *testing.T) {
 	}
 }
 
-// incusHostedServer serves internal/testsite on the Incus backend, from an
-// image built here.
-func incusHostedServer(t *testing.T) *client {
+// incusWith imports img into the test's incusd as alias and returns an
+// Incus backend closed with the test.
+func incusWith(t *testing.T, img v1.Image, alias string) *incusmgr.Manager {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	img, err := hostingtest.SiteImage(hostingtest.BuildTestSite(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := incusmgr.WriteLayout(filepath.Join(dir, "oci"), img); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +115,6 @@ func incusHostedServer(t *testing.T) *client {
 	if err != nil {
 		t.Fatalf("%v (run scripts/incus-setup.sh)", err)
 	}
-	const alias = "webserv-test-group"
 	if _, err := incusmgr.ImportImage(ctx, c, filepath.Join(dir, "oci"), alias); err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +127,19 @@ func incusHostedServer(t *testing.T) *client {
 		defer cancel()
 		_ = m.Close(ctx)
 	})
+	return m
+}
+
+// incusHostedServer serves internal/testsite on the Incus backend, from an
+// image built here.
+func incusHostedServer(t *testing.T) *client {
+	t.Helper()
+	img, err := hostingtest.SiteImage(hostingtest.BuildTestSite(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const alias = "webserv-test-group"
+	m := incusWith(t, img, alias)
 	site := &hosting.Site{Name: "testsite", Incus: &hosting.IncusRun{Image: alias}, Port: 8080, Ready: hosting.Probe{Path: "/ready"}}
 	if err := site.Validate(); err != nil {
 		t.Fatal(err)
