@@ -97,9 +97,11 @@ func (e *Env) execute(ctx context.Context, a Action) (int, error) {
 	case Goto:
 		return 1, e.navigate(ctx, t, a.URL)
 	case Back:
-		return 1, e.history(ctx, t, -1)
+		_, err := e.history(ctx, t, -1)
+		return 1, err
 	case Forward:
-		return 1, e.history(ctx, t, +1)
+		_, err := e.history(ctx, t, +1)
+		return 1, err
 	case Refresh:
 		t.touch()
 		if err := (proto.PageReload{}).Call(t.client(ctx)); err != nil {
@@ -296,25 +298,26 @@ func resolveURL(current, raw string) (string, error) {
 	return u.String(), nil
 }
 
-// history moves delta steps in t's history.
-func (e *Env) history(ctx context.Context, t *tab, delta int) error {
+// history moves delta steps in t's history and returns the id of the
+// entry it moves to (the move itself completes after the call).
+func (e *Env) history(ctx context.Context, t *tab, delta int) (int, error) {
 	c := t.client(ctx)
 	h, err := proto.PageGetNavigationHistory{}.Call(c)
 	if err != nil {
-		return fmt.Errorf("read history: %w", err)
+		return 0, fmt.Errorf("read history: %w", err)
 	}
 	i := h.CurrentIndex + delta
 	if i < 0 || i >= len(h.Entries) || h.Entries[i].URL == "about:blank" && i == 0 {
 		if delta < 0 {
-			return actionErr("no_history", "there is no earlier page in this tab's history")
+			return 0, actionErr("no_history", "there is no earlier page in this tab's history")
 		}
-		return actionErr("no_history", "there is no later page in this tab's history")
+		return 0, actionErr("no_history", "there is no later page in this tab's history")
 	}
 	t.touch()
 	if err := (proto.PageNavigateToHistoryEntry{EntryID: h.Entries[i].ID}).Call(c); err != nil {
-		return fmt.Errorf("navigate history: %w", err)
+		return 0, fmt.Errorf("navigate history: %w", err)
 	}
-	return nil
+	return h.Entries[i].ID, nil
 }
 
 func (e *Env) closeTab(ctx context.Context, index *int) error {

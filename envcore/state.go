@@ -292,17 +292,9 @@ func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState, rebase fun
 // goToEntry moves delta entries in t's history and waits until the move
 // has happened and the page is loaded.
 func (e *Env) goToEntry(ctx context.Context, t *tab, delta int) error {
-	h, err := proto.PageGetNavigationHistory{}.Call(t.client(ctx))
+	id, err := e.history(ctx, t, delta)
 	if err != nil {
-		return fmt.Errorf("read history: %w", err)
-	}
-	i := h.CurrentIndex + delta
-	if i < 0 || i >= len(h.Entries) {
-		return fmt.Errorf("no history entry %d (%d entries)", i, len(h.Entries))
-	}
-	id := h.Entries[i].ID
-	if err := (proto.PageNavigateToHistoryEntry{EntryID: id}).Call(t.client(ctx)); err != nil {
-		return fmt.Errorf("navigate history: %w", err)
+		return err
 	}
 	deadline := time.Now().Add(e.cfg.SettleTimeout)
 	for {
@@ -311,7 +303,7 @@ func (e *Env) goToEntry(ctx context.Context, t *tab, delta int) error {
 			return waitLoaded(ctx, t, e.cfg.SettleTimeout)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the history did not move to entry %d within %s", i, e.cfg.SettleTimeout)
+			return fmt.Errorf("the history did not move %d entries within %s", delta, e.cfg.SettleTimeout)
 		}
 		select {
 		case <-ctx.Done():
