@@ -7,6 +7,7 @@ toolchain go1.26.8
 require (
 	github.com/go-rod/rod v0.116.2
 	go.uber.org/zap v1.28.0
+	golang.org/x/time v0.16.0
 )
 
 require (

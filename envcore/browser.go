@@ -47,6 +47,9 @@ type BrowserOptions struct {
 	// keep ready, so resets and forks need not wait for Chromium to create
 	// them. 0 keeps none.
 	WarmContexts int
+	// Proxy, when set, gives every browser context a proxy of its own
+	// (see Network); nil sends contexts straight to the network.
+	Proxy func() (ContextProxy, error)
 }
 
 // Browser owns one Chromium process. Many environments share it, each in its
@@ -62,6 +65,7 @@ type Browser struct {
 
 	pool     chan *warmContext
 	poolWake chan struct{}
+	proxy    func() (ContextProxy, error)
 	busy     atomic.Int32 // environment operations in progress (see working)
 	lastTake atomic.Int64 // when the pool was last drawn from, in Unix ns
 
@@ -69,6 +73,7 @@ type Browser struct {
 	sessions map[proto.TargetSessionID]*tab
 	targets  map[proto.TargetTargetID]*tab
 	contexts map[proto.BrowserBrowserContextID]*Env
+	proxies  map[proto.BrowserBrowserContextID]ContextProxy
 	closed   bool
 }
 
@@ -132,6 +137,8 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 		sessions: map[proto.TargetSessionID]*tab{},
 		targets:  map[proto.TargetTargetID]*tab{},
 		contexts: map[proto.BrowserBrowserContextID]*Env{},
+		proxies:  map[proto.BrowserBrowserContextID]ContextProxy{},
+		proxy:    opts.Proxy,
 	}
 	events := rb.Event() // subscribe before auto-attach so no attach is missed
 	go b.loop(events)
@@ -292,18 +299,22 @@ func (b *Browser) onAttached(ev proto.TargetAttachedToTarget) {
 	env.addTab(t)
 }
 
-// newContext creates an isolated browser context for env.
-func (b *Browser) newContext(ctx context.Context, env *Env) (proto.BrowserBrowserContextID, error) {
-	res, err := proto.TargetCreateBrowserContext{}.Call(b.rod.Context(ctx))
+// newContext creates an isolated browser context for env, with its proxy
+// when the browser routes contexts.
+func (b *Browser) newContext(ctx context.Context, env *Env) (proto.BrowserBrowserContextID, ContextProxy, error) {
+	id, p, err := b.createContext(ctx)
 	if err != nil {
-		return "", fmt.Errorf("create browser context: %w", err)
+		return "", nil, err
 	}
 	b.mu.Lock()
-	b.contexts[res.BrowserContextID] = env
+	b.contexts[id] = env
+	if p != nil {
+		b.proxies[id] = p
+	}
 	b.mu.Unlock()
 	// Downloads would write files on the host; an agent gets no use of them.
-	_ = proto.BrowserSetDownloadBehavior{Behavior: proto.BrowserSetDownloadBehaviorBehaviorDeny, BrowserContextID: res.BrowserContextID}.Call(b.rod.Context(ctx))
-	return res.BrowserContextID, nil
+	_ = proto.BrowserSetDownloadBehavior{Behavior: proto.BrowserSetDownloadBehaviorBehaviorDeny, BrowserContextID: id}.Call(b.rod.Context(ctx))
+	return id, p, nil
 }
 
 // disposeContext closes a browser context and all its tabs.
@@ -311,6 +322,8 @@ func (b *Browser) disposeContext(ctx context.Context, id proto.BrowserBrowserCon
 	err := proto.TargetDisposeBrowserContext{BrowserContextID: id}.Call(b.rod.Context(ctx))
 	b.mu.Lock()
 	delete(b.contexts, id)
+	p := b.proxies[id]
+	delete(b.proxies, id)
 	for sid, t := range b.sessions {
 		if t.ctxID == id {
 			delete(b.sessions, sid)
@@ -318,8 +331,18 @@ func (b *Browser) disposeContext(ctx context.Context, id proto.BrowserBrowserCon
 		}
 	}
 	b.mu.Unlock()
+	if p != nil {
+		_ = p.Close()
+	}
 	if err != nil {
 		return fmt.Errorf("dispose browser context: %w", err)
 	}
 	return nil
+}
+
+// contextProxy is the proxy of context id (nil when contexts are not routed).
+func (b *Browser) contextProxy(id proto.BrowserBrowserContextID) ContextProxy {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.proxies[id]
 }

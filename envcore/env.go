@@ -109,6 +109,7 @@ type Env struct {
 	cfg Config
 
 	mu         sync.Mutex // serializes Reset, Step, Observe, Close
+	net        Network    // nil: contexts are not routed
 	ctxID      proto.BrowserBrowserContextID
 	closed     bool
 	terminated bool

@@ -20,7 +20,8 @@ import (
 type ActionError struct {
 	// Code classifies the failure: missing, stale, hidden, covered,
 	// disabled, not_editable, readonly, no_option, not_select, bad_url,
-	// navigation, no_history, bad_tab, too_many_tabs, bad_action, timeout.
+	// navigation, refused (the environment's network policy), no_history,
+	// bad_tab, too_many_tabs, bad_action, timeout.
 	Code    string
 	Message string
 }
@@ -252,6 +253,9 @@ func (e *Env) navigate(ctx context.Context, t *tab, rawURL string) error {
 	cur, _ := t.info()
 	u, err := resolveURL(cur, rawURL)
 	if err != nil {
+		return err
+	}
+	if err := e.checkURL(u); err != nil {
 		return err
 	}
 	t.touch()

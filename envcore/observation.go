@@ -50,7 +50,10 @@ type Observation struct {
 	LastAction      string `json:"last_action,omitempty"`
 	LastActionError string `json:"last_action_error,omitempty"`
 
-	Stats ObservationStats `json:"stats"`
+	// Stats describe the extraction (sizes and its time inside the page).
+	// They are not part of what the page shows, so they are not encoded
+	// with the observation: the server reports them in a step's info.
+	Stats ObservationStats `json:"-"`
 }
 
 // InputField is the state of a text field, checkbox, radio, textarea or

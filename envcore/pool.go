@@ -81,7 +81,7 @@ func (b *Browser) warmOne() (*warmContext, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
 	h := b.NewEnv(Config{})
-	id, err := b.newContext(ctx, h)
+	id, _, err := b.newContext(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +131,7 @@ func (b *Browser) takeWarm(e *Env) (*tab, bool) {
 	e.ctxID = id
 	e.tabs, e.active = []*tab{t}, 0
 	e.tabMu.Unlock()
+	e.bindContext(b.contextProxy(id))
 	return t, true
 }
 
@@ -140,12 +141,13 @@ func (e *Env) freshContext(ctx context.Context) (*tab, error) {
 	if t, ok := e.b.takeWarm(e); ok {
 		return t, nil
 	}
-	id, err := e.b.newContext(ctx, e)
+	id, p, err := e.b.newContext(ctx, e)
 	if err != nil {
 		return nil, err
 	}
 	e.tabMu.Lock()
 	e.ctxID = id // written under both locks: addTab reads it under tabMu alone
 	e.tabMu.Unlock()
+	e.bindContext(p)
 	return e.openTab(ctx)
 }

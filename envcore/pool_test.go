@@ -61,7 +61,7 @@ func TestWarmContexts(t *testing.T) {
 	}
 	fork := b.NewEnv(envcore.Config{IdleWindow: 100 * time.Millisecond})
 	defer fork.Close()
-	obs, _, err := fork.RestoreState(ctx, st, nil)
+	obs, _, err := fork.RestoreState(ctx, st)
 	if err != nil || obs.Title != "Page A" {
 		t.Errorf("restore on a warm context: %q %v", obs.Title, err)
 	}

@@ -84,20 +84,16 @@ func (e *Env) CaptureState(ctx context.Context) (BrowserState, error) {
 
 // RestoreState starts a new episode in a fresh browser context rebuilt from
 // st: cookies set, each tab's history rebuilt with only its current page
-// loaded from the site (see replayHistory; rebase maps every URL, for a
-// fork whose site lives at another address; nil keeps them) and its storage
+// loaded from the site (see replayHistory) and its storage
 // in place first, then field values and scroll applied. It returns the
 // observation of the active tab once settled; StepInfo.Action is the time
 // the rebuild took.
-func (e *Env) RestoreState(ctx context.Context, st BrowserState, rebase func(string) string) (Observation, StepInfo, error) {
+func (e *Env) RestoreState(ctx context.Context, st BrowserState) (Observation, StepInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer e.b.working()()
 	if e.closed {
 		return Observation{}, StepInfo{}, ErrClosed
-	}
-	if rebase == nil {
-		rebase = func(s string) string { return s }
 	}
 	start := time.Now()
 	if err := e.dispose(ctx); err != nil {
@@ -135,7 +131,7 @@ func (e *Env) RestoreState(ctx context.Context, st BrowserState, rebase func(str
 			settleFrom = time.Now()
 		}
 		opened = append(opened, t)
-		last, err := e.replayHistory(ctx, t, ts, rebase)
+		last, err := e.replayHistory(ctx, t, ts)
 		if err != nil {
 			return Observation{}, StepInfo{}, err
 		}
@@ -191,7 +187,7 @@ func (e *Env) RestoreState(ctx context.Context, st BrowserState, rebase func(str
 // reaches the site again, and the captured storage, written in a stand-in
 // of the current page's origin, is in place before the page's first script
 // runs. It returns when the real load was started.
-func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState, rebase func(string) string) (last time.Time, err error) {
+func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState) (last time.Time, err error) {
 	n := len(ts.History)
 	if n == 0 {
 		return last, nil
@@ -229,8 +225,7 @@ func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState, rebase fun
 		return nil
 	}
 	shown := "" // the origin of the stand-in shown now
-	for i, raw := range ts.History {
-		u := rebase(raw)
+	for i, u := range ts.History {
 		if i == n-1 && i == current && (!storage || shown == origin(u)) {
 			// The usual case: the current page is the last; navigate to it.
 			if storage {
@@ -243,7 +238,7 @@ func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState, rebase fun
 			}
 			last = time.Now()
 			if err := e.navigate(ctx, t, u); err != nil {
-				return last, fmt.Errorf("restore history (%s): %w", raw, err)
+				return last, fmt.Errorf("restore history (%s): %w", u, err)
 			}
 			return last, waitLoaded(ctx, t, e.cfg.SettleTimeout)
 		}
@@ -253,7 +248,7 @@ func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState, rebase fun
 		// Page.navigate returns once the stand-in has committed, which is
 		// all an entry needs: the next navigation may start at once.
 		if err := e.navigate(ctx, t, u); err != nil {
-			return last, fmt.Errorf("restore history (%s): %w", raw, err)
+			return last, fmt.Errorf("restore history (%s): %w", u, err)
 		}
 		shown = origin(u)
 		if i == current && storage {

@@ -160,7 +160,7 @@ func TestRestoreStorageAtEveryPosition(t *testing.T) {
 func mustRestore(t *testing.T, st envcore.BrowserState) (*envcore.Env, envcore.Observation) {
 	t.Helper()
 	fork := newEnv(t, envcore.Config{})
-	obs, info, err := fork.RestoreState(testCtx(t), st, nil)
+	obs, info, err := fork.RestoreState(testCtx(t), st)
 	if err != nil {
 		t.Fatal(err)
 	}

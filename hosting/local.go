@@ -178,7 +178,7 @@ func (in *localInstance) postStart(ctx context.Context, c []string) error {
 	if len(c) == 0 {
 		return nil
 	}
-	repl := strings.NewReplacer("{url}", in.URL(), "{port}", fmt.Sprint(in.port), "{data}", in.data)
+	repl := strings.NewReplacer("{url}", in.site.Origin, "{port}", fmt.Sprint(in.port), "{data}", in.data)
 	args := make([]string, len(c))
 	for i, a := range c {
 		args[i] = repl.Replace(a)

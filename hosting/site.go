@@ -3,10 +3,13 @@ package hosting
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -18,6 +21,15 @@ type Site struct {
 	// Name is the site's id (lowercase letters, digits, - and _).
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
+	// Origin is the site's canonical origin, the one URL every instance of
+	// it is seen at in every environment: the browser reaches it through
+	// the environment's route, never at an instance's own address. An
+	// image with a base URL baked in (WebArena's Magento, GitLab) declares
+	// that URL here. Default http://<name>.webserv.test.
+	Origin string `json:"origin,omitempty"`
+	// Allow lists hosts the site's environments may reach besides their own
+	// sites' origins ("host", "host:port" or "*.suffix").
+	Allow []string `json:"allow,omitempty"`
 	// Local runs the site as a process on the host.
 	Local *LocalRun `json:"local,omitempty"`
 	// Incus runs the site in a container cloned from an image.
@@ -31,9 +43,9 @@ type Site struct {
 	Env map[string]string `json:"env,omitempty"`
 	// PostStart are commands run once after the first start, before the
 	// base state is captured (Incus: in the base container; local: in the
-	// data directory). {url} is replaced by the instance's base URL.
+	// data directory). {url} is replaced by the site's Origin.
 	PostStart [][]string `json:"post_start,omitempty"`
-	// StartPath is appended to the instance's base URL to start episodes.
+	// StartPath is appended to the site's Origin to start episodes.
 	StartPath string `json:"start_path,omitempty"`
 	// Login is what the browser needs to be signed in.
 	Login *Login `json:"login,omitempty"`
@@ -90,6 +102,37 @@ type Limits struct {
 	Processes int    `json:"processes,omitempty"` // most processes
 }
 
+// CanonicalOrigin checks a site origin and writes it the one way WebServ
+// compares origins: "http://host" or "http://host:port", lowercase, no
+// default port, no path. Origins are plain http: the browser reaches them
+// through its environment's proxy, which does not terminate TLS.
+func CanonicalOrigin(raw string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "", fmt.Errorf("%q is not a URL: %w", raw, err)
+	}
+	if u.Scheme != "http" {
+		return "", fmt.Errorf("%q: give an http:// origin like http://shop.webserv.test (https origins would need a certificate per environment)", raw)
+	}
+	if u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("%q: give scheme, host and optional port only, like http://shop.webserv.test or http://metis.lti.cs.cmu.edu:7770", raw)
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "80" {
+		port = ""
+	}
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return "", fmt.Errorf("%q: port %q is not 1-65535", raw, port)
+		}
+		return "http://" + net.JoinHostPort(host, port), nil
+	}
+	if strings.Contains(host, ":") {
+		return "http://[" + host + "]", nil
+	}
+	return "http://" + host, nil
+}
+
 var siteName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,40}$`)
 
 // Validate checks a definition and fills defaults.
@@ -111,6 +154,14 @@ func (s *Site) Validate() error {
 			return fmt.Errorf("site %s: port (inside the container) must be 1-65535", s.Name)
 		}
 	}
+	if s.Origin == "" {
+		s.Origin = "http://" + s.Name + ".webserv.test"
+	}
+	origin, err := CanonicalOrigin(s.Origin)
+	if err != nil {
+		return fmt.Errorf("site %s: origin: %w", s.Name, err)
+	}
+	s.Origin = origin
 	if s.Ready.Path == "" {
 		s.Ready.Path = "/"
 	}

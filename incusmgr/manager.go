@@ -295,7 +295,8 @@ func siteHash(site *hosting.Site) string {
 		E map[string]string
 		S [][]string
 		L hosting.Limits
-	}{site.Incus, site.Port, site.Env, site.PostStart, site.Limits})
+		O string
+	}{site.Incus, site.Port, site.Env, site.PostStart, site.Limits, site.Origin})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
@@ -372,7 +373,7 @@ func (m *Manager) prepareBase(ctx context.Context, site *hosting.Site, name, has
 	}
 	err = m.ready(ctx, site, &container{name: name}, func(url string) error {
 		for _, cmd := range site.PostStart {
-			if err := m.exec(ctx, name, cmd, url); err != nil {
+			if err := m.exec(ctx, name, cmd, site.Origin); err != nil {
 				return err
 			}
 		}

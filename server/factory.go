@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 
 	"github.com/webserv-rl/webserv/envcore"
@@ -47,13 +48,20 @@ type MakeSpec struct {
 	Task     string
 	StartURL string
 	Goal     string
+	// Allow lists hosts the environment may reach besides its sites
+	// ("host", "host:port", "*.suffix").
+	Allow []string
 }
 
 // Instance is one environment's site side.
 type Instance interface {
 	// Episode prepares a new episode (restoring the site's state where it
-	// has any) and says how it starts.
+	// has any) and says how it starts. Its URLs are canonical: the sites'
+	// origins, never the instance's own address.
 	Episode(ctx context.Context, opts EpisodeOptions) (Episode, error)
+	// Network is what the environment reaches while it holds the
+	// instance: its sites' origins, routed to it, and its policy.
+	Network() Network
 	// Close frees the instance.
 	Close(ctx context.Context) error
 }
@@ -76,10 +84,11 @@ type Episode struct {
 	TaskSet, Variant string
 	// Cookies are set before the start page loads (a signed-in start).
 	Cookies []envcore.Cookie
-	// Evaluate grades the episode after a step on the instance at base; a
-	// nil result means no grade at this step (reward 0). everyStep asks
-	// for a grade before the agent stops, where the task allows it.
-	Evaluate func(ctx context.Context, base string, env *envcore.Env, info envcore.StepInfo, everyStep bool) (*tasks.Result, error)
+	// Evaluate grades the episode after a step; hc reaches the
+	// environment's sites at their canonical origins. A nil result means
+	// no grade at this step (reward 0). everyStep asks for a grade before
+	// the agent stops, where the task allows it.
+	Evaluate func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool) (*tasks.Result, error)
 }
 
 // OpenFactory serves the "open" site: any http(s) URL, no hosting, reward 0
@@ -110,7 +119,7 @@ func (OpenFactory) Make(ctx context.Context, spec MakeSpec) (Instance, error) {
 	if err := checkURL(spec.StartURL); err != nil {
 		return nil, err
 	}
-	return &openInstance{url: spec.StartURL, goal: spec.Goal}, nil
+	return &openInstance{url: spec.StartURL, goal: spec.Goal, allow: spec.Allow}, nil
 }
 
 func checkURL(s string) error {
@@ -124,7 +133,11 @@ func checkURL(s string) error {
 	return nil
 }
 
-type openInstance struct{ url, goal string }
+type openInstance struct {
+	url, goal string
+	allow     []string
+	start     string // the current episode's start URL
+}
 
 func (o *openInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episode, error) {
 	u, goal := o.url, o.goal
@@ -137,7 +150,18 @@ func (o *openInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episod
 	if opts.Goal != "" {
 		goal = opts.Goal
 	}
+	o.start = u
 	return Episode{StartURL: u, Goal: goal}, nil
+}
+
+// Network: the open web, with the start URL's host allowed even when it is
+// local.
+func (o *openInstance) Network() Network {
+	start := o.start
+	if start == "" {
+		start = o.url
+	}
+	return Network{Policy: openPolicy(start, o.allow)}
 }
 
 func (o *openInstance) Close(context.Context) error { return nil }

@@ -39,7 +39,6 @@ type group struct {
 
 	// Set by the leader before ready is closed, then read-only.
 	snap    string               // the snapshot name, on the leader and on the base
-	origin  string               // the leader instance's address, which state's URLs hold
 	state   envcore.BrowserState // the leader's browser state
 	episode Episode
 
@@ -117,14 +116,14 @@ func episodeOptions(o args) EpisodeOptions {
 }
 
 // groupEpisode starts x's episode as a member of the group key.
-func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts EpisodeOptions) (map[string]any, *Error) {
+func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts EpisodeOptions, cause string) (*EpisodeReply, *Error) {
 	g, leader := x.joined, x.leads
 	x.joined = nil
 	if g == nil {
 		g, leader = s.joinGroup(groupKey(x, key, opts))
 	}
 	if leader {
-		return s.leadGroup(ctx, x, g)(s.episode(ctx, x, opts))
+		return s.leadGroup(ctx, x, g)(s.episode(ctx, x, opts, cause))
 	}
 	select {
 	case <-g.ready:
@@ -143,9 +142,9 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 			}
 			x.inst = inst
 		}
-		res, e := s.episode(ctx, x, opts)
+		res, e := s.episode(ctx, x, opts, cause)
 		if res != nil {
-			res["info"].(map[string]any)["group_role"] = "member"
+			res.Info["group_role"] = "member"
 		}
 		return res, e
 	}
@@ -163,32 +162,25 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 			}
 		}()
 	}
-	x.inst = forks[0]
-	rebase := rebaser(g.origin, forks[0])
-	x.episode = g.episode
-	x.episode.StartURL = rebase(g.episode.StartURL)
-	obs, info, err := x.env.RestoreState(ctx, g.state, rebase)
-	if err != nil {
-		return nil, envError(err)
+	res, e := s.start(ctx, x, CauseGroup, forks[0], g.episode, x.rebuild(g.state))
+	if res != nil {
+		res.Info["group_role"] = "member"
 	}
-	x.started, x.steps, x.over = time.Now(), 0, ""
-	wi := wireInfo(info, x)
-	wi["group_role"] = "member"
-	return map[string]any{"obs": wireObs(obs, x), "info": wi}, nil
+	return res, e
 }
 
 // leadGroup returns what finishes the leader's episode: on success its
 // browser state is captured and its instance snapshotted for the members
 // (and the group's base started in the background); either way the members
 // waiting are let go.
-func (s *Server) leadGroup(ctx context.Context, x *session, g *group) func(map[string]any, *Error) (map[string]any, *Error) {
-	return func(res map[string]any, e *Error) (map[string]any, *Error) {
+func (s *Server) leadGroup(ctx context.Context, x *session, g *group) func(*EpisodeReply, *Error) (*EpisodeReply, *Error) {
+	return func(res *EpisodeReply, e *Error) (*EpisodeReply, *Error) {
 		defer close(g.ready)
 		if e != nil {
 			g.failed.Store(true)
 			return res, e
 		}
-		res["info"].(map[string]any)["group_role"] = "leader"
+		res.Info["group_role"] = "leader"
 		g.episode = x.episode
 		sn, ok := x.inst.(Snapshotter)
 		if !ok {
@@ -203,7 +195,7 @@ func (s *Server) leadGroup(ctx context.Context, x *session, g *group) func(map[s
 			s.log.Warn("group start state not shared; members get ordinary resets", zap.Error(err))
 			return res, nil
 		}
-		g.origin, g.state = sn.BaseURL(), st
+		g.state = st
 		g.baseReady = make(chan struct{})
 		g.mu.Lock()
 		g.src = sn

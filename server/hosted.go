@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
 
 	"github.com/webserv-rl/webserv/hosting"
+	"github.com/webserv-rl/webserv/netroute"
 )
 
 // Snapshotter is an Instance whose site state can be captured and branched:
@@ -16,8 +18,6 @@ type Snapshotter interface {
 	Snapshot(ctx context.Context, name string) error
 	Restore(ctx context.Context, name string) error
 	Fork(ctx context.Context, name string, n int) ([]Instance, error)
-	// BaseURL is the instance's base URL; forks have their own.
-	BaseURL() string
 }
 
 // HostedFactory serves sites from definitions, each on its backend
@@ -133,19 +133,42 @@ func (f *HostedFactory) Make(ctx context.Context, spec MakeSpec) (Instance, erro
 	if err != nil {
 		return nil, fmt.Errorf("start site %s: %w", s.Name, err)
 	}
-	return &hostedInstance{site: s, in: in, fresh: true, goal: spec.Goal, path: spec.StartURL, tasks: st, task: spec.Task}, nil
+	return newHostedInstance(s, in, spec, st), nil
+}
+
+func newHostedInstance(s *hosting.Site, in hosting.Instance, spec MakeSpec, st *SiteTasks) *hostedInstance {
+	h := &hostedInstance{site: s, in: in, fresh: true, spec: spec, tasks: st, routes: netroute.NewTable(netroute.Policy{})}
+	if err := h.routes.Set(s.Origin, instanceDialer(in)); err != nil {
+		panic(err) // site origins are checked when definitions load
+	}
+	return h
+}
+
+// instanceDialer reaches an instance's server: through the instance's own
+// dialer where it has one (Incus: straight into the container's network
+// namespace), else over TCP to its loopback address.
+func instanceDialer(in hosting.Instance) netroute.Dialer {
+	if d, ok := in.(interface {
+		DialContext(ctx context.Context) (net.Conn, error)
+	}); ok {
+		return d.DialContext
+	}
+	u, err := url.Parse(in.URL())
+	if err != nil {
+		return func(context.Context) (net.Conn, error) { return nil, fmt.Errorf("instance %s has no usable address %q", in.ID(), in.URL()) }
+	}
+	return netroute.TCPDialer(u.Host)
 }
 
 // hostedInstance is an environment's site instance.
 type hostedInstance struct {
-	site  *hosting.Site
-	in    hosting.Instance
-	goal  string
-	path  string // start path from make, if any
-	mu    sync.Mutex
-	fresh bool // started (or forked) and not used by an episode yet
-	tasks *SiteTasks
-	task  string // task from make, if any
+	site   *hosting.Site
+	in     hosting.Instance
+	spec   MakeSpec // start path, goal, task and allowlist from make
+	mu     sync.Mutex
+	fresh  bool // started (or forked) and not used by an episode yet
+	tasks  *SiteTasks
+	routes *netroute.Table // the site's origin to this instance, for sign-in
 }
 
 func (h *hostedInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episode, error) {
@@ -158,11 +181,11 @@ func (h *hostedInstance) Episode(ctx context.Context, opts EpisodeOptions) (Epis
 			return Episode{}, fmt.Errorf("reset site %s: %w", h.site.Name, err)
 		}
 	}
-	if h.tasks != nil && opts.StartURL == "" && h.path == "" {
-		return h.tasks.episode(ctx, h.site.Name, h.in.URL(), opts, h.task)
+	if h.tasks != nil && opts.StartURL == "" && h.spec.StartURL == "" {
+		return h.tasks.episode(ctx, h.site.Name, h.site.Origin, h.routes.Client(), opts, h.spec.Task)
 	}
 	start := h.site.StartPath
-	for _, p := range []string{h.path, opts.StartURL} {
+	for _, p := range []string{h.spec.StartURL, opts.StartURL} {
 		if p != "" {
 			start = p
 		}
@@ -171,16 +194,23 @@ func (h *hostedInstance) Episode(ctx context.Context, opts EpisodeOptions) (Epis
 	if err != nil {
 		return Episode{}, err
 	}
-	goal := h.goal
+	goal := h.spec.Goal
 	if opts.Goal != "" {
 		goal = opts.Goal
 	}
 	return Episode{StartURL: u, Goal: goal}, nil
 }
 
-// resolve turns a start path ("/cart") into a URL on this instance.
+// Network routes the site's origin to this instance; everything else is
+// refused but for the site's and make's allowlists.
+func (h *hostedInstance) Network() Network {
+	allow := append(append([]string{}, h.site.Allow...), h.spec.Allow...)
+	return Network{Origins: map[string]netroute.Dialer{h.site.Origin: instanceDialer(h.in)}, Policy: netroute.Policy{Allow: allow}}
+}
+
+// resolve turns a start path ("/cart") into a URL at the site's origin.
 func (h *hostedInstance) resolve(p string) (string, error) {
-	base := h.in.URL()
+	base := h.site.Origin
 	if p == "" {
 		return base + "/", nil
 	}
@@ -197,8 +227,6 @@ func (h *hostedInstance) resolve(p string) (string, error) {
 
 func (h *hostedInstance) Close(ctx context.Context) error { return h.in.Stop(ctx) }
 
-func (h *hostedInstance) BaseURL() string { return h.in.URL() }
-
 func (h *hostedInstance) Snapshot(ctx context.Context, name string) error {
 	return h.in.Snapshot(ctx, name)
 }
@@ -214,7 +242,7 @@ func (h *hostedInstance) Fork(ctx context.Context, name string, n int) ([]Instan
 	}
 	out := make([]Instance, len(forks))
 	for i, f := range forks {
-		out[i] = &hostedInstance{site: h.site, in: f, goal: h.goal, path: h.path, fresh: true, tasks: h.tasks, task: h.task}
+		out[i] = newHostedInstance(h.site, f, h.spec, h.tasks)
 	}
 	return out, nil
 }

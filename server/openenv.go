@@ -115,16 +115,16 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 			}
 			res, e = s.makeEnv(ctx, a)
 			if e == nil {
-				*xp, e = s.session(res.(map[string]any)["env"].(string))
+				*xp, e = s.session(res.(*EpisodeReply).Env)
 			}
 		} else {
-			res, e = s.onWorker(ctx, x, func(ctx context.Context) (any, *Error) { return s.startEpisode(ctx, x, a) })
+			res, e = s.onWorker(ctx, x, func(ctx context.Context) (any, *Error) { return s.startEpisode(ctx, x, a, CauseReset) })
 		}
 		if e != nil {
 			return fail(e)
 		}
-		m := res.(map[string]any)
-		return "observation", map[string]any{"observation": openEnvObs(m), "reward": 0.0, "done": false}
+		r := res.(*EpisodeReply)
+		return "observation", map[string]any{"observation": openEnvObs(r.Obs, r.Info), "reward": 0.0, "done": false}
 	case "step":
 		if x == nil {
 			return fail(errorf(CodeBadArgs, false, "reset first: the environment is made by the first reset"))
@@ -139,9 +139,9 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 		if e != nil {
 			return fail(e)
 		}
-		m := res.(map[string]any)
-		return "observation", map[string]any{"observation": openEnvObs(m), "reward": m["reward"],
-			"done": m["terminated"].(bool) || m["truncated"].(bool)}
+		r := res.(*StepReply)
+		return "observation", map[string]any{"observation": openEnvObs(r.Obs, r.Info), "reward": r.Reward,
+			"done": r.Terminated || r.Truncated}
 	case "state":
 		if x == nil {
 			return "state", map[string]any{"episode_id": nil, "step_count": 0}
@@ -164,14 +164,14 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 
 // openEnvObs is the observation with the step's info folded in (OpenEnv's
 // observation carries what gymnasium's info would).
-func openEnvObs(res map[string]any) map[string]any {
-	b, _ := json.Marshal(res["obs"])
+func openEnvObs(o Observation, info map[string]any) map[string]any {
+	b, _ := json.Marshal(o)
 	var obs map[string]any
 	_ = json.Unmarshal(b, &obs)
 	if obs == nil {
 		obs = map[string]any{}
 	}
-	obs["info"] = res["info"]
+	obs["info"] = info
 	return obs
 }
 

@@ -37,7 +37,7 @@ func (s *Server) handle(ctx context.Context, req Request, x *session) (any, *Err
 	case "make":
 		return s.makeEnv(ctx, a)
 	case "reset":
-		return s.reset(ctx, x, a)
+		return s.startEpisode(ctx, x, a, CauseReset)
 	case "step":
 		return s.step(ctx, x, a)
 	case "observe":
@@ -89,6 +89,9 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 	if spec.Goal, e = a.str("goal"); e != nil {
 		return nil, e
 	}
+	if spec.Allow, e = a.strs("allow"); e != nil {
+		return nil, e
+	}
 	cfg, e := s.envConfig(a)
 	if e != nil {
 		return nil, e
@@ -138,7 +141,17 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	x.site, x.spec = spec.Site, spec
+	l := limits{maxSteps: int(maxSteps), timeLimit: timeLimit, stepLimit: stepLimit, everyStep: everyStep}
+	if record != nil {
+		if l.record, e = s.recordSpec(record); e != nil {
+			s.drop(x)
+			return nil, e
+		}
+	}
+	if e := s.open(x, spec.Site, spec, cfg, l); e != nil {
+		s.closeSession(x, "make failed: "+e.Message)
+		return nil, e
+	}
 	// A member of a group that already has its start state gets a fork of
 	// it in place of a site instance of its own: no instance is started.
 	if o, _ := a.sub("options"); o != nil {
@@ -149,34 +162,17 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 	if x.joined == nil || x.leads || !x.joined.forkable() {
 		inst, err := s.factory.Make(ctx, spec)
 		if err != nil {
-			s.drop(x)
+			s.closeSession(x, "make failed: "+err.Error())
 			return nil, errorf(CodeBadArgs, false, "%v", err)
 		}
 		x.inst = inst
 	}
-	if record != nil {
-		// Recordings always carry the accessibility tree (both export
-		// recipes use it), and screenshots when asked.
-		cfg.Observe.AXTree = true
-		if shots, _ := record.boolean("screenshots"); shots {
-			cfg.Observe.Screenshot = true
-		}
-	}
-	x.env = s.browser.NewEnv(cfg)
-	x.maxSteps, x.timeLimit, x.stepLimit, x.everyStep = int(maxSteps), timeLimit, stepLimit, everyStep
-	if record != nil {
-		if x.rec, e = s.newRecorder(x, record); e != nil {
-			s.closeSession(x, "make failed: "+e.Message)
-			return nil, e
-		}
-	}
-	res, e := s.startEpisode(ctx, x, a)
+	res, e := s.startEpisode(ctx, x, a, CauseMake)
 	if e != nil {
 		s.closeSession(x, "make failed: "+e.Message)
 		return nil, e
 	}
 	go x.work()
-	res["env"] = x.id
 	s.log.Info("environment made", zap.String("env", x.id), zap.String("site", spec.Site))
 	return res, nil
 }
@@ -241,13 +237,9 @@ func observeOptions(a args) (envcore.ObserveOptions, *Error) {
 	return opts, nil
 }
 
-func (s *Server) reset(ctx context.Context, x *session, a args) (any, *Error) {
-	return s.startEpisode(ctx, x, a)
-}
-
 // startEpisode reads a reset's options and starts the episode, alone or as
 // a member of a group (options.group_key).
-func (s *Server) startEpisode(ctx context.Context, x *session, a args) (map[string]any, *Error) {
+func (s *Server) startEpisode(ctx context.Context, x *session, a args, cause string) (*EpisodeReply, *Error) {
 	var opts EpisodeOptions
 	o, e := a.sub("options")
 	if e != nil {
@@ -273,14 +265,14 @@ func (s *Server) startEpisode(ctx context.Context, x *session, a args) (map[stri
 		return nil, e
 	}
 	if key != "" {
-		return s.groupEpisode(ctx, x, key, opts)
+		return s.groupEpisode(ctx, x, key, opts, cause)
 	}
-	return s.episode(ctx, x, opts)
+	return s.episode(ctx, x, opts, cause)
 }
 
 // episode asks the site for a new episode and resets the browser to its
 // start.
-func (s *Server) episode(ctx context.Context, x *session, opts EpisodeOptions) (map[string]any, *Error) {
+func (s *Server) episode(ctx context.Context, x *session, opts EpisodeOptions, cause string) (*EpisodeReply, *Error) {
 	if g := x.lending.Swap(nil); g != nil {
 		g.lent() // the group's members may still fork this instance's snapshot
 	}
@@ -288,16 +280,7 @@ func (s *Server) episode(ctx context.Context, x *session, opts EpisodeOptions) (
 	if err != nil {
 		return nil, errorf(CodeBadArgs, false, "%v", err)
 	}
-	obs, info, err := x.env.ResetWithCookies(ctx, ep.StartURL, ep.Cookies)
-	if err != nil {
-		return nil, envError(err)
-	}
-	x.episode, x.started, x.steps, x.over = ep, time.Now(), 0, ""
-	res := map[string]any{"obs": wireObs(obs, x), "info": wireInfo(info, x)}
-	if x.rec != nil {
-		x.rec.reset(res)
-	}
-	return res, nil
+	return s.start(ctx, x, cause, x.inst, ep, x.resetTo(ep))
 }
 
 func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
@@ -311,9 +294,9 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	if a["observe"] == nil {
 		opts = x.env.Config().Observe
 	}
-	if x.recordObserve {
+	if r := x.limits.record; r != nil {
 		opts.AXTree = true
-		opts.Screenshot = opts.Screenshot || x.recordShots
+		opts.Screenshot = opts.Screenshot || r.screenshots
 	}
 	var obs envcore.Observation
 	var info envcore.StepInfo
@@ -348,7 +331,7 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	var evalErr string
 	var scores map[string]float64
 	if ev := x.episode.Evaluate; ev != nil {
-		res, err := ev(ctx, instanceBase(x.inst), x.env, info, x.everyStep)
+		res, err := ev(ctx, x.env, x.net.Client(), info, x.limits.everyStep)
 		switch {
 		case err != nil:
 			// Not a silent 0: the reward is missing and the reply says why.
@@ -360,13 +343,14 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	}
 	truncated := false
 	if !terminated {
-		if x.maxSteps > 0 && x.steps >= x.maxSteps {
+		l := x.limits
+		if l.maxSteps > 0 && x.steps >= l.maxSteps {
 			truncated = true
 		}
-		if x.timeLimit > 0 && time.Since(x.started) >= x.timeLimit {
+		if l.timeLimit > 0 && time.Since(x.started) >= l.timeLimit {
 			truncated = true
 		}
-		if x.stepLimit > 0 && info.Action+info.Settle+info.Extract > x.stepLimit {
+		if l.stepLimit > 0 && info.Action+info.Settle+info.Extract > l.stepLimit {
 			truncated = true // a step past its deadline ends the episode
 		}
 	}
@@ -377,19 +361,18 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 		x.over = "truncated"
 	}
 	wi := wireInfo(info, x)
+	wi["obs_stats"] = obs.Stats
+	reportRefusals(x, &obs, wi)
 	if evalErr != "" {
 		wi["eval_error"] = evalErr
 	}
 	if scores != nil {
 		wi["scores"] = scores
 	}
-	res := map[string]any{
-		"obs": wireObs(obs, x), "reward": reward, "terminated": terminated, "truncated": truncated,
-		"info": wi,
-	}
-	if x.rec != nil {
-		x.rec.step(actionText(a["action"]), res)
-	}
+	res := &StepReply{Obs: wireObs(obs, x), Reward: reward, Terminated: terminated, Truncated: truncated, Info: wi}
+	s.notify(func(o Observer) {
+		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a["action"]), Reply: res, Time: time.Now()})
+	})
 	return res, nil
 }
 
@@ -408,15 +391,8 @@ func actionText(v any) string {
 	return fmt.Sprint(v)
 }
 
-// wireObservation is an observation as it goes on the wire: envcore's
-// fields plus the episode's goal.
-type wireObservation struct {
-	envcore.Observation
-	Goal string `json:"goal"`
-}
-
-func wireObs(obs envcore.Observation, x *session) wireObservation {
-	return wireObservation{Observation: obs, Goal: x.episode.Goal}
+func wireObs(obs envcore.Observation, x *session) Observation {
+	return Observation{Observation: obs, Goal: x.episode.Goal}
 }
 
 func wireInfo(info envcore.StepInfo, x *session) map[string]any {
@@ -453,12 +429,4 @@ func envError(err error) *Error {
 		return errorf(CodeTimeout, true, "the request ran past its deadline: %v", err)
 	}
 	return errorf(CodeBackend, true, "%s", fmt.Sprint(err))
-}
-
-// instanceBase is an instance's base URL ("" for the open site).
-func instanceBase(in Instance) string {
-	if b, ok := in.(interface{ BaseURL() string }); ok {
-		return b.BaseURL()
-	}
-	return ""
 }

@@ -242,6 +242,27 @@ func (a args) boolean(key string) (bool, *Error) {
 	return b, nil
 }
 
+// strs reads a list of strings ([] when absent).
+func (a args) strs(key string) ([]string, *Error) {
+	switch v := a[key].(type) {
+	case nil:
+		return nil, nil
+	case []any:
+		out := make([]string, len(v))
+		for i, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				return nil, errorf(CodeBadArgs, false, "%s must be a list of strings, item %d is %T", key, i, x)
+			}
+			out[i] = s
+		}
+		return out, nil
+	case []string:
+		return v, nil
+	}
+	return nil, errorf(CodeBadArgs, false, "%s must be a list of strings, got %T", key, a[key])
+}
+
 func (a args) sub(key string) (args, *Error) {
 	v, ok := a[key]
 	if !ok || v == nil {

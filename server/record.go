@@ -17,7 +17,7 @@ import (
 // --trajectories directory (or record.dir below it): one JSON object per
 // line, in the schema of docs/trajectories.md:
 //
-//	{"kind": "episode", "env", "episode", "site", "goal", "task_id", "start_url", "time"}
+//	{"kind": "episode", "env", "episode", "site", "goal", "task_id", "start_url", "cause", "time"}
 //	{"kind": "reset", "obs": {...}, "info": {...}, "time"}
 //	{"kind": "step", "step": n, "action": "click(\"buy\")", "obs": {...}, "reward", "terminated", "truncated", "info": {...}, "time"}
 //
@@ -28,19 +28,14 @@ import (
 // TrajectoryVersion is the schema version written in each episode line.
 const TrajectoryVersion = 1
 
-type recorder struct {
-	log     *zap.Logger
-	dir     string
-	mu      sync.Mutex
-	f       *os.File
-	gz      *gzip.Writer
-	enc     *json.Encoder
-	episode int
-	env     string
-	x       *session
+// recordSpec is make's record option: where and what to record.
+type recordSpec struct {
+	dir         string // DIR/<sub>; each environment writes under DIR/<sub>/<env>
+	screenshots bool
 }
 
-func (s *Server) newRecorder(x *session, a args) (*recorder, *Error) {
+// recordSpec reads make's record option.
+func (s *Server) recordSpec(a args) (*recordSpec, *Error) {
 	if s.cfg.TrajectoryDir == "" {
 		return nil, errorf(CodeNotSupported, false, "this server records no trajectories: start it with --trajectories DIR")
 	}
@@ -55,64 +50,104 @@ func (s *Server) newRecorder(x *session, a args) (*recorder, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	dir := filepath.Join(s.cfg.TrajectoryDir, sub, x.id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, errorf(CodeBackend, false, "trajectory directory: %v", err)
-	}
-	x.recordObserve = true
-	x.recordShots = shots
-	return &recorder{log: s.log, dir: dir, env: x.id, x: x}, nil
+	return &recordSpec{dir: filepath.Join(s.cfg.TrajectoryDir, sub), screenshots: shots}, nil
 }
 
-func (r *recorder) write(v map[string]any) {
-	if r.enc == nil {
+// recorder writes the episodes of recording environments: an Observer of
+// every environment that keeps a file open per recording one. Every
+// episode, however it began (make, reset, group member, restore, fork), is
+// a file of its own.
+type recorder struct {
+	log *zap.Logger
+
+	mu    sync.Mutex
+	files map[string]*trajectoryFile // by environment id
+}
+
+type trajectoryFile struct {
+	dir     string
+	episode int
+	f       *os.File
+	gz      *gzip.Writer
+	enc     *json.Encoder
+}
+
+func newRecorder(log *zap.Logger) *recorder {
+	return &recorder{log: log, files: map[string]*trajectoryFile{}}
+}
+
+// Began starts a new episode file.
+func (r *recorder) Began(ev EpisodeEvent) {
+	spec := ev.record
+	if spec == nil {
 		return
 	}
-	v["time"] = time.Now().UTC().Format(time.RFC3339Nano)
-	if err := r.enc.Encode(v); err != nil {
-		r.log.Warn("trajectory write failed", zap.String("env", r.env), zap.Error(err))
-	}
-	// Flush the gzip stream per line, so a crash loses at most a line.
-	_ = r.gz.Flush()
-}
-
-// reset starts a new episode file.
-func (r *recorder) reset(res map[string]any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.closeFile()
-	r.episode++
-	path := filepath.Join(r.dir, fmt.Sprintf("%04d.jsonl.gz", r.episode))
+	tf := r.files[ev.Env]
+	if tf == nil {
+		tf = &trajectoryFile{dir: filepath.Join(spec.dir, ev.Env)}
+		r.files[ev.Env] = tf
+	}
+	tf.close()
+	if err := os.MkdirAll(tf.dir, 0o755); err != nil {
+		r.log.Warn("trajectory directory", zap.String("dir", tf.dir), zap.Error(err))
+		return
+	}
+	tf.episode++
+	path := filepath.Join(tf.dir, fmt.Sprintf("%04d.jsonl.gz", tf.episode))
 	f, err := os.Create(path)
 	if err != nil {
 		r.log.Warn("trajectory file", zap.String("path", path), zap.Error(err))
 		return
 	}
-	r.f, r.gz = f, gzip.NewWriter(f)
-	r.enc = json.NewEncoder(r.gz)
-	ep := r.x.episode
-	r.write(map[string]any{"kind": "episode", "version": TrajectoryVersion, "env": r.env, "episode": r.episode,
-		"site": r.x.site, "goal": ep.Goal, "task_id": ep.TaskID, "start_url": ep.StartURL})
-	r.write(map[string]any{"kind": "reset", "obs": res["obs"], "info": res["info"]})
+	tf.f, tf.gz = f, gzip.NewWriter(f)
+	tf.enc = json.NewEncoder(tf.gz)
+	ep := ev.Episode
+	r.write(tf, ev.Env, map[string]any{"kind": "episode", "version": TrajectoryVersion, "env": ev.Env, "episode": tf.episode,
+		"site": ev.Site, "goal": ep.Goal, "task_id": ep.TaskID, "start_url": ep.StartURL, "cause": ev.Cause})
+	r.write(tf, ev.Env, map[string]any{"kind": "reset", "obs": ev.Reply.Obs, "info": ev.Reply.Info})
 }
 
-func (r *recorder) step(action string, res map[string]any) {
+// Stepped writes a step line.
+func (r *recorder) Stepped(ev StepEvent) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.write(map[string]any{"kind": "step", "step": r.x.steps, "action": action, "obs": res["obs"], "reward": res["reward"],
-		"terminated": res["terminated"], "truncated": res["truncated"], "info": res["info"]})
+	tf := r.files[ev.Env]
+	if tf == nil {
+		return
+	}
+	res := ev.Reply
+	r.write(tf, ev.Env, map[string]any{"kind": "step", "step": ev.Step, "action": ev.Action, "obs": res.Obs, "reward": res.Reward,
+		"terminated": res.Terminated, "truncated": res.Truncated, "info": res.Info})
 }
 
-func (r *recorder) closeFile() {
-	if r.gz != nil {
-		_ = r.gz.Close()
-		_ = r.f.Close()
-		r.f, r.gz, r.enc = nil, nil, nil
+// Closed closes the environment's file.
+func (r *recorder) Closed(ev ClosedEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if tf := r.files[ev.Env]; tf != nil {
+		tf.close()
+		delete(r.files, ev.Env)
 	}
 }
 
-func (r *recorder) close() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.closeFile()
+func (r *recorder) write(tf *trajectoryFile, env string, v map[string]any) {
+	if tf.enc == nil {
+		return
+	}
+	v["time"] = time.Now().UTC().Format(time.RFC3339Nano)
+	if err := tf.enc.Encode(v); err != nil {
+		r.log.Warn("trajectory write failed", zap.String("env", env), zap.Error(err))
+	}
+	// Flush the gzip stream per line, so a crash loses at most a line.
+	_ = tf.gz.Flush()
+}
+
+func (tf *trajectoryFile) close() {
+	if tf.gz != nil {
+		_ = tf.gz.Close()
+		_ = tf.f.Close()
+		tf.f, tf.gz, tf.enc = nil, nil, nil
+	}
 }

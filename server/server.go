@@ -1,10 +1,7 @@
 package server
 
 import (
-	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -41,6 +38,8 @@ type Config struct {
 	// TrajectoryDir is where make's record option writes episodes; empty
 	// means recording is off.
 	TrajectoryDir string
+	// Observers are told of every episode, step and close (see Observer).
+	Observers []Observer
 }
 
 func (c Config) withDefaults() Config {
@@ -79,6 +78,8 @@ type Server struct {
 	groups   map[string]*group
 	closing  bool
 
+	observers []Observer
+
 	stepsTotal atomic.Int64
 	stop       chan struct{}
 	reaperDone chan struct{}
@@ -103,6 +104,10 @@ func New(log *zap.Logger, browser *envcore.Browser, factory Factory, cfg Config)
 		groups:     map[string]*group{},
 		stop:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
+	}
+	s.observers = append(s.observers, cfg.Observers...)
+	if cfg.TrajectoryDir != "" {
+		s.observers = append(s.observers, newRecorder(log))
 	}
 	go s.reap()
 	return s
@@ -165,144 +170,6 @@ func (s *Server) Close() error {
 	}
 	s.closeGroups(true)
 	return nil
-}
-
-// ---- sessions -----------------------------------------------------------
-
-// session is one environment. Its requests run one at a time, in arrival
-// order, on its own worker goroutine.
-type session struct {
-	id       string
-	site     string
-	env      *envcore.Env
-	inst     Instance
-	jobs     chan func()
-	done     chan struct{}
-	lastUsed atomic.Int64 // unix nanoseconds
-	closed   atomic.Bool
-
-	// Touched only by the worker.
-	episode   Episode
-	started   time.Time
-	steps     int
-	over      string // why the episode is over: terminated, truncated
-	maxSteps  int
-	timeLimit time.Duration
-	stepLimit time.Duration
-	everyStep bool // grade after every step (make's evaluate_every_step)
-	snaps     map[string]snapshotInfo
-	rec       *recorder
-	spec      MakeSpec
-	joined    *group // the group make joined (consumed by the first episode)
-	leads     bool
-	// The group whose members may still fork this (leader's) instance's
-	// snapshot: its next reset or close waits for them (group.lent).
-	lending atomic.Pointer[group]
-	// Set by a recorder: observe the accessibility tree (and screenshots)
-	// on every step, whatever the client asked for.
-	recordObserve, recordShots bool
-}
-
-func (x *session) touch() { x.lastUsed.Store(time.Now().UnixNano()) }
-
-func (x *session) work() {
-	for {
-		select {
-		case job := <-x.jobs:
-			x.touch()
-			job()
-			x.touch()
-		case <-x.done:
-			return
-		}
-	}
-}
-
-// enqueue runs job on the session's worker. It fails only when the session
-// is closed.
-func (x *session) enqueue(job func()) bool {
-	if x.closed.Load() {
-		return false
-	}
-	select {
-	case x.jobs <- job:
-		return true
-	case <-x.done:
-		return false
-	}
-}
-
-func newID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "env-" + hex.EncodeToString(b[:])
-}
-
-func (s *Server) session(id string) (*session, *Error) {
-	if id == "" {
-		return nil, errorf(CodeBadArgs, false, "this op needs env, the id make returned")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	x, ok := s.sessions[id]
-	if !ok {
-		return nil, errorf(CodeUnknownEnv, false, "no environment %q: it was closed, reclaimed after %s idle, or never made; make a new one", id, s.cfg.TTL)
-	}
-	return x, nil
-}
-
-// reserve takes a slot for a new environment, or answers capacity.
-func (s *Server) reserve() (*session, *Error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return nil, errorf(CodeShuttingDown, true, "the server is shutting down")
-	}
-	if len(s.sessions) >= s.cfg.MaxEnvs {
-		e := errorf(CodeCapacity, true, "%d environments are open, the most this server allows; close one or retry later", len(s.sessions))
-		e.RetryAfter = 5
-		return nil, e
-	}
-	x := &session{id: newID(), jobs: make(chan func(), 64), done: make(chan struct{})}
-	x.touch()
-	s.sessions[x.id] = x
-	s.metrics.envsLive.Set(float64(len(s.sessions)))
-	return x, nil
-}
-
-func (s *Server) drop(x *session) {
-	s.mu.Lock()
-	delete(s.sessions, x.id)
-	s.metrics.envsLive.Set(float64(len(s.sessions)))
-	s.mu.Unlock()
-}
-
-// closeSession closes an environment once, whatever its worker is doing.
-func (s *Server) closeSession(x *session, why string) {
-	if !x.closed.CompareAndSwap(false, true) {
-		return
-	}
-	s.drop(x)
-	close(x.done)
-	if x.rec != nil {
-		x.rec.close()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if x.env != nil {
-		if err := x.env.Close(); err != nil {
-			s.log.Warn("closing environment", zap.String("env", x.id), zap.Error(err))
-		}
-	}
-	if g := x.lending.Swap(nil); g != nil {
-		g.lent()
-	}
-	if x.inst != nil {
-		if err := x.inst.Close(ctx); err != nil {
-			s.log.Warn("closing site instance", zap.String("env", x.id), zap.Error(err))
-		}
-	}
-	s.log.Info("environment closed", zap.String("env", x.id), zap.String("why", why))
 }
 
 // reap closes environments idle longer than the TTL.

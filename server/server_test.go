@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,17 +17,20 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
 )
 
 var (
 	browser *envcore.Browser
+	router  *netroute.Router
 	pages   *httptest.Server
 )
 
 func TestMain(m *testing.M) {
 	var err error
-	browser, err = envcore.Launch(context.Background(), zap.NewNop(), envcore.BrowserOptions{})
+	router = netroute.New(zap.NewNop(), netroute.Options{})
+	browser, err = envcore.Launch(context.Background(), zap.NewNop(), server.Routed(envcore.BrowserOptions{}, router))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "launch chromium:", err)
 		os.Exit(1)
@@ -37,6 +41,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(w, `<!doctype html><title>Page %[1]s</title><h1>env %[1]s</h1>
 <button onclick="fetch('/slow?ms=300').then(r => r.text()).then(t => { document.getElementById('out').textContent = 'loaded %[1]s' })">Load</button>
 <p id="out">empty</p><input placeholder="Name">`, r.URL.Query().Get("n"))
+	})
+	// /link?to=URL is a page with one link, "go", to URL.
+	mux.HandleFunc("/link", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><title>Link</title><a href="%s">go</a>`, html.EscapeString(r.URL.Query().Get("to")))
 	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		var ms int
@@ -52,6 +60,7 @@ func TestMain(m *testing.M) {
 	pages.CloseClientConnections()
 	pages.Close()
 	_ = browser.Close()
+	_ = router.Close()
 	os.Exit(code)
 }
 

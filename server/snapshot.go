@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -71,12 +70,7 @@ func (s *Server) restore(ctx context.Context, x *session, sn Snapshotter, a args
 	if err := sn.Restore(ctx, name); err != nil {
 		return nil, snapshotError(name, err)
 	}
-	obs, info, err := x.env.RestoreState(ctx, snap.state, nil)
-	if err != nil {
-		return nil, envError(err)
-	}
-	x.steps, x.over = 0, ""
-	return map[string]any{"obs": wireObs(obs, x), "info": wireInfo(info, x)}, nil
+	return s.start(ctx, x, CauseRestore, x.inst, x.episode, x.rebuild(snap.state))
 }
 
 // fork makes n new environments from a snapshot (taking one named
@@ -124,57 +118,42 @@ func (s *Server) fork(ctx context.Context, x *session, sn Snapshotter, a args) (
 		release()
 		return nil, snapshotError(name, err)
 	}
-	parentBase := sn.BaseURL()
 	// Each fork rebuilds the browser state in its own context; they are
 	// independent, so they run in parallel.
-	out := make([]map[string]any, n)
+	out := make([]*EpisodeReply, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, y := range sessions {
-		y.site, y.inst = x.site, insts[i]
-		y.env = s.browser.NewEnv(x.env.Config())
-		y.maxSteps, y.timeLimit, y.stepLimit = x.maxSteps, x.timeLimit, x.stepLimit
-		y.episode, y.started = x.episode, time.Now()
-		rebase := rebaser(parentBase, insts[i])
-		y.episode.StartURL = rebase(snap.url)
+		if e := s.open(y, x.site, x.spec, x.env.Config(), x.limits); e != nil {
+			errs[i] = e
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			obs, info, err := y.env.RestoreState(ctx, snap.state, rebase)
-			if err != nil {
-				errs[i] = err
-				s.closeSession(y, "fork failed")
+			ep := x.episode
+			ep.StartURL = snap.url
+			res, e := s.start(ctx, y, CauseFork, insts[i], ep, y.rebuild(snap.state))
+			if e != nil {
+				errs[i] = e
 				return
 			}
 			go y.work()
-			out[i] = map[string]any{"env": y.id, "obs": wireObs(obs, y), "info": wireInfo(info, y)}
+			out[i] = res
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		for _, r := range out {
-			if r == nil {
-				continue
+		for i, y := range sessions {
+			if y.inst == nil {
+				_ = insts[i].Close(ctx)
 			}
-			if y, e := s.session(r["env"].(string)); e == nil {
-				s.closeSession(y, "fork failed")
-			}
+			s.closeSession(y, "fork failed")
 		}
 		return nil, errorf(CodeBackend, true, "fork: %v", err)
 	}
 	s.log.Info("environment forked", zap.String("env", x.id), zap.String("snapshot", name), zap.Int("n", n))
 	return map[string]any{"snapshot": name, "envs": out}, nil
-}
-
-// rebaser maps URLs of the parent's instance onto a fork's.
-func rebaser(parentBase string, fork Instance) func(string) string {
-	fb, ok := fork.(Snapshotter)
-	return func(u string) string {
-		if ok && strings.HasPrefix(u, parentBase) {
-			return fb.BaseURL() + strings.TrimPrefix(u, parentBase)
-		}
-		return u
-	}
 }
 
 func snapshotError(name string, err error) *Error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -22,15 +23,16 @@ type SiteTasks struct {
 	// Variant says which site serves it: "bundled" or "webarena".
 	Variant string
 	// Roles are the task files' site names this site serves (their
-	// placeholders are replaced by the instance's base URL), like
+	// placeholders are replaced by the site's canonical origin), like
 	// shopping and shopping_admin for the bundled shop.
 	Roles []string
 	// Admin is the account the WebArena shopping helpers use.
 	Admin tasks.Account
 	// EvalToken enables the native state evaluator on the site.
 	EvalToken string
-	// Login returns the cookies that sign a new episode in.
-	Login func(ctx context.Context, baseURL string, l *tasks.TaskLogin) ([]envcore.Cookie, error)
+	// Login returns the cookies that sign a new episode in on the site at
+	// origin; hc reaches the environment's instance of it.
+	Login func(ctx context.Context, hc *http.Client, origin string, l *tasks.TaskLogin) ([]envcore.Cookie, error)
 	// AuthDir holds WebArena storage state files (<site>_state.json) for
 	// tasks with require_login and storage_state.
 	AuthDir string
@@ -77,13 +79,13 @@ func (st *SiteTasks) pick(site, id string, seed *int64) (*tasks.Task, error) {
 	return st.Set.ByID[ids[i]], nil
 }
 
-// instantiate fills the task's site placeholders with base.
-func (st *SiteTasks) instantiate(t *tasks.Task, base string) (*tasks.Task, error) {
-	bases := map[string]string{}
+// instantiate fills the task's site placeholders with the site's origin.
+func (st *SiteTasks) instantiate(t *tasks.Task, origin string) (*tasks.Task, error) {
+	origins := map[string]string{}
 	for _, r := range st.Roles {
-		bases[r] = base
+		origins[r] = origin
 	}
-	return tasks.Instantiate(t, bases)
+	return tasks.Instantiate(t, origins)
 }
 
 func (st *SiteTasks) infos(site string) []TaskInfo {
@@ -95,8 +97,9 @@ func (st *SiteTasks) infos(site string) []TaskInfo {
 	return out
 }
 
-// episode prepares a task episode on the instance at base.
-func (st *SiteTasks) episode(ctx context.Context, site, base string, opts EpisodeOptions, task string) (Episode, error) {
+// episode prepares a task episode of the site at origin; hc reaches the
+// environment's instance of it (sign-in).
+func (st *SiteTasks) episode(ctx context.Context, site, origin string, hc *http.Client, opts EpisodeOptions, task string) (Episode, error) {
 	id := opts.Task
 	if id == "" {
 		id = task
@@ -105,13 +108,13 @@ func (st *SiteTasks) episode(ctx context.Context, site, base string, opts Episod
 	if err != nil {
 		return Episode{}, err
 	}
-	inst, err := st.instantiate(t, base)
+	inst, err := st.instantiate(t, origin)
 	if err != nil {
 		return Episode{}, err
 	}
 	ep := Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
 	if inst.Login == nil && inst.RequireLogin && inst.StorageState != "" {
-		if ep.Cookies, err = st.storageCookies(base, inst.StorageState); err != nil {
+		if ep.Cookies, err = st.storageCookies(origin, inst.StorageState); err != nil {
 			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
 		}
 	}
@@ -119,7 +122,7 @@ func (st *SiteTasks) episode(ctx context.Context, site, base string, opts Episod
 		if st.Login == nil {
 			return Episode{}, fmt.Errorf("task %s starts signed in, and site %s has no login method", ep.TaskID, site)
 		}
-		if ep.Cookies, err = st.Login(ctx, base, inst.Login); err != nil {
+		if ep.Cookies, err = st.Login(ctx, hc, origin, inst.Login); err != nil {
 			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
 		}
 	}
@@ -129,25 +132,17 @@ func (st *SiteTasks) episode(ctx context.Context, site, base string, opts Episod
 			everyStepOK = false
 		}
 	}
-	graded, gradedBase := inst, base
-	ep.Evaluate = func(ctx context.Context, base string, env *envcore.Env, info envcore.StepInfo, everyStep bool) (*tasks.Result, error) {
+	sites := map[string]tasks.Site{}
+	for _, r := range st.Roles {
+		sites[r] = tasks.Site{BaseURL: origin, Admin: st.Admin, EvalToken: st.EvalToken}
+	}
+	ep.Evaluate = func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool) (*tasks.Result, error) {
 		if !info.Terminated && !(everyStep && everyStepOK) {
 			return nil, nil
 		}
-		// The task on this instance: the episode's own, or (a group
-		// member or fork on another instance) filled in again, once.
-		if base != gradedBase {
-			if graded, err = st.instantiate(t, base); err != nil {
-				return nil, err
-			}
-			gradedBase = base
-		}
-		task := graded
-		sites := map[string]tasks.Site{}
-		for _, r := range st.Roles {
-			sites[r] = tasks.Site{BaseURL: base, Admin: st.Admin, EvalToken: st.EvalToken}
-		}
-		res, err := st.Grader.Grade(ctx, task, envPage{env}, info.Answer, sites)
+		g := *st.Grader
+		g.HTTP = hc
+		res, err := g.Grade(ctx, inst, envPage{env}, info.Answer, sites)
 		if err != nil {
 			return nil, err
 		}
@@ -172,8 +167,8 @@ func (p envPage) Eval(ctx context.Context, expr string, out any) error {
 }
 
 // storageCookies reads a task's storage state (WebArena names it like
-// ./.auth/shopping_state.json) from AuthDir, as cookies on base.
-func (st *SiteTasks) storageCookies(base, file string) ([]envcore.Cookie, error) {
+// ./.auth/shopping_state.json) from AuthDir, as cookies on origin.
+func (st *SiteTasks) storageCookies(origin, file string) ([]envcore.Cookie, error) {
 	if st.AuthDir == "" {
 		return nil, fmt.Errorf("the task starts signed in from %s: give the directory of WebArena's storage states with --webarena-auth", file)
 	}
@@ -183,7 +178,7 @@ func (st *SiteTasks) storageCookies(base, file string) ([]envcore.Cookie, error)
 	}
 	var out []envcore.Cookie
 	for _, c := range state.HostlessCookies() {
-		out = append(out, envcore.Cookie{Name: c.Name, Value: c.Value, URL: base + c.Path, HTTPOnly: c.HTTPOnly})
+		out = append(out, envcore.Cookie{Name: c.Name, Value: c.Value, URL: origin + c.Path, HTTPOnly: c.HTTPOnly})
 	}
 	return out, nil
 }

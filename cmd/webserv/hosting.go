@@ -216,9 +216,17 @@ func imageCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "imported %s as %s (%s)\n\n# a site definition to start from:\nname: %s\nincus:\n  image: %s\nport: %d\nready:\n  path: /\n",
-		fs.Arg(0), info.Alias, info.Fingerprint[:12], *alias, *alias, info.Port)
+	fmt.Fprintf(stdout, "imported %s as %s (%s%s)\n\n# a site definition to start from:\nname: %s\nincus:\n  image: %s\nport: %d\nready:\n  path: /\n",
+		fs.Arg(0), info.Alias, info.Fingerprint[:12], reusedNote(info), *alias, *alias, info.Port)
 	return nil
+}
+
+// reusedNote says when an import stored nothing new.
+func reusedNote(info incusmgr.ImageInfo) string {
+	if info.Reused {
+		return ", already in Incus: reused"
+	}
+	return ""
 }
 
 // shopImageCmd builds the bundled shop's Incus image from this (static)
@@ -259,6 +267,6 @@ func shopImageCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "imported the bundled shop as %s (%s); serve it with: webserv serve --shop-image %s\n", info.Alias, info.Fingerprint[:12], *alias)
+	fmt.Fprintf(stdout, "imported the bundled shop as %s (%s%s); serve it with: webserv serve --shop-image %s\n", info.Alias, info.Fingerprint[:12], reusedNote(info), *alias)
 	return nil
 }

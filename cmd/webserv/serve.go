@@ -13,6 +13,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
 )
 
@@ -46,7 +48,11 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
 	}
-	b, err := ef.launch(ctx, log)
+	// Every environment's browser context goes through a route of its own;
+	// the server's own address is refused to all of them.
+	router := netroute.New(log.Named("route"), netroute.Options{Refuse: []string{l.Addr().String()}})
+	defer router.Close()
+	b, err := envcore.Launch(ctx, log.Named("browser"), server.Routed(ef.browserOptions(), router))
 	if err != nil {
 		l.Close()
 		return err

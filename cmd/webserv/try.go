@@ -32,7 +32,11 @@ func (f *envFlags) register(fs *flag.FlagSet) {
 }
 
 func (f *envFlags) launch(ctx context.Context, log *zap.Logger) (*envcore.Browser, error) {
-	return envcore.Launch(ctx, log.Named("browser"), envcore.BrowserOptions{Bin: f.bin, Show: f.show, WarmContexts: f.warm})
+	return envcore.Launch(ctx, log.Named("browser"), f.browserOptions())
+}
+
+func (f *envFlags) browserOptions() envcore.BrowserOptions {
+	return envcore.BrowserOptions{Bin: f.bin, Show: f.show, WarmContexts: f.warm}
 }
 
 func tryCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader, stdout io.Writer) error {

@@ -16,16 +16,18 @@ import (
 func TestWebArenaImageReplacesItsRole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	importTestSite(ctx, t, "webserv-test-wa-gitlab")
+	// A prefix of this run's own: other runs may import under theirs.
+	prefix := "webserv-test-wa-" + randomSuffix() + "-"
+	importTestSite(ctx, t, prefix+"gitlab")
 	c, err := incusmgr.Client(incusmgr.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sites, sets, err := webarenaSites(c, webarenaOptions{prefix: "webserv-test-wa-", tasks: "../../../shared/data/webarena/test.raw.json"}, &tasks.Grader{})
+	sites, sets, err := webarenaSites(c, webarenaOptions{prefix: prefix, tasks: "../../../shared/data/webarena/test.raw.json"}, &tasks.Grader{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sites) != 1 || sites[0].Name != "gitlab" || sites[0].Incus.Image != "webserv-test-wa-gitlab" || sites[0].Port != 8023 {
+	if len(sites) != 1 || sites[0].Name != "gitlab" || sites[0].Incus.Image != prefix+"gitlab" || sites[0].Port != 8023 {
 		t.Fatalf("sites = %+v", sites)
 	}
 	st := sets["gitlab"]

@@ -6,7 +6,9 @@
 //	GET /ready   200 once serving
 //
 // It listens on $PORT (default 8080) on 127.0.0.1 and keeps its state in
-// $DATA_DIR/state (default /data/state). For the hosting benchmark it can
+// $DATA_DIR/state (default /data/state). With $BASE_URL set it behaves like
+// Magento with its base_url baked in: every request whose Host is not
+// BASE_URL's is redirected (301) to the same path under BASE_URL. For the hosting benchmark it can
 // stand in for a site with a large database: `testsite fill PATH BYTES`
 // writes a file of that size, and with $TOUCH=PATH every start writes 4 KiB
 // into that file first, as a database touches its files when it opens.
@@ -18,8 +20,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 func main() {
@@ -55,7 +59,28 @@ func main() {
 		fmt.Fprint(w, "ok")
 	})
 	http.HandleFunc("/ready", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ready") })
-	log.Fatal(http.ListenAndServe("127.0.0.1:"+port, nil))
+	var h http.Handler = http.DefaultServeMux
+	if base := os.Getenv("BASE_URL"); base != "" {
+		h = redirectToBase(base, h)
+	}
+	log.Fatal(http.ListenAndServe("127.0.0.1:"+port, h))
+}
+
+// redirectToBase sends every request for another host to base, keeping
+// its path, as a site with a baked-in base URL does. /ready answers on any
+// host, so a readiness probe at the instance's own address works.
+func redirectToBase(base string, next http.Handler) http.Handler {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		log.Fatalf("BASE_URL %q is not a URL", base)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != u.Host && r.URL.Path != "/ready" {
+			http.Redirect(w, r, strings.TrimRight(base, "/")+r.URL.RequestURI(), http.StatusMovedPermanently)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // fill writes size bytes of incompressible data to path.

@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -100,9 +101,9 @@ func Sites(ctx context.Context, o Options) ([]*hosting.Site, map[string]*server.
 	return sites, sets, nil
 }
 
-// login signs an episode in on the shop at base.
-func login(ctx context.Context, base string, l *tasks.TaskLogin) ([]envcore.Cookie, error) {
-	cks, err := shop.LoginCookies(ctx, base, l.As, l.Email)
+// login signs an episode in on the shop at its origin, reached through hc.
+func login(ctx context.Context, hc *http.Client, base string, l *tasks.TaskLogin) ([]envcore.Cookie, error) {
+	cks, err := shop.LoginCookies(ctx, hc, base, l.As, l.Email)
 	if err != nil {
 		return nil, err
 	}

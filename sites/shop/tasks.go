@@ -27,7 +27,8 @@ func TaskFile(role string) ([]byte, error) {
 
 // LoginCookies signs in on a running shop at base (as "customer" with the
 // email, or as "admin") and returns the session cookies a browser needs.
-func LoginCookies(ctx context.Context, base, as, email string) ([]*http.Cookie, error) {
+// hc reaches the shop (nil: a plain client without keep-alive).
+func LoginCookies(ctx context.Context, hc *http.Client, base, as, email string) ([]*http.Cookie, error) {
 	form := url.Values{}
 	path := "/account/login"
 	switch as {
@@ -46,8 +47,11 @@ func LoginCookies(ctx context.Context, base, as, email string) ([]*http.Cookie, 
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	c := &http.Client{Timeout: 30 * time.Second, Transport: noKeepAlive,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := http.Client{Timeout: 30 * time.Second, Transport: noKeepAlive}
+	if hc != nil {
+		c = *hc
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := c.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("sign in on %s: %w", base, err)

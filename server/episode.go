@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/webserv-rl/webserv/envcore"
+)
+
+// How an episode began: the cause in EpisodeEvent and in the reply's
+// info.cause.
+const (
+	CauseMake    = "make"
+	CauseReset   = "reset"
+	CauseGroup   = "group"   // a group member started from the group's state
+	CauseRestore = "restore" // restore of a named snapshot
+	CauseFork    = "fork"    // a new environment forked from a snapshot
+)
+
+// Observation is an observation as it goes on the wire: envcore's fields
+// plus the episode's goal.
+type Observation struct {
+	envcore.Observation
+	Goal string `json:"goal"`
+}
+
+// EpisodeReply is the reply of every op that begins an episode: make,
+// reset, restore, and each environment of a fork.
+type EpisodeReply struct {
+	Env  string         `json:"env,omitempty"`
+	Obs  Observation    `json:"obs"`
+	Info map[string]any `json:"info"`
+}
+
+// StepReply is the reply of step.
+type StepReply struct {
+	Obs        Observation    `json:"obs"`
+	Reward     any            `json:"reward"` // a number, or nil when grading failed (info.eval_error says why)
+	Terminated bool           `json:"terminated"`
+	Truncated  bool           `json:"truncated"`
+	Info       map[string]any `json:"info"`
+}
+
+// Observer is told of every episode, step and close of every environment:
+// the trajectory recorder is one, a live view can be another. Calls run on
+// the environment's worker, after the reply is built and before it is
+// sent, so an observer must not block.
+type Observer interface {
+	Began(EpisodeEvent)
+	Stepped(StepEvent)
+	Closed(ClosedEvent)
+}
+
+// EpisodeEvent is an episode that has begun.
+type EpisodeEvent struct {
+	Env, Site string
+	Cause     string // CauseMake, CauseReset, ...
+	Episode   Episode
+	Reply     *EpisodeReply
+	Time      time.Time
+
+	record *recordSpec // the environment's recording settings
+}
+
+// StepEvent is one step.
+type StepEvent struct {
+	Env    string
+	Step   int
+	Action string // the action's string form
+	Reply  *StepReply
+	Time   time.Time
+}
+
+// ClosedEvent is an environment that was closed.
+type ClosedEvent struct {
+	Env, Why string
+	Time     time.Time
+}
+
+func (s *Server) notify(f func(Observer)) {
+	for _, o := range s.observers {
+		f(o)
+	}
+}
+
+// start is the one path by which an episode begins: it binds inst to the
+// environment, loads the browser side (load: a reset to the start page or
+// a rebuild of captured browser state), and begins the episode.
+func (s *Server) start(ctx context.Context, x *session, cause string, inst Instance, ep Episode,
+	load func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error)) (*EpisodeReply, *Error) {
+	s.bind(x, inst)
+	x.net.NewEpisode()
+	obs, info, err := load(ctx)
+	if err != nil {
+		return nil, envError(err)
+	}
+	return s.begin(x, cause, ep, obs, info), nil
+}
+
+// resetTo is start's load for a fresh start: the episode's start page, with
+// its cookies.
+func (x *session) resetTo(ep Episode) func(context.Context) (envcore.Observation, envcore.StepInfo, error) {
+	return func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error) {
+		return x.env.ResetWithCookies(ctx, ep.StartURL, ep.Cookies)
+	}
+}
+
+// rebuild is start's load for a captured state.
+func (x *session) rebuild(st envcore.BrowserState) func(context.Context) (envcore.Observation, envcore.StepInfo, error) {
+	return func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error) {
+		return x.env.RestoreState(ctx, st)
+	}
+}
+
+// begin resets the episode's bookkeeping (clock, steps, over), builds the
+// reply and tells the observers.
+func (s *Server) begin(x *session, cause string, ep Episode, obs envcore.Observation, info envcore.StepInfo) *EpisodeReply {
+	x.episode, x.started, x.steps, x.over = ep, time.Now(), 0, ""
+	r := &EpisodeReply{Env: x.id, Info: wireInfo(info, x)}
+	r.Info["obs_stats"] = obs.Stats
+	reportRefusals(x, &obs, r.Info)
+	r.Info["cause"] = cause
+	r.Obs = Observation{Observation: obs, Goal: ep.Goal}
+	s.notify(func(o Observer) {
+		o.Began(EpisodeEvent{Env: x.id, Site: x.site, Cause: cause, Episode: ep, Reply: r, Time: time.Now(), record: x.limits.record})
+	})
+	return r
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/netroute"
+)
+
+// session is one environment: a browser side (env), the site instance it
+// holds (inst) and its own view of the network (net), which routes the
+// canonical origins of inst's sites to inst and applies its policy to
+// everything else. Its requests run one at a time, in arrival order, on its
+// own worker goroutine.
+//
+// Every way an environment gets an instance goes through bind, and every
+// way an episode begins (make, reset, a group member's start, restore,
+// fork) goes through start (episode.go).
+type session struct {
+	id       string
+	site     string
+	env      *envcore.Env
+	inst     Instance
+	net      *netroute.Table
+	jobs     chan func()
+	done     chan struct{}
+	lastUsed atomic.Int64 // unix nanoseconds
+	closed   atomic.Bool
+
+	// Touched only by the worker.
+	episode Episode
+	started time.Time
+	steps   int
+	over    string // why the episode is over: terminated, truncated
+	limits  limits
+	snaps   map[string]snapshotInfo
+	spec    MakeSpec
+	joined  *group // the group make joined (consumed by the first episode)
+	leads   bool
+	// The group whose members may still fork this (leader's) instance's
+	// snapshot: its next reset or close waits for them (group.lent).
+	lending atomic.Pointer[group]
+}
+
+// limits are an environment's per-episode settings from make; forks
+// inherit them.
+type limits struct {
+	maxSteps  int
+	timeLimit time.Duration
+	stepLimit time.Duration
+	everyStep bool        // grade after every step (make's evaluate_every_step)
+	record    *recordSpec // nil: not recorded
+}
+
+func (x *session) touch() { x.lastUsed.Store(time.Now().UnixNano()) }
+
+func (x *session) work() {
+	for {
+		select {
+		case job := <-x.jobs:
+			x.touch()
+			job()
+			x.touch()
+		case <-x.done:
+			return
+		}
+	}
+}
+
+// enqueue runs job on the session's worker. It fails only when the session
+// is closed.
+func (x *session) enqueue(job func()) bool {
+	if x.closed.Load() {
+		return false
+	}
+	select {
+	case x.jobs <- job:
+		return true
+	case <-x.done:
+		return false
+	}
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "env-" + hex.EncodeToString(b[:])
+}
+
+func (s *Server) session(id string) (*session, *Error) {
+	if id == "" {
+		return nil, errorf(CodeBadArgs, false, "this op needs env, the id make returned")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	x, ok := s.sessions[id]
+	if !ok {
+		return nil, errorf(CodeUnknownEnv, false, "no environment %q: it was closed, reclaimed after %s idle, or never made; make a new one", id, s.cfg.TTL)
+	}
+	return x, nil
+}
+
+// reserve takes a slot for a new environment, or answers capacity.
+func (s *Server) reserve() (*session, *Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errorf(CodeShuttingDown, true, "the server is shutting down")
+	}
+	if len(s.sessions) >= s.cfg.MaxEnvs {
+		e := errorf(CodeCapacity, true, "%d environments are open, the most this server allows; close one or retry later", len(s.sessions))
+		e.RetryAfter = 5
+		return nil, e
+	}
+	x := &session{id: newID(), jobs: make(chan func(), 64), done: make(chan struct{})}
+	x.touch()
+	s.sessions[x.id] = x
+	s.metrics.envsLive.Set(float64(len(s.sessions)))
+	return x, nil
+}
+
+// open gives a reserved session its browser side and its network, with the
+// settings of make (or of the parent, for a fork).
+func (s *Server) open(x *session, site string, spec MakeSpec, cfg envcore.Config, l limits) *Error {
+	x.site, x.spec, x.limits = site, spec, l
+	if l.record != nil {
+		// Recordings always carry the accessibility tree (both export
+		// recipes use it), and screenshots when asked.
+		cfg.Observe.AXTree = true
+		cfg.Observe.Screenshot = cfg.Observe.Screenshot || l.record.screenshots
+	}
+	x.net = netroute.NewTable(netroute.Policy{})
+	x.env = s.browser.NewEnv(cfg)
+	if err := x.env.SetNetwork(tableNetwork{x.net}); err != nil {
+		return errorf(CodeInternal, false, "%v", err)
+	}
+	return nil
+}
+
+// bind makes inst the environment's instance: from now on its canonical
+// origins lead to inst and its policy applies. The browser never learns an
+// instance's own address, so rebinding (a reset onto a new container, a
+// group member's or a fork's copy) changes nothing the agent sees.
+func (s *Server) bind(x *session, inst Instance) {
+	x.inst = inst
+	n := inst.Network()
+	for _, o := range x.net.Origins() {
+		if _, keep := n.Origins[o]; !keep {
+			x.net.Remove(o)
+		}
+	}
+	for o, d := range n.Origins {
+		if err := x.net.Set(o, d); err != nil {
+			// Origins are checked when sites load; this is a bug.
+			s.log.Error("routing an origin", zap.String("env", x.id), zap.String("origin", o), zap.Error(err))
+		}
+	}
+	x.net.SetPolicy(n.Policy)
+}
+
+func (s *Server) drop(x *session) {
+	s.mu.Lock()
+	delete(s.sessions, x.id)
+	s.metrics.envsLive.Set(float64(len(s.sessions)))
+	s.mu.Unlock()
+}
+
+// closeSession closes an environment once, whatever its worker is doing.
+func (s *Server) closeSession(x *session, why string) {
+	if !x.closed.CompareAndSwap(false, true) {
+		return
+	}
+	s.drop(x)
+	close(x.done)
+	s.notify(func(o Observer) { o.Closed(ClosedEvent{Env: x.id, Why: why, Time: time.Now()}) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if x.env != nil {
+		if err := x.env.Close(); err != nil {
+			s.log.Warn("closing environment", zap.String("env", x.id), zap.Error(err))
+		}
+	}
+	if g := x.lending.Swap(nil); g != nil {
+		g.lent()
+	}
+	if x.inst != nil {
+		if err := x.inst.Close(ctx); err != nil {
+			s.log.Warn("closing site instance", zap.String("env", x.id), zap.Error(err))
+		}
+	}
+	s.log.Info("environment closed", zap.String("env", x.id), zap.String("why", why))
+}
