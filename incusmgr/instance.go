@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 
 	"github.com/lxc/incus/v6/shared/api"
@@ -34,6 +35,19 @@ func (in *Instance) ID() string {
 
 // URL is the instance's loopback address on the host.
 func (in *Instance) URL() string { return in.proxy.url() }
+
+// DialContext connects to the site's port inside the current container's
+// network namespace, without the loopback listener's extra hop: an
+// environment's route reaches the instance this way.
+func (in *Instance) DialContext(ctx context.Context) (net.Conn, error) {
+	in.proxy.mu.Lock()
+	pid := in.proxy.pid
+	in.proxy.mu.Unlock()
+	if pid == 0 {
+		return nil, fmt.Errorf("instance %s is not running; reset the environment", in.ID())
+	}
+	return dialIn(ctx, pid, fmt.Sprintf("127.0.0.1:%d", in.proxy.port))
+}
 
 // Reset swaps in a fresh clone of the base snapshot (a warm one when the
 // pool has it) and deletes the old container in the background.

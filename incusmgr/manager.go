@@ -288,7 +288,10 @@ func (m *Manager) Close(ctx context.Context) error {
 
 // ---- bases ------------------------------------------------------------------
 
-func siteHash(site *hosting.Site) string {
+// siteHash identifies a base: the site's definition and the image its alias
+// points at now (fingerprint), so re-importing an image under the same
+// alias prepares a new base.
+func siteHash(site *hosting.Site, fingerprint string) string {
 	b, _ := json.Marshal(struct {
 		I *hosting.IncusRun
 		P int
@@ -296,7 +299,8 @@ func siteHash(site *hosting.Site) string {
 		S [][]string
 		L hosting.Limits
 		O string
-	}{site.Incus, site.Port, site.Env, site.PostStart, site.Limits, site.Origin})
+		F string
+	}{site.Incus, site.Port, site.Env, site.PostStart, site.Limits, site.Origin, fingerprint})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
@@ -326,7 +330,11 @@ func (m *Manager) base(ctx context.Context, site *hosting.Site) (string, error) 
 	}
 
 	name := "webserv-base-" + site.Name
-	hash := siteHash(site)
+	var fingerprint string
+	if a, _, err := m.c.GetImageAlias(site.Incus.Image); err == nil {
+		fingerprint = a.Target
+	}
+	hash := siteHash(site, fingerprint)
 	src = name + "/" + baseSnap
 	if in, _, err := m.c.GetInstance(name); err == nil {
 		if in.Config[labelHash] == hash {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -74,10 +75,35 @@ func (f *HostedFactory) Sites() []SiteInfo {
 		}
 		out = append(out, info)
 	}
+	for _, name := range f.multiNames() {
+		out = append(out, SiteInfo{Name: name, Description: "sites " + strings.Join(siteNames(name), " and ") + " in one environment, with the tasks that need them all", Backend: f.sites[siteNames(name)[0]].Backend()})
+	}
 	for _, info := range f.absent {
 		out = append(out, info)
 	}
 	return out
+}
+
+// multiNames lists the multi-site names that have task sets, in order.
+func (f *HostedFactory) multiNames() []string {
+	var out []string
+	for name := range f.tasks {
+		if strings.Contains(name, multiSep) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// known reports whether site names a site or a combination of sites.
+func (f *HostedFactory) known(site string) bool {
+	for _, n := range siteNames(site) {
+		if _, ok := f.sites[n]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Tasks lists a site's tasks (every site's when site is "").
@@ -87,14 +113,14 @@ func (f *HostedFactory) Tasks(site string) ([]TaskInfo, error) {
 	}
 	if site == "" {
 		out := []TaskInfo{}
-		for _, name := range f.order {
+		for _, name := range append(append([]string{}, f.order...), f.multiNames()...) {
 			if st := f.tasks[name]; st != nil {
 				out = append(out, st.infos(name)...)
 			}
 		}
 		return out, nil
 	}
-	if _, ok := f.sites[site]; !ok {
+	if !f.known(site) {
 		return nil, fmt.Errorf("unknown site %q", site)
 	}
 	if st := f.tasks[site]; st != nil {
@@ -112,9 +138,9 @@ func (f *HostedFactory) Make(ctx context.Context, spec MakeSpec) (Instance, erro
 		return nil, fmt.Errorf("site %s is %s", spec.Site, a.Description)
 	}
 	s, ok := f.sites[spec.Site]
-	if !ok {
+	if !ok && !strings.Contains(spec.Site, multiSep) {
 		names := append([]string{"open"}, f.order...)
-		return nil, fmt.Errorf("unknown site %q; this server has: %s", spec.Site, strings.Join(names, ", "))
+		return nil, fmt.Errorf("unknown site %q; this server has: %s (and combinations like a%sb)", spec.Site, strings.Join(names, ", "), multiSep)
 	}
 	st := f.tasks[spec.Site]
 	if spec.Task != "" {
@@ -124,6 +150,13 @@ func (f *HostedFactory) Make(ctx context.Context, spec MakeSpec) (Instance, erro
 		if _, err := st.pick(spec.Site, spec.Task, nil); err != nil {
 			return nil, err // an unknown task fails before an instance starts
 		}
+	}
+	if s == nil {
+		parts, err := f.startParts(ctx, siteNames(spec.Site), spec)
+		if err != nil {
+			return nil, err
+		}
+		return newMultiInstance(spec.Site, parts, spec, st), nil
 	}
 	b, ok := f.backends[s.Backend()]
 	if !ok {
@@ -155,7 +188,9 @@ func instanceDialer(in hosting.Instance) netroute.Dialer {
 	}
 	u, err := url.Parse(in.URL())
 	if err != nil {
-		return func(context.Context) (net.Conn, error) { return nil, fmt.Errorf("instance %s has no usable address %q", in.ID(), in.URL()) }
+		return func(context.Context) (net.Conn, error) {
+			return nil, fmt.Errorf("instance %s has no usable address %q", in.ID(), in.URL())
+		}
 	}
 	return netroute.TCPDialer(u.Host)
 }
@@ -171,30 +206,49 @@ type hostedInstance struct {
 	routes *netroute.Table // the site's origin to this instance, for sign-in
 }
 
-func (h *hostedInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episode, error) {
+// prepare puts the instance in the site's base state for a new episode,
+// unless it is fresh.
+func (h *hostedInstance) prepare(ctx context.Context) error {
 	h.mu.Lock()
 	fresh := h.fresh
 	h.fresh = false
 	h.mu.Unlock()
 	if !fresh {
 		if err := h.in.Reset(ctx); err != nil {
-			return Episode{}, fmt.Errorf("reset site %s: %w", h.site.Name, err)
+			return fmt.Errorf("reset site %s: %w", h.site.Name, err)
+		}
+		// Connections kept open to the server the reset replaced are dead.
+		if err := h.routes.Set(h.site.Origin, instanceDialer(h.in)); err != nil {
+			return err
 		}
 	}
-	if h.tasks != nil && opts.StartURL == "" && h.spec.StartURL == "" {
-		return h.tasks.episode(ctx, h.site.Name, h.site.Origin, h.routes.Client(), opts, h.spec.Task)
+	return nil
+}
+
+func (h *hostedInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episode, error) {
+	if err := h.prepare(ctx); err != nil {
+		return Episode{}, err
 	}
-	start := h.site.StartPath
-	for _, p := range []string{h.spec.StartURL, opts.StartURL} {
+	if h.tasks != nil && opts.StartURL == "" && h.spec.StartURL == "" {
+		return h.tasks.episode(ctx, h.site.Name, h.tasks.roleOrigins(h.site.Origin), h.routes.Client(), opts, h.spec.Task)
+	}
+	return plainEpisode(h.site, h.spec, opts)
+}
+
+// plainEpisode is an episode without a task: at the start path (make's or
+// the reset's, else the site's) with the goal given.
+func plainEpisode(site *hosting.Site, spec MakeSpec, opts EpisodeOptions) (Episode, error) {
+	start := site.StartPath
+	for _, p := range []string{spec.StartURL, opts.StartURL} {
 		if p != "" {
 			start = p
 		}
 	}
-	u, err := h.resolve(start)
+	u, err := resolve(site, start)
 	if err != nil {
 		return Episode{}, err
 	}
-	goal := h.spec.Goal
+	goal := spec.Goal
 	if opts.Goal != "" {
 		goal = opts.Goal
 	}
@@ -209,8 +263,8 @@ func (h *hostedInstance) Network() Network {
 }
 
 // resolve turns a start path ("/cart") into a URL at the site's origin.
-func (h *hostedInstance) resolve(p string) (string, error) {
-	base := h.site.Origin
+func resolve(site *hosting.Site, p string) (string, error) {
+	base := site.Origin
 	if p == "" {
 		return base + "/", nil
 	}

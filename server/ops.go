@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -79,6 +80,11 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 		return nil, e2
 	} else if v != "" {
 		spec.Site = v
+	}
+	if names, e := a.strs("sites"); e != nil {
+		return nil, e
+	} else if len(names) > 0 {
+		spec.Site = strings.Join(names, multiSep)
 	}
 	if spec.Task, e = a.str("task"); e != nil {
 		return nil, e

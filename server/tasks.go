@@ -79,13 +79,15 @@ func (st *SiteTasks) pick(site, id string, seed *int64) (*tasks.Task, error) {
 	return st.Set.ByID[ids[i]], nil
 }
 
-// instantiate fills the task's site placeholders with the site's origin.
-func (st *SiteTasks) instantiate(t *tasks.Task, origin string) (*tasks.Task, error) {
+// roleOrigins maps each of the task set's roles to origin (a site whose
+// roles all live at one origin, like the bundled shop's storefront and
+// admin).
+func (st *SiteTasks) roleOrigins(origin string) map[string]string {
 	origins := map[string]string{}
 	for _, r := range st.Roles {
 		origins[r] = origin
 	}
-	return tasks.Instantiate(t, origins)
+	return origins
 }
 
 func (st *SiteTasks) infos(site string) []TaskInfo {
@@ -97,9 +99,10 @@ func (st *SiteTasks) infos(site string) []TaskInfo {
 	return out
 }
 
-// episode prepares a task episode of the site at origin; hc reaches the
-// environment's instance of it (sign-in).
-func (st *SiteTasks) episode(ctx context.Context, site, origin string, hc *http.Client, opts EpisodeOptions, task string) (Episode, error) {
+// episode prepares a task episode; origins maps each task role (WebArena's
+// site names) to the canonical origin of the site serving it, and hc
+// reaches the environment's instances (sign-in).
+func (st *SiteTasks) episode(ctx context.Context, site string, origins map[string]string, hc *http.Client, opts EpisodeOptions, task string) (Episode, error) {
 	id := opts.Task
 	if id == "" {
 		id = task
@@ -108,9 +111,14 @@ func (st *SiteTasks) episode(ctx context.Context, site, origin string, hc *http.
 	if err != nil {
 		return Episode{}, err
 	}
-	inst, err := st.instantiate(t, origin)
+	inst, err := tasks.Instantiate(t, origins)
 	if err != nil {
 		return Episode{}, err
+	}
+	// Sign-in is for the task's first site.
+	origin := origins[st.Roles[0]]
+	if len(t.Sites) > 0 && origins[t.Sites[0]] != "" {
+		origin = origins[t.Sites[0]]
 	}
 	ep := Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
 	if inst.Login == nil && inst.RequireLogin && inst.StorageState != "" {
@@ -133,8 +141,8 @@ func (st *SiteTasks) episode(ctx context.Context, site, origin string, hc *http.
 		}
 	}
 	sites := map[string]tasks.Site{}
-	for _, r := range st.Roles {
-		sites[r] = tasks.Site{BaseURL: origin, Admin: st.Admin, EvalToken: st.EvalToken}
+	for r, o := range origins {
+		sites[r] = tasks.Site{BaseURL: o, Admin: st.Admin, EvalToken: st.EvalToken}
 	}
 	ep.Evaluate = func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool) (*tasks.Result, error) {
 		if !info.Terminated && !(everyStep && everyStepOK) {
