@@ -46,6 +46,7 @@ func (h *hostingFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.shopImage, "shop-image", "", "run the bundled shop from this Incus image alias (webserv shop image) instead of local processes")
 	fs.StringVar(&h.webarena.prefix, "webarena-images", "webarena-", "alias prefix of imported WebArena images: <prefix>shopping, <prefix>shopping-admin, <prefix>gitlab replace the bundled site of their role")
 	fs.StringVar(&h.webarena.tasks, "webarena-tasks", "", "WebArena or WebArena-Lite task file (test.raw.json) for the roles served from WebArena images")
+	fs.StringVar(&h.webarena.host, "webarena-host", defaultWebArenaHost, "the host WebArena's images have baked into their base URLs; their sites' origins are http://HOST:7770 (shopping), :7780 (shopping_admin), :8023 (gitlab), :9999 (reddit)")
 	fs.StringVar(&h.webarena.authDir, "webarena-auth", "", "directory of WebArena's storage states (<site>_state.json) for tasks that start signed in")
 	fs.StringVar(&h.judgeURL, "judge-url", os.Getenv("WEBSERV_JUDGE_URL"), "OpenAI-compatible endpoint for fuzzy_match grading, like http://127.0.0.1:8000/v1 ($WEBSERV_JUDGE_URL)")
 	fs.StringVar(&h.judgeMod, "judge-model", envOr("WEBSERV_JUDGE_MODEL", "gpt-4-1106-preview"), "the judge's model ($WEBSERV_JUDGE_MODEL)")

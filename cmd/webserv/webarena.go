@@ -19,25 +19,36 @@ type webarenaRole struct {
 	image string // alias suffix after the prefix
 	port  int    // the port the image's server listens on
 	start string
+	// public is the port WebArena publishes the role on; with the
+	// --webarena-host it makes the site's canonical origin, the base URL
+	// the image has baked in (Magento's base_url, GitLab's external_url).
+	public int
 }
 
 var webarenaRoles = []webarenaRole{
-	{"shopping", "shopping", "shopping", 80, "/"},
-	{"cms", "shopping_admin", "shopping-admin", 80, "/admin"},
-	{"gitlab", "gitlab", "gitlab", 8023, "/"},
+	{"shopping", "shopping", "shopping", 80, "/", 7770},
+	{"cms", "shopping_admin", "shopping-admin", 80, "/admin", 7780},
+	{"gitlab", "gitlab", "gitlab", 8023, "/", 8023},
+	{"reddit", "reddit", "reddit", 80, "/", 9999},
 }
+
+// The map (an OpenStreetMap stack on its own machine) and wikipedia (kiwix
+// with a mounted .zim file) are not single images, so their roles and the
+// tasks that need them are not offered.
 
 // webarenaOptions say where WebArena's parts are.
 type webarenaOptions struct {
 	prefix  string // image alias prefix, "webarena-"
 	tasks   string // test.raw.json or test_webarena_lite.raw.json
 	authDir string // storage states
+	host    string // the host the images' base URLs name
 }
 
 // webarenaSites returns a site definition and task set for each role
-// whose WebArena image has been imported into Incus (alias prefix+image).
-// Tasks are those of the file whose only site is the role (multi-site
-// tasks need several sites in one environment, which is not supported yet).
+// whose WebArena image has been imported into Incus (alias prefix+image),
+// with the tasks of the file whose only site is the role; and, for each
+// set of roles that WebArena's multi-site tasks need and whose images are
+// all present, a task set under the joined site name ("gitlab+reddit").
 func webarenaSites(c incus.InstanceServer, o webarenaOptions, grader *tasks.Grader) ([]*hosting.Site, map[string]*server.SiteTasks, error) {
 	var set *tasks.Set
 	name := "webarena"
@@ -57,8 +68,13 @@ func webarenaSites(c incus.InstanceServer, o webarenaOptions, grader *tasks.Grad
 		if _, _, err := c.GetImageAlias(alias); err != nil {
 			continue
 		}
+		host := o.host
+		if host == "" {
+			host = defaultWebArenaHost
+		}
 		s := &hosting.Site{Name: r.site, Description: "WebArena's " + r.role + " (image " + alias + ")",
-			Incus: &hosting.IncusRun{Image: alias}, Port: r.port, StartPath: r.start, Ready: hosting.Probe{Path: "/", TimeoutMs: 300000}}
+			Origin: fmt.Sprintf("http://%s:%d", host, r.public),
+			Incus:  &hosting.IncusRun{Image: alias}, Port: r.port, StartPath: r.start, Ready: hosting.Probe{Path: "/", TimeoutMs: 300000}}
 		if err := s.Validate(); err != nil {
 			return nil, nil, err
 		}
@@ -81,5 +97,59 @@ func webarenaSites(c incus.InstanceServer, o webarenaOptions, grader *tasks.Grad
 		sets[r.site] = &server.SiteTasks{Set: sub, Name: name, Variant: "webarena", Roles: []string{r.role},
 			Admin: tasks.Account{Username: "admin", Password: "admin1234"}, AuthDir: o.authDir, Grader: grader}
 	}
+	if set != nil {
+		for site, st := range multiSiteSets(set, sites, name, o.authDir, grader) {
+			sets[site] = st
+		}
+	}
 	return sites, sets, nil
+}
+
+// defaultWebArenaHost is the host in the base URLs WebArena's published
+// setup uses (its task configs' reference deployment).
+const defaultWebArenaHost = "metis.lti.cs.cmu.edu"
+
+// multiSiteSets groups the tasks that need several roles by their sites,
+// keeping the groups whose roles are all served here, each under the
+// joined site name in role order ("gitlab+reddit").
+func multiSiteSets(set *tasks.Set, served []*hosting.Site, name, authDir string, grader *tasks.Grader) map[string]*server.SiteTasks {
+	bySite := map[string]string{} // role -> our site name, for roles served here
+	for _, r := range webarenaRoles {
+		for _, s := range served {
+			if s.Name == r.site {
+				bySite[r.role] = r.site
+			}
+		}
+	}
+	out := map[string]*server.SiteTasks{}
+	for _, t := range set.Tasks {
+		if len(t.Sites) < 2 {
+			continue
+		}
+		var names, roles []string
+		for _, r := range webarenaRoles {
+			if slices.Contains(t.Sites, r.role) {
+				if _, ok := bySite[r.role]; ok {
+					names, roles = append(names, r.site), append(roles, r.role)
+				}
+			}
+		}
+		if len(roles) != len(t.Sites) {
+			continue // a role without its image here
+		}
+		key := strings.Join(names, "+")
+		st := out[key]
+		if st == nil {
+			st = &server.SiteTasks{Set: &tasks.Set{ByID: map[int]*tasks.Task{}}, Name: name, Variant: "webarena", Roles: roles,
+				Admin: tasks.Account{Username: "admin", Password: "admin1234"}, AuthDir: authDir, Grader: grader}
+			out[key] = st
+		}
+		st.Set.Tasks = append(st.Set.Tasks, t)
+	}
+	for _, st := range out {
+		for i := range st.Set.Tasks {
+			st.Set.ByID[st.Set.Tasks[i].ID] = &st.Set.Tasks[i]
+		}
+	}
+	return out
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/tasks"
 )
@@ -45,5 +47,44 @@ func TestWebArenaImageReplacesItsRole(t *testing.T) {
 	}
 	if _, ok := sets["shopping"]; ok {
 		t.Error("shopping has no WebArena image here and must stay bundled")
+	}
+}
+
+// With the images of several roles present, the tasks that need those
+// roles together are offered under the joined site name; tasks that need a
+// role without an image here (map, wikipedia) are not.
+func TestWebArenaMultiSiteTasks(t *testing.T) {
+	for _, c := range []struct {
+		file string
+		want map[string]int
+	}{
+		{"test.raw.json", map[string]int{"gitlab+reddit": 18, "shopping+reddit": 5}},
+		{"test_webarena_lite.raw.json", map[string]int{"gitlab+reddit": 4, "shopping+reddit": 1}},
+	} {
+		set, err := tasks.LoadWebArena("../../../shared/data/webarena/"+c.file, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var served []*hosting.Site
+		for _, name := range []string{"shopping", "cms", "gitlab", "reddit"} {
+			served = append(served, &hosting.Site{Name: name})
+		}
+		sets := multiSiteSets(set, served, "webarena", "", &tasks.Grader{})
+		got := map[string]int{}
+		for k, st := range sets {
+			got[k] = len(st.Set.Tasks)
+			for _, tk := range st.Set.Tasks {
+				if st.Set.ByID[tk.ID] == nil || len(tk.Sites) != 2 {
+					t.Errorf("%s: task %d", k, tk.ID)
+				}
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: multi-site sets %v, want %v", c.file, got, c.want)
+		}
+		// Without reddit's image, none of these run.
+		if n := len(multiSiteSets(set, served[:3], "webarena", "", &tasks.Grader{})); n != 0 {
+			t.Errorf("%s: %d multi-site sets without reddit", c.file, n)
+		}
 	}
 }
