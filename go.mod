@@ -20,6 +20,7 @@ require (
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/schollz/progressbar/v3 v3.19.1 // indirect
+	github.com/temoto/robotstxt v1.1.2 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	gonum.org/v1/plot v0.17.0 // indirect
 )

@@ -32,6 +32,11 @@ type Policy struct {
 	ConcurrencyPerHost int     // requests in flight per host; more wait
 	MaxRequests        int     // requests per episode; past it, refused
 	UserAgent          string  // replaces User-Agent on plain-http requests
+	// Robots refuses what the host's robots.txt disallows for UserAgent
+	// (or *): every plain-http request, and https navigations opened with
+	// goto or new_tab (Check); other https requests are tunnelled, their
+	// paths unseen.
+	Robots bool
 }
 
 // allowed reports whether host:port is on the allowlist.
@@ -164,7 +169,11 @@ func (t *Table) Check(rawURL string) error {
 	if _, ok := t.lookup(hp); ok && (u.Scheme == "http" || u.Scheme == "ws") {
 		return nil
 	}
-	if _, err := t.decide(context.Background(), hp, noRefuse); err != nil {
+	dec, err := t.decide(context.Background(), hp, noRefuse)
+	if err == nil {
+		err = t.checkRobots(context.Background(), u, dec)
+	}
+	if err != nil {
 		return fmt.Errorf("%s is refused: %v", rawURL, err)
 	}
 	return nil

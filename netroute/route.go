@@ -33,7 +33,23 @@ type Router struct {
 	routes map[*Route]struct{}
 
 	proxy *httputil.ReverseProxy
-	open  *http.Transport // the open web, dialing addresses the policy checked
+}
+
+// openWeb sends requests to the open web, dialing only the address the
+// policy checked for each (decisionKey in the request's context).
+var openWeb = &http.Transport{
+	Proxy: nil,
+	DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		dec, _ := ctx.Value(decisionKey{}).(decision)
+		if dec.addr == "" {
+			return nil, errors.New("no address was checked for this request")
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", dec.addr)
+	},
+	MaxIdleConnsPerHost: 8,
+	IdleConnTimeout:     30 * time.Second,
+	DisableCompression:  true,
 }
 
 // New returns a router. log may be nil.
@@ -44,20 +60,6 @@ func New(log *zap.Logger, opts Options) *Router {
 	r := &Router{log: log, refuse: map[string]bool{}, routes: map[*Route]struct{}{}}
 	for _, a := range opts.Refuse {
 		r.AddRefused(a)
-	}
-	var d net.Dialer
-	r.open = &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			dec, _ := ctx.Value(decisionKey{}).(decision)
-			if dec.addr == "" {
-				return nil, errors.New("no address was checked for this request")
-			}
-			return d.DialContext(ctx, "tcp", dec.addr)
-		},
-		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true,
 	}
 	r.proxy = &httputil.ReverseProxy{
 		// The request goes out as the browser sent it: same URL, same Host,
@@ -88,7 +90,7 @@ func (r *Router) roundTrip(req *http.Request) (*http.Response, error) {
 	if dec, _ := req.Context().Value(decisionKey{}).(decision); dec.dial != nil {
 		return req.Context().Value(tableKey{}).(*Table).transport.RoundTrip(req)
 	}
-	return r.open.RoundTrip(req)
+	return openWeb.RoundTrip(req)
 }
 
 // AddRefused refuses host:port to every route from now on (the server
@@ -116,7 +118,6 @@ func (r *Router) Close() error {
 	for _, rt := range list {
 		_ = rt.Close()
 	}
-	r.open.CloseIdleConnections()
 	return nil
 }
 
@@ -204,6 +205,9 @@ func (rt *Route) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	hp := hostPort(req.URL.Host, "80")
 	dec, err := t.decide(req.Context(), hp, rt.r.refused)
+	if err == nil {
+		err = t.checkRobots(req.Context(), req.URL, dec)
+	}
 	if err == nil {
 		err = t.take(dec)
 	}

@@ -352,3 +352,34 @@ func benchGet(b *testing.B, c *http.Client, u string) {
 		resp.Body.Close()
 	}
 }
+
+// With Robots set, what the host's robots.txt disallows is refused, for
+// requests and for navigations checked before they start.
+func TestRobots(t *testing.T) {
+	var fetched atomic.Int32
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			fetched.Add(1)
+			fmt.Fprint(w, "User-agent: *\nDisallow: /private\n")
+			return
+		}
+		fmt.Fprint(w, "page "+r.URL.Path)
+	}))
+	defer site.Close()
+	r := netroute.New(nil, netroute.Options{})
+	defer r.Close()
+	tab := netroute.NewTable(netroute.Policy{Open: true, Allow: []string{addr(site)}, Robots: true, UserAgent: "WebServ-test"})
+	c := browserVia(newRoute(t, r, tab))
+	if code, body, _ := get(t, c, site.URL+"/public"); code != http.StatusOK || body != "page /public" {
+		t.Errorf("allowed path: %d %q", code, body)
+	}
+	if code, body, _ := get(t, c, site.URL+"/private/x"); code != http.StatusForbidden || !strings.Contains(body, "robots.txt disallows") {
+		t.Errorf("disallowed path: %d %q", code, body)
+	}
+	if err := tab.Check(site.URL + "/private"); err == nil || !strings.Contains(err.Error(), "robots.txt") {
+		t.Errorf("Check(disallowed) = %v", err)
+	}
+	if n := fetched.Load(); n != 1 {
+		t.Errorf("robots.txt fetched %d times, want once", n)
+	}
+}

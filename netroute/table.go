@@ -31,6 +31,7 @@ type Table struct {
 	origins map[string]Dialer // by "host:port"
 	policy  Policy
 	limits  *limiter
+	robots  robots
 
 	refMu   sync.Mutex
 	refused []Refusal

@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/tasks"
 )
 
@@ -51,6 +52,9 @@ type MakeSpec struct {
 	// Allow lists hosts the environment may reach besides its sites
 	// ("host", "host:port", "*.suffix").
 	Allow []string
+	// Politeness bounds what an open-site environment asks of live hosts
+	// (its rate, concurrency, request cap, user agent and robots fields).
+	Politeness netroute.Policy
 }
 
 // Instance is one environment's site side.
@@ -119,7 +123,7 @@ func (OpenFactory) Make(ctx context.Context, spec MakeSpec) (Instance, error) {
 	if err := checkURL(spec.StartURL); err != nil {
 		return nil, err
 	}
-	return &openInstance{url: spec.StartURL, goal: spec.Goal, allow: spec.Allow}, nil
+	return &openInstance{url: spec.StartURL, goal: spec.Goal, allow: spec.Allow, polite: spec.Politeness}, nil
 }
 
 func checkURL(s string) error {
@@ -136,6 +140,7 @@ func checkURL(s string) error {
 type openInstance struct {
 	url, goal string
 	allow     []string
+	polite    netroute.Policy
 	start     string // the current episode's start URL
 }
 
@@ -161,7 +166,10 @@ func (o *openInstance) Network() Network {
 	if start == "" {
 		start = o.url
 	}
-	return Network{Policy: openPolicy(start, o.allow)}
+	p := openPolicy(start, o.allow)
+	p.RatePerHost, p.ConcurrencyPerHost, p.MaxRequests = o.polite.RatePerHost, o.polite.ConcurrencyPerHost, o.polite.MaxRequests
+	p.UserAgent, p.Robots = o.polite.UserAgent, o.polite.Robots
+	return Network{Policy: p}
 }
 
 func (o *openInstance) Close(context.Context) error { return nil }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/netroute"
 )
 
 // handle runs one request. x is the request's environment for the ops
@@ -96,6 +97,9 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 		return nil, e
 	}
 	if spec.Allow, e = a.strs("allow"); e != nil {
+		return nil, e
+	}
+	if spec.Politeness, e = politeness(a); e != nil {
 		return nil, e
 	}
 	cfg, e := s.envConfig(a)
@@ -223,6 +227,37 @@ func (s *Server) envConfig(a args) (envcore.Config, *Error) {
 		return cfg, e
 	}
 	return cfg, nil
+}
+
+// politeness reads make's politeness option: {rate_per_host,
+// concurrency_per_host, max_requests, user_agent, robots}.
+func politeness(a args) (netroute.Policy, *Error) {
+	var p netroute.Policy
+	o, e := a.sub("politeness")
+	if e != nil || o == nil {
+		return p, e
+	}
+	for k := range o {
+		switch k {
+		case "rate_per_host", "concurrency_per_host", "max_requests", "user_agent", "robots":
+		default:
+			return p, errorf(CodeBadArgs, false, "politeness.%s: unknown; the settings are rate_per_host, concurrency_per_host, max_requests, user_agent and robots", k)
+		}
+	}
+	rate, _, e1 := o.num("rate_per_host")
+	conc, _, e2 := o.num("concurrency_per_host")
+	max, _, e3 := o.num("max_requests")
+	ua, e4 := o.str("user_agent")
+	robots, e5 := o.boolean("robots")
+	for _, e := range []*Error{e1, e2, e3, e4, e5} {
+		if e != nil {
+			return p, e
+		}
+	}
+	if rate < 0 || conc < 0 || max < 0 {
+		return p, errorf(CodeBadArgs, false, "politeness: rate_per_host, concurrency_per_host and max_requests must be 0 (no limit) or more")
+	}
+	return netroute.Policy{RatePerHost: rate, ConcurrencyPerHost: int(conc), MaxRequests: int(max), UserAgent: ua, Robots: robots}, nil
 }
 
 // observeNothing asks for no optional observation parts.

@@ -167,6 +167,17 @@ func TestOpenSitePolicy(t *testing.T) {
 	if refs, _ := info["refused"].([]any); len(refs) == 0 || !strings.Contains(fmt.Sprint(refs[0]), "navigation:true") {
 		t.Errorf("info.refused = %v", info["refused"])
 	}
+	// Politeness for live sites: past the episode's request cap, requests
+	// are refused; a reset starts a new count.
+	capped := cl.call("make", "", map[string]any{"start_url": pageURL(3), "politeness": map[string]any{"max_requests": 2, "user_agent": "WebServ-test"}})["env"].(string)
+	cl.call("step", capped, map[string]any{"action": "refresh()"})
+	if msg, _ := obsOf(cl.call("step", capped, map[string]any{"action": "refresh()"}))["last_action_error"].(string); !strings.Contains(msg, "the most its policy allows") {
+		t.Errorf("a third request past max_requests 2: last_action_error %q", msg)
+	}
+	if msg := obsOf(cl.call("reset", capped, nil))["last_action_error"]; msg != "" && msg != nil {
+		t.Errorf("after reset: %v", msg)
+	}
+	cl.fail("make", "", map[string]any{"start_url": pageURL(3), "politeness": map[string]any{"rate": 1}}, server.CodeBadArgs)
 	// make's allow lets it through.
 	env2 := cl.call("make", "", map[string]any{"start_url": pages.URL + "/link?to=" + target, "allow": []any{strings.TrimPrefix(base, "http://")}})["env"].(string)
 	if obs := obsOf(cl.call("step", env2, map[string]any{"action": `click("go")`})); obs["last_action_error"] != "" && obs["last_action_error"] != nil {

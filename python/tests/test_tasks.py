@@ -62,3 +62,19 @@ def test_unknown_task_and_missing_gitlab_say_what_to_do(server: str) -> None:
     with pytest.raises(WebServError, match="webserv image import"):
         env.reset()
     env.close()
+
+
+def test_group_members_see_identical_observations(server: str) -> None:
+    """Four gymnasium environments of one site reset with one group key see
+    the same observation, url and tabs included: every instance of the shop
+    is at the shop's origin, whatever port serves it."""
+    envs = [gym.make("webserv/shopping") for _ in range(4)]
+    try:
+        firsts = [e.reset(options={"group_key": "grpo-7", "task_id": "shopping.3"})[0] for e in envs]
+        for obs in firsts:
+            obs.pop("elapsed_time")
+        assert firsts[0]["url"].startswith("http://shopping.webserv.test/"), firsts[0]["url"]
+        assert all(o == firsts[0] for o in firsts[1:])
+    finally:
+        for e in envs:
+            e.close()
