@@ -206,6 +206,9 @@ func (t *Table) Refused() []Refusal {
 	return out
 }
 
+// Close drops the connections the table keeps open to its instances.
+func (t *Table) Close() { t.transport.CloseIdleConnections() }
+
 // Client is an HTTP client whose requests to the table's canonical origins
 // go to their instances, as the browser's do. It applies no policy: it is
 // for the server's own requests for the environment (signing in,

@@ -279,7 +279,10 @@ func resolve(site *hosting.Site, p string) (string, error) {
 	return base + p, nil
 }
 
-func (h *hostedInstance) Close(ctx context.Context) error { return h.in.Stop(ctx) }
+func (h *hostedInstance) Close(ctx context.Context) error {
+	h.routes.Close()
+	return h.in.Stop(ctx)
+}
 
 func (h *hostedInstance) Snapshot(ctx context.Context, name string) error {
 	return h.in.Snapshot(ctx, name)

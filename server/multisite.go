@@ -151,6 +151,7 @@ func (m *multiInstance) Network() Network {
 }
 
 func (m *multiInstance) Close(ctx context.Context) error {
+	m.routes.Close()
 	return m.each(ctx, func(p *hostedInstance) error { return p.Close(ctx) })
 }
 

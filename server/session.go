@@ -194,5 +194,8 @@ func (s *Server) closeSession(x *session, why string) {
 			s.log.Warn("closing site instance", zap.String("env", x.id), zap.Error(err))
 		}
 	}
+	if x.net != nil {
+		x.net.Close()
+	}
 	s.log.Info("environment closed", zap.String("env", x.id), zap.String("why", why))
 }
