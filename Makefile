@@ -12,7 +12,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-rl bench-system bench-step bench-scale bench-peer bench-settle bench-all fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-rl bench-system bench-step bench-scale bench-route bench-peer bench-settle bench-all fuzz lint clean
 
 all: build
 
@@ -69,6 +69,9 @@ bench-step: build
 # scale: N = 1, 8, 32, 64, 128 environments at once.
 bench-scale: build
 	./$(BIN) bench scale
+# route: netroute's per-context proxies against direct connections, same run.
+bench-route: build
+	./$(BIN) bench route
 # peer: the same episodes through BrowserGym and WebServ.
 bench-peer: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/peer_bench.py

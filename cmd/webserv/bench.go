@@ -16,7 +16,7 @@ import (
 	"github.com/webserv-rl/webserv/bench/suites"
 )
 
-const benchUsage = `usage: webserv bench SUITE [flags]   (suites: system, step, scale; add --smoke for a seconds-long check)
+const benchUsage = `usage: webserv bench SUITE [flags]   (suites: system, step, scale, route; add --smoke for a seconds-long check)
 the peer (BrowserGym) and settle suites are Python: python bench/peer_bench.py, python bench/settle_bench.py`
 
 // benchCmd runs one Go benchmark suite and writes its JSON, Markdown and
@@ -74,6 +74,34 @@ func benchCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 			o.Ns, o.Run = []int{1, 2}, 3*time.Second
 		}
 		rep, err := suites.Scale(ctx, o)
+		if err != nil {
+			return err
+		}
+		headline = rep.Headline
+	case "route":
+		o := suites.RouteOptions{Shop: shop, Out: *out, Command: command, Smoke: *smoke, Log: os.Stderr}
+		// Only flags given on the command line override the suite's own
+		// defaults (N=16, 20 s per configuration, 5 rounds, 500 ms).
+		var ferr error
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "n":
+				var nlist []int
+				if nlist, ferr = ints(*ns); ferr == nil {
+					o.N = nlist[0]
+				}
+			case "run":
+				o.Run = *runFor
+			case "reps":
+				o.Rounds = *reps
+			case "idle":
+				o.IdleMs = idles[0]
+			}
+		})
+		if ferr != nil {
+			return fmt.Errorf("--n: %w", ferr)
+		}
+		rep, err := suites.Route(ctx, o)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,7 @@ from .observation import action_space, observation_space
 T = TypeVar("T")
 
 # Info keys that measure wall-clock time (or name the server-side instance).
-_WALLCLOCK_INFO = ("action_ms", "settle_ms", "extract_ms", "elapsed_s", "env")
+_WALLCLOCK_INFO = ("action_ms", "settle_ms", "extract_ms", "elapsed_s", "env", "obs_stats")
 
 
 class _Loop:
