@@ -3,235 +3,225 @@ package netroute
 import (
 	"context"
 	"fmt"
-	"math"
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
-	"sync"
-
-	"golang.org/x/time/rate"
 )
 
-// Policy is an environment's network policy: what it may reach besides its
-// own sites' origins, which are always reachable.
+// Policy is an environment's network policy: what it reaches besides its
+// own sites' canonical origins, which it always reaches.
 type Policy struct {
-	// Open is the open web: hosts outside the table are allowed, except
-	// loopback (127.0.0.0/8, ::1, "localhost"), private (10/8, 172.16/12,
-	// 192.168/16, fc00::/7), link-local (169.254/16, fe80::/10) and
-	// unspecified addresses, unless Allow lists them. When Open is false
+	// Open is the open web: hosts outside the table's origins are allowed,
+	// except loopback (127.0.0.0/8, ::1, "localhost"), private (10/8,
+	// 172.16/12, 192.168/16, fc00::/7), link-local (169.254/16, fe80::/10)
+	// and unspecified addresses, unless listed in Allow. Host names are
+	// resolved once per connection and every address they resolve to is
+	// checked, so DNS cannot bring those addresses back. When Open is false
 	// (hosted sites) only the table's origins and Allow are reachable.
 	Open bool
-	// Allow lists hosts reachable in addition: "host", "host:port" or
-	// "*.suffix". A start URL on 127.0.0.1 is allowed by listing its
-	// host:port.
+	// Allow lists hosts reachable in addition, under either policy:
+	// "host" (any port), "host:port", "*.suffix" or "*.suffix:port" (the
+	// suffix's subdomains, not the suffix itself), or a URL, which allows
+	// its host:port. A start URL on 127.0.0.1 is allowed by listing its
+	// host:port. Whatever Allow says, the Router's refused addresses stay
+	// refused.
 	Allow []string
-	// Politeness towards live sites (zero: no limit). They apply to hosts
-	// outside the table; https tunnels count once per connection.
-	RatePerHost        float64 // requests per second per host
-	ConcurrencyPerHost int     // requests in flight per host; more wait
-	MaxRequests        int     // requests per episode; past it, refused
-	UserAgent          string  // replaces User-Agent on plain-http requests
-	// Robots refuses what the host's robots.txt disallows for UserAgent
-	// (or *): every plain-http request, and https navigations opened with
-	// goto or new_tab (Check); other https requests are tunnelled, their
-	// paths unseen.
+	// RatePerHost, ConcurrencyPerHost, MaxRequests and UserAgent are the
+	// politeness owed to live sites; zero means no limit. They apply to
+	// requests for hosts outside the table (a table origin is the
+	// environment's own instance). An https connection is an opaque
+	// tunnel: it counts as one request for its whole life, however many
+	// requests the browser sends through it.
+	RatePerHost        float64 // requests per second per host name (burst: ceil(rate), at least 1)
+	ConcurrencyPerHost int     // requests in flight per host name; more wait their turn
+	MaxRequests        int     // requests per episode (Table.NewEpisode); past it, refused
+	UserAgent          string  // when set, replaces User-Agent on plain-http requests
+	// Robots refuses what a live host's robots.txt disallows for
+	// UserAgent (or "*"): every plain-http request, and the https URLs
+	// Check is asked about (goto, new_tab); other https requests go
+	// through tunnels, their paths unseen. Each host's robots.txt is
+	// fetched once per table.
 	Robots bool
 }
 
-// allowed reports whether host:port is on the allowlist.
-func (p Policy) allowed(hostport string) bool {
-	host, _, _ := net.SplitHostPort(hostport)
+// rules is a Policy prepared for matching.
+type rules struct {
+	Policy
+	hosts     map[string]bool // allowed on any port
+	hostPorts map[string]bool // allowed "host:port"
+	suffixes  []suffixRule
+}
+
+// suffixRule is an Allow pattern "*.suffix" or "*.suffix:port".
+type suffixRule struct {
+	suffix string // ".example.com"
+	port   string // "" for any port
+}
+
+// compile prepares p for matching; p.Allow is copied.
+func compile(p Policy) *rules {
+	p.Allow = slices.Clone(p.Allow)
+	r := &rules{Policy: p, hosts: map[string]bool{}, hostPorts: map[string]bool{}}
 	for _, a := range p.Allow {
-		a = strings.ToLower(strings.TrimSpace(a))
+		a = strings.TrimSpace(a)
 		switch {
+		case a == "":
+		case strings.Contains(a, "://"):
+			if u, err := url.Parse(a); err == nil && u.Host != "" {
+				h, port := splitHostPort(u.Host, defaultPort(strings.ToLower(u.Scheme)))
+				r.hostPorts[net.JoinHostPort(h, port)] = true
+			}
 		case strings.HasPrefix(a, "*."):
-			if strings.HasSuffix(host, a[1:]) {
-				return true
+			s, port := a[1:], ""
+			if i := strings.LastIndexByte(s, ':'); i >= 0 {
+				s, port = s[:i], s[i+1:]
 			}
-		case strings.Contains(a, ":") && !strings.HasPrefix(a, "["):
-			if hostPort(a, "") == hostport {
-				return true
-			}
-		case strings.HasPrefix(a, "["):
-			if hostPort(a, "") == hostport || strings.Trim(a, "[]") == host {
-				return true
-			}
+			r.suffixes = append(r.suffixes, suffixRule{suffix: strings.ToLower(strings.TrimSuffix(s, ".")), port: port})
 		default:
-			if a == host {
-				return true
+			if h, port, err := net.SplitHostPort(a); err == nil && port != "" {
+				r.hostPorts[net.JoinHostPort(normHost(h), port)] = true
+			} else {
+				r.hosts[normHost(a)] = true
 			}
+		}
+	}
+	return r
+}
+
+// allows reports whether the allowlist names host:port (both normalized).
+func (r *rules) allows(host, port string) bool {
+	if r.hosts[host] || (len(r.hostPorts) > 0 && r.hostPorts[net.JoinHostPort(host, port)]) {
+		return true
+	}
+	for _, s := range r.suffixes {
+		if strings.HasSuffix(host, s.suffix) && (s.port == "" || s.port == port) {
+			return true
 		}
 	}
 	return false
 }
 
-// localAddr reports why ip is not part of the open web, or "".
-func localAddr(ip netip.Addr) string {
-	ip = ip.Unmap()
-	switch {
-	case ip.IsLoopback():
-		return "loopback addresses are not part of the open web"
-	case ip.IsPrivate():
-		return "private addresses are not part of the open web"
-	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
-		return "link-local addresses are not part of the open web"
-	case ip.IsUnspecified(), ip.IsMulticast():
-		return "that address is not part of the open web"
-	}
-	return ""
-}
-
-// decision is where a request may go: a table origin, or a checked address
-// of the open web.
+// decision is where a request for one host:port goes.
 type decision struct {
-	dial   Dialer // the instance, for a table origin
-	addr   string // the address to dial otherwise (an IP:port checked by the policy)
-	limits bool   // politeness applies
+	entry  *entry // a table origin: its instance; nil otherwise
+	reason string // why it is refused; "" when it may go
 }
 
-// decide applies the table's policy to a request for hostport.
-// refuse lists addresses refused under every policy.
-func (t *Table) decide(ctx context.Context, hostport string, refuse func(string) bool) (decision, error) {
-	if d, ok := t.lookup(hostport); ok {
-		return decision{dial: d}, nil
-	}
-	p := t.Policy()
-	host, port, _ := net.SplitHostPort(hostport)
-	if refuse(hostport) {
-		return decision{}, fmt.Errorf("it is the WebServ server's own address or a browser route, which no environment may reach")
-	}
-	allowed := p.allowed(hostport)
-	if !p.Open && !allowed {
-		return decision{}, fmt.Errorf("this environment reaches only its own sites (%s) and its allowlist; add the host to the site's or make's allow to reach it", strings.Join(t.Origins(), ", "))
-	}
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		if !allowed {
-			return decision{}, fmt.Errorf("loopback addresses are not part of the open web; start the episode there or add %s to allow", hostport)
-		}
-		host = "127.0.0.1"
-	}
-	var ips []netip.Addr
-	if ip, err := netip.ParseAddr(host); err == nil {
-		ips = []netip.Addr{ip}
-	} else {
-		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-		if err != nil {
-			return decision{}, fmt.Errorf("cannot resolve %s: %v", host, err)
-		}
-		ips = addrs
-	}
-	if len(ips) == 0 {
-		return decision{}, fmt.Errorf("%s has no address", host)
-	}
-	for _, ip := range ips {
-		if why := localAddr(ip); why != "" && !allowed {
-			return decision{}, fmt.Errorf("%s; start the episode there or add %s to allow", why, hostport)
-		}
-		if refuse(net.JoinHostPort(ip.Unmap().String(), port)) {
-			return decision{}, fmt.Errorf("it is the WebServ server's own address or a browser route, which no environment may reach")
+// decide applies st to a request for host:port (normalized). scheme is the
+// request's ("http", "https", "ws", "wss"), or "" for a CONNECT tunnel.
+// Table origins are http, so they match plain http, ws and tunnels only.
+// r, when not nil, supplies the addresses refused under every policy.
+func (st *state) decide(r *Router, scheme, host, port string) decision {
+	if scheme == "" || scheme == "http" || scheme == "ws" {
+		if e := st.byKey[net.JoinHostPort(host, port)]; e != nil {
+			return decision{entry: e}
 		}
 	}
-	return decision{addr: net.JoinHostPort(ips[0].Unmap().String(), port), limits: true}, nil
+	if r != nil && r.refuses(host, port) {
+		return decision{reason: reasonRouter}
+	}
+	if st.rules.allows(host, port) {
+		return decision{}
+	}
+	if !st.rules.Open {
+		return decision{reason: st.hostedReason(host)}
+	}
+	if isLocalName(host) {
+		return decision{reason: classReason(classLoopback, net.JoinHostPort(host, port))}
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		if c := ipClass(a); c != "" {
+			return decision{reason: classReason(c, net.JoinHostPort(host, port))}
+		}
+	}
+	return decision{}
 }
 
-// take counts a request the policy let through; under a request cap it
-// reports false (and counts nothing) once the episode has used it up.
-func (t *Table) take(dec decision) error {
-	n := t.requests.Add(1)
-	if !dec.limits {
-		return nil
+// reasonRouter is why the Router's refused addresses are refused.
+const reasonRouter = "it belongs to the WebServ server or its browser, which no environment reaches, whatever its allowlist"
+
+// reasonUnbound is why an unbound route refuses everything.
+const reasonUnbound = "this browser context is not bound to an environment"
+
+// hostedReason is why a hosted environment refuses host.
+func (st *state) hostedReason(host string) string {
+	sites := "it has none"
+	if len(st.list) > 0 {
+		sites = strings.Join(st.list, ", ")
 	}
-	if max := t.Policy().MaxRequests; max > 0 && n > int64(max) {
-		t.requests.Add(-1)
-		return fmt.Errorf("the episode has made its %d requests, the most its policy allows", max)
+	why := fmt.Sprintf("this environment reaches only its own sites (%s) and its allowlist", sites)
+	for _, e := range st.byKey {
+		if e.host == host {
+			return why + "; " + host + " is served at " + e.origin
+		}
 	}
-	return nil
+	return why
 }
 
-// Check reports whether rawURL may be opened, with an error an agent can
-// act on when not. about:, data:, blob: and javascript: URLs are the
-// browser's own; other non-http schemes are refused.
+// classReason is why the open web refuses hostport, an address of class c.
+func classReason(c, hostport string) string {
+	allow := fmt.Sprintf("allow it with allow: [%q]", hostport)
+	switch c {
+	case classLoopback:
+		return "loopback addresses are not part of the open web; " + allow + " or start there"
+	case classPrivate:
+		return "private network addresses are not part of the open web; " + allow
+	case classLinkLocal:
+		return "link-local addresses (a cloud metadata service among them) are not part of the open web; " + allow
+	}
+	return "the unspecified address is not part of the open web; " + allow
+}
+
+// maxRequestsReason is why a request past Policy.MaxRequests is refused.
+func maxRequestsReason(max int) string {
+	return fmt.Sprintf("this episode has made the %d requests to live sites its policy allows (max_requests); the next episode starts counting anew", max)
+}
+
+// Check reports whether rawURL may be requested, and if not, why, as a
+// *RefusalError whose text an agent can act on, such as
+//
+//	http://127.0.0.1:40125/ is refused: this environment reaches only its own sites (http://shop.webserv.test) and its allowlist
+//
+// about:, data:, blob: and javascript: URLs are the browser's own and are
+// always allowed; other schemes than http(s) and ws(s) are refused. Check
+// does not resolve host names: a name of the open web that resolves to a
+// refused address passes Check and is refused when requested. Under
+// Policy.Robots, Check may fetch the host's robots.txt (once per host, 5s
+// at most).
 func (t *Table) Check(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return fmt.Errorf("%s is refused: not a URL", rawURL)
+		return fmt.Errorf("%q cannot be opened: %w; give an absolute http:// or https:// URL", rawURL, err)
 	}
-	switch u.Scheme {
+	scheme := strings.ToLower(u.Scheme)
+	switch scheme {
 	case "about", "data", "blob", "javascript":
 		return nil
 	case "http", "https", "ws", "wss":
+	case "":
+		return &RefusalError{URL: rawURL, Reason: "it is not an absolute URL; give one with http:// or https://"}
 	default:
-		return fmt.Errorf("%s is refused: only http and https are opened", rawURL)
+		return &RefusalError{URL: rawURL, Reason: scheme + ": URLs are not opened in a web-agent environment; open an http:// or https:// URL"}
 	}
-	port := map[string]string{"http": "80", "ws": "80", "https": "443", "wss": "443"}[u.Scheme]
-	hp := hostPort(u.Host, port)
-	if _, ok := t.lookup(hp); ok && (u.Scheme == "http" || u.Scheme == "ws") {
+	if u.Host == "" {
+		return &RefusalError{URL: rawURL, Reason: "it names no host; give one like http://shop.webserv.test/"}
+	}
+	host, port := splitHostPort(u.Host, defaultPort(scheme))
+	st := t.st.Load()
+	d := st.decide(t.router.Load(), scheme, host, port)
+	switch {
+	case d.reason != "":
+		return &RefusalError{URL: rawURL, Reason: d.reason}
+	case d.entry != nil:
 		return nil
-	}
-	dec, err := t.decide(context.Background(), hp, noRefuse)
-	if err == nil {
-		err = t.checkRobots(context.Background(), u, dec)
-	}
-	if err != nil {
-		return fmt.Errorf("%s is refused: %v", rawURL, err)
+	case st.rules.MaxRequests > 0 && t.live.Load() >= int64(st.rules.MaxRequests):
+		return &RefusalError{URL: rawURL, Reason: maxRequestsReason(st.rules.MaxRequests)}
+	case st.rules.Robots && (scheme == "http" || scheme == "https"):
+		if why := t.robots.disallows(context.Background(), t.web, u, st.rules.UserAgent); why != "" {
+			return &RefusalError{URL: rawURL, Reason: why}
+		}
 	}
 	return nil
-}
-
-func noRefuse(string) bool { return false }
-
-// limiter holds the politeness state of one policy.
-type limiter struct {
-	rate  float64
-	conc  int
-	mu    sync.Mutex
-	hosts map[string]*hostLimit
-}
-
-type hostLimit struct {
-	rl  *rate.Limiter
-	sem chan struct{}
-}
-
-func newLimiter(p Policy) *limiter {
-	if p.RatePerHost <= 0 && p.ConcurrencyPerHost <= 0 {
-		return nil
-	}
-	return &limiter{rate: p.RatePerHost, conc: p.ConcurrencyPerHost, hosts: map[string]*hostLimit{}}
-}
-
-// acquire waits for host's turn; release must be called when the request
-// is over.
-func (l *limiter) acquire(ctx context.Context, host string) (release func(), err error) {
-	if l == nil {
-		return func() {}, nil
-	}
-	l.mu.Lock()
-	h := l.hosts[host]
-	if h == nil {
-		h = &hostLimit{}
-		if l.rate > 0 {
-			h.rl = rate.NewLimiter(rate.Limit(l.rate), int(math.Max(1, math.Ceil(l.rate))))
-		}
-		if l.conc > 0 {
-			h.sem = make(chan struct{}, l.conc)
-		}
-		l.hosts[host] = h
-	}
-	l.mu.Unlock()
-	if h.rl != nil {
-		if err := h.rl.Wait(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if h.sem == nil {
-		return func() {}, nil
-	}
-	select {
-	case h.sem <- struct{}{}:
-		return func() { <-h.sem }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }

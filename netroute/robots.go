@@ -12,81 +12,79 @@ import (
 	"github.com/temoto/robotstxt"
 )
 
-// robots keeps the robots.txt of each host a live-site environment visits,
-// fetched once per host and table.
+// robots keeps the robots.txt of each live host a table's environment
+// visits, fetched once per host.
 type robots struct {
 	mu    sync.Mutex
-	hosts map[string]*robotsEntry // by scheme://host:port
+	hosts map[string]*robotsFile // by "scheme://host:port"
 }
 
-type robotsEntry struct {
+// robotsFile is one host's robots.txt; ready closes once it is fetched.
+type robotsFile struct {
 	ready chan struct{}
-	data  *robotstxt.RobotsData
+	data  *robotstxt.RobotsData // nil: allows everything
 }
 
-// allowed reports whether u may be requested under the host's robots.txt
-// for agent. A robots.txt that cannot be fetched allows everything; a
-// server error disallows everything (robotstxt.FromStatusAndBytes).
-func (r *robots) allowed(ctx context.Context, get func(context.Context, string) (int, []byte, error), u *url.URL, agent string) bool {
+// maxRobots bounds the hosts a table remembers the robots.txt of.
+const maxRobots = 1024
+
+// disallows says why u's host's robots.txt disallows u for agent, or ""
+// when it allows it. A robots.txt that cannot be fetched, or is missing
+// (4xx), allows everything; a server error (5xx) disallows everything.
+func (r *robots) disallows(ctx context.Context, tr http.RoundTripper, u *url.URL, agent string) string {
 	key := u.Scheme + "://" + u.Host
 	r.mu.Lock()
-	if r.hosts == nil {
-		r.hosts = map[string]*robotsEntry{}
+	if r.hosts == nil || len(r.hosts) >= maxRobots {
+		r.hosts = map[string]*robotsFile{}
 	}
-	e, ok := r.hosts[key]
+	f, ok := r.hosts[key]
 	if !ok {
-		e = &robotsEntry{ready: make(chan struct{})}
-		r.hosts[key] = e
+		f = &robotsFile{ready: make(chan struct{})}
+		r.hosts[key] = f
 	}
 	r.mu.Unlock()
 	if !ok {
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		status, body, err := get(fctx, key+"/robots.txt")
-		cancel()
-		if err == nil {
-			e.data, _ = robotstxt.FromStatusAndBytes(status, body)
-		}
-		close(e.ready)
+		f.data = fetchRobots(ctx, tr, key+"/robots.txt", agent)
+		close(f.ready)
 	}
 	select {
-	case <-e.ready:
+	case <-f.ready:
 	case <-ctx.Done():
-		return false
-	}
-	if e.data == nil {
-		return true
+		return "the request ended while the host's robots.txt was being read"
 	}
 	if agent == "" {
 		agent = "*"
 	}
-	return e.data.TestAgent(u.RequestURI(), agent)
+	if f.data == nil || f.data.TestAgent(u.RequestURI(), agent) {
+		return ""
+	}
+	return fmt.Sprintf("%s's robots.txt disallows %s for this agent, and the policy respects robots.txt; open another page", u.Host, u.EscapedPath())
 }
 
-// checkRobots refuses u when the policy respects robots.txt and the host's
-// disallows it.
-func (t *Table) checkRobots(ctx context.Context, u *url.URL, dec decision) error {
-	p := t.Policy()
-	if !p.Robots || !dec.limits {
+// fetchRobots gets and parses a robots.txt through tr, in 5s at most
+// (without ctx's cancellation: other requests wait for the same file).
+func fetchRobots(ctx context.Context, tr http.RoundTripper, rawURL, agent string) *robotstxt.RobotsData {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
 		return nil
 	}
-	get := func(ctx context.Context, raw string) (int, []byte, error) {
-		req, err := http.NewRequestWithContext(context.WithValue(ctx, decisionKey{}, dec), http.MethodGet, raw, nil)
-		if err != nil {
-			return 0, nil, err
-		}
-		if p.UserAgent != "" {
-			req.Header.Set("User-Agent", p.UserAgent)
-		}
-		resp, err := openWeb.RoundTrip(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(io.LimitReader(resp.Body, 512<<10))
-		return resp.StatusCode, b, err
+	if agent != "" {
+		req.Header.Set("User-Agent", agent)
 	}
-	if !t.robots.allowed(ctx, get, u, p.UserAgent) {
-		return fmt.Errorf("%s's robots.txt disallows %s for this agent", u.Host, u.Path)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return nil
 	}
-	return nil
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 512<<10))
+	if err != nil {
+		return nil
+	}
+	data, err := robotstxt.FromStatusAndBytes(resp.StatusCode, body)
+	if err != nil {
+		return nil
+	}
+	return data
 }

@@ -3,14 +3,18 @@ package netroute
 import (
 	"context"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Dialer opens a connection to one site instance's HTTP server.
@@ -18,8 +22,14 @@ type Dialer func(ctx context.Context) (net.Conn, error)
 
 // TCPDialer dials addr ("127.0.0.1:port") over TCP.
 func TCPDialer(addr string) Dialer {
-	var d net.Dialer
-	return func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	return func(ctx context.Context) (net.Conn, error) {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("dial the site instance at %s: %w", addr, err)
+		}
+		return c, nil
+	}
 }
 
 // Table is one environment's routing: each canonical origin of its sites
@@ -27,190 +37,315 @@ func TCPDialer(addr string) Dialer {
 // other request. It is safe for concurrent use; every Route bound to it
 // sees a change at once.
 type Table struct {
-	mu      sync.RWMutex
-	origins map[string]Dialer // by "host:port"
-	policy  Policy
-	limits  *limiter
-	robots  robots
+	mu     sync.Mutex // serializes changes to st and polite
+	st     atomic.Pointer[state]
+	polite atomic.Pointer[politeness]
+	router atomic.Pointer[Router] // the last Router whose route was bound to t
+
+	requests atomic.Int64 // allowed requests this episode
+	live     atomic.Int64 // requests to live sites this episode (MaxRequests)
+
+	web      *http.Transport // the open web and the allowlist
+	webProxy *httputil.ReverseProxy
+	errLog   *log.Logger
+	robots   robots
 
 	refMu   sync.Mutex
 	refused []Refusal
-
-	requests  atomic.Int64
-	transport *http.Transport
-	client    *http.Client
 }
 
-// maxRefusals bounds the refusal log between two reads.
-const maxRefusals = 100
+// state is a table's routing at one moment; it is never changed once
+// published.
+type state struct {
+	byKey  map[string]*entry // by "host:port"
+	lookup map[string]*entry // by key and, for port 80, by host alone: a request's URL.Host as browsers send it
+	list   []string          // origins, sorted
+	rules  *rules
+}
+
+// entry is one canonical origin and the instance it leads to. Its
+// transport keeps connections to that instance alone, so once the origin
+// points elsewhere no kept connection can carry a request to the old one.
+type entry struct {
+	origin string // "http://shop.webserv.test"
+	host   string // "shop.webserv.test"
+	dial   Dialer
+	tr     *http.Transport
+	proxy  *httputil.ReverseProxy
+}
 
 // NewTable returns a table with no origins and policy p.
 func NewTable(p Policy) *Table {
-	t := &Table{origins: map[string]Dialer{}, policy: p, limits: newLimiter(p)}
-	t.transport = &http.Transport{
+	t := &Table{}
+	t.errLog = log.New(logWriter{t}, "", 0)
+	t.st.Store(newState(map[string]*entry{}, compile(p)))
+	t.polite.Store(newPoliteness(p, nil))
+	t.web = &http.Transport{
 		Proxy:               nil,
-		DialContext:         t.dial,
-		MaxIdleConnsPerHost: 32,
-		IdleConnTimeout:     90 * time.Second,
-		// Chromium sends what it sends; the instance answers as it would
-		// to the browser.
-		DisableCompression: true,
+		DialContext:         t.dialWeb,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     60 * time.Second,
+		// The site answers what it would answer the browser: no
+		// Accept-Encoding is added, nothing is decompressed.
+		DisableCompression:    true,
+		ExpectContinueTimeout: time.Second,
 	}
-	t.client = &http.Client{Transport: t.transport, Timeout: 30 * time.Second}
+	t.webProxy = &httputil.ReverseProxy{
+		Rewrite:       t.rewriteWeb,
+		Transport:     t.web,
+		FlushInterval: -1,
+		BufferPool:    buffers,
+		ErrorLog:      t.errLog,
+		ErrorHandler:  t.webError,
+	}
 	return t
 }
 
-// originKey is a canonical origin's host:port ("shop.webserv.test:80").
-func originKey(origin string) (string, error) {
+// newState indexes byKey.
+func newState(byKey map[string]*entry, r *rules) *state {
+	st := &state{byKey: byKey, lookup: make(map[string]*entry, 2*len(byKey)), rules: r}
+	for k, e := range byKey {
+		st.lookup[k] = e
+		if strings.HasSuffix(k, ":80") {
+			st.lookup[strings.TrimSuffix(k, ":80")] = e
+		}
+		st.list = append(st.list, e.origin)
+	}
+	slices.Sort(st.list)
+	return st
+}
+
+// find returns the entry for a plain http request's URL.Host.
+func (st *state) find(urlHost string) *entry {
+	if e := st.lookup[urlHost]; e != nil {
+		return e
+	}
+	host, port := splitHostPort(urlHost, "80")
+	return st.byKey[net.JoinHostPort(host, port)]
+}
+
+// parseOrigin checks a canonical origin and returns it normalized
+// ("http://shop.webserv.test"), with its host and "host:port" key.
+func parseOrigin(origin string) (norm, host, key string, err error) {
 	u, err := url.Parse(origin)
-	if err != nil || u.Scheme != "http" || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return "", fmt.Errorf("origin %q: want http://host or http://host:port", origin)
-	}
-	return hostPort(u.Host, "80"), nil
-}
-
-// hostPort lowercases host and adds port when it has none.
-func hostPort(host, port string) string {
-	h, p, err := net.SplitHostPort(host)
 	if err != nil {
-		h, p = strings.Trim(host, "[]"), port
+		return "", "", "", fmt.Errorf("origin %q: %w; give it as http://host or http://host:port", origin, err)
 	}
-	return net.JoinHostPort(strings.ToLower(h), p)
+	switch {
+	case u.Scheme == "":
+		return "", "", "", fmt.Errorf("origin %q has no scheme; give it as http://host or http://host:port", origin)
+	case !strings.EqualFold(u.Scheme, "http"):
+		return "", "", "", fmt.Errorf("origin %q: only http origins are routed (https is an opaque tunnel to the proxy); serve the site at http://%s", origin, u.Host)
+	case u.Host == "" || u.Hostname() == "":
+		return "", "", "", fmt.Errorf("origin %q has no host; give it as http://host or http://host:port", origin)
+	case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		return "", "", "", fmt.Errorf("origin %q has more than a scheme, host and port; give it as http://host or http://host:port", origin)
+	}
+	host, port := splitHostPort(u.Host, "80")
+	key = net.JoinHostPort(host, port)
+	norm = "http://" + key
+	if port == "80" {
+		norm = "http://" + strings.TrimSuffix(key, ":80")
+	}
+	return norm, host, key, nil
 }
 
-// Set points origin ("http://shop.webserv.test",
-// "http://metis.lti.cs.cmu.edu:7770") at d. Connections kept open to the
-// instance it pointed at before are closed.
+// Set points origin ("http://shop.webserv.test" or
+// "http://metis.lti.cs.cmu.edu:7770"; the scheme must be http, port 80 is
+// implied) at d, replacing what it pointed at. Connections kept open to the
+// instance it pointed at before are closed, and none of them carries
+// another request.
 func (t *Table) Set(origin string, d Dialer) error {
-	k, err := originKey(origin)
+	if d == nil {
+		return fmt.Errorf("set origin %q: no Dialer given; pass one, such as netroute.TCPDialer(\"127.0.0.1:port\")", origin)
+	}
+	norm, host, key, err := parseOrigin(origin)
 	if err != nil {
 		return err
 	}
+	e := t.newEntry(norm, host, d)
 	t.mu.Lock()
-	t.origins[k] = d
+	old := t.st.Load()
+	byKey := make(map[string]*entry, len(old.byKey)+1)
+	for k, v := range old.byKey {
+		byKey[k] = v
+	}
+	byKey[key] = e
+	t.st.Store(newState(byKey, old.rules))
 	t.mu.Unlock()
-	t.transport.CloseIdleConnections()
+	if prev := old.byKey[key]; prev != nil {
+		prev.tr.CloseIdleConnections()
+	}
 	return nil
 }
 
-// Remove drops origin from the table.
+// Remove drops origin from the table; requests for it then fall under the
+// policy. An origin that is not in the table is ignored.
 func (t *Table) Remove(origin string) {
-	k, err := originKey(origin)
+	_, _, key, err := parseOrigin(origin)
 	if err != nil {
 		return
 	}
 	t.mu.Lock()
-	delete(t.origins, k)
-	t.mu.Unlock()
-	t.transport.CloseIdleConnections()
-}
-
-// Origins lists the table's origins, like "http://shop.webserv.test".
-func (t *Table) Origins() []string {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	out := make([]string, 0, len(t.origins))
-	for k := range t.origins {
-		out = append(out, originOf(k))
+	old := t.st.Load()
+	prev := old.byKey[key]
+	if prev == nil {
+		t.mu.Unlock()
+		return
 	}
-	sort.Strings(out)
-	return out
-}
-
-// originOf writes a host:port key as an origin, without the default port.
-func originOf(k string) string {
-	if h, p, err := net.SplitHostPort(k); err == nil && p == "80" {
-		if strings.Contains(h, ":") {
-			return "http://[" + h + "]"
+	byKey := make(map[string]*entry, len(old.byKey))
+	for k, v := range old.byKey {
+		if k != key {
+			byKey[k] = v
 		}
-		return "http://" + h
 	}
-	return "http://" + k
+	t.st.Store(newState(byKey, old.rules))
+	t.mu.Unlock()
+	prev.tr.CloseIdleConnections()
 }
 
-// SetPolicy replaces the table's policy.
+// Origins lists the table's origins, sorted, like
+// "http://shop.webserv.test".
+func (t *Table) Origins() []string { return slices.Clone(t.st.Load().list) }
+
+// SetPolicy replaces the table's policy. Per-host rate and concurrency
+// state carries over when those limits are unchanged.
 func (t *Table) SetPolicy(p Policy) {
 	t.mu.Lock()
-	t.policy = p
-	t.limits = newLimiter(p)
+	old := t.st.Load()
+	t.st.Store(&state{byKey: old.byKey, lookup: old.lookup, list: old.list, rules: compile(p)})
+	t.polite.Store(newPoliteness(p, t.polite.Load()))
 	t.mu.Unlock()
+	// A kept connection was checked against the old policy.
+	t.web.CloseIdleConnections()
 }
 
-// Policy is the table's policy.
+// Policy returns the table's policy.
 func (t *Table) Policy() Policy {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.policy
+	p := t.st.Load().rules.Policy
+	p.Allow = slices.Clone(p.Allow)
+	return p
 }
 
-// lookup returns the dialer of a canonical origin's host:port.
-func (t *Table) lookup(hostport string) (Dialer, bool) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	d, ok := t.origins[hostport]
-	return d, ok
-}
-
-// dial is the transport's dialer: canonical origins only.
-func (t *Table) dial(ctx context.Context, _, addr string) (net.Conn, error) {
-	d, ok := t.lookup(hostPort(addr, "80"))
-	if !ok {
-		return nil, fmt.Errorf("%s is not one of this environment's sites (%s)", addr, strings.Join(t.Origins(), ", "))
-	}
-	c, err := d(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reach the instance behind http://%s: %w", addr, err)
-	}
-	return c, nil
-}
-
-// NewEpisode starts the per-episode counters (Policy.MaxRequests) anew and
-// empties the refusal log.
+// NewEpisode starts the per-episode counters (Requests, and
+// Policy.MaxRequests) anew and drops the refusals not yet read.
 func (t *Table) NewEpisode() {
 	t.requests.Store(0)
+	t.live.Store(0)
 	t.refMu.Lock()
 	t.refused = nil
 	t.refMu.Unlock()
 }
 
-// Requests is how many requests the table let through this episode.
+// Requests is how many requests the table routed this episode: the ones
+// it let through, to its origins and elsewhere; a tunnel counts as one.
 func (t *Table) Requests() int64 { return t.requests.Load() }
 
-// Refusal is one request the policy refused.
-type Refusal struct {
-	URL    string `json:"url"`
-	Method string `json:"method"`
-	Reason string `json:"reason"`
-	// Navigation is set for a document load (Sec-Fetch-Mode: navigate, or
-	// Upgrade-Insecure-Requests with an HTML Accept, which Chromium sends
-	// on navigations to http origins).
-	Navigation bool      `json:"navigation"`
-	Time       time.Time `json:"time"`
+// admitLive counts a request to a live site against Policy.MaxRequests and
+// reports whether it is within it.
+func (t *Table) admitLive(st *state) bool {
+	max := st.rules.MaxRequests
+	return max <= 0 || t.live.Add(1) <= int64(max)
 }
-
-func (t *Table) refuse(r Refusal) {
-	t.refMu.Lock()
-	defer t.refMu.Unlock()
-	if len(t.refused) >= maxRefusals {
-		t.refused = t.refused[1:]
-	}
-	t.refused = append(t.refused, r)
-}
-
-// Refused returns and clears the refusals recorded since the last call.
-func (t *Table) Refused() []Refusal {
-	t.refMu.Lock()
-	defer t.refMu.Unlock()
-	out := t.refused
-	t.refused = nil
-	return out
-}
-
-// Close drops the connections the table keeps open to its instances.
-func (t *Table) Close() { t.transport.CloseIdleConnections() }
 
 // Client is an HTTP client whose requests to the table's canonical origins
-// go to their instances, as the browser's do. It applies no policy: it is
-// for the server's own requests for the environment (signing in,
-// grading). Requests to other hosts fail.
-func (t *Table) Client() *http.Client { return t.client }
+// go to their instances, as the browser's do, with no policy applied: it is
+// for the server's own requests for the environment (signing in, grading).
+// Requests to other hosts fail. Its timeout is 30s; it follows redirects
+// as http.Client does.
+func (t *Table) Client() *http.Client {
+	return &http.Client{Transport: clientTransport{t}, Timeout: 30 * time.Second}
+}
+
+// clientTransport sends a request to its origin's instance.
+type clientTransport struct{ t *Table }
+
+func (c clientTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	st := c.t.st.Load()
+	if req.URL.Scheme == "http" {
+		if e := st.find(req.URL.Host); e != nil {
+			return e.tr.RoundTrip(req)
+		}
+	}
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	sites := "it has none"
+	if len(st.list) > 0 {
+		sites = strings.Join(st.list, ", ")
+	}
+	return nil, fmt.Errorf("%s is not one of this environment's sites (%s); its client reaches only those, so request a URL under one of them", req.URL.Redacted(), sites)
+}
+
+// newEntry makes the entry of one origin.
+func (t *Table) newEntry(origin, host string, d Dialer) *entry {
+	e := &entry{origin: origin, host: host, dial: d}
+	e.tr = &http.Transport{
+		Proxy:                 nil,
+		DialContext:           func(ctx context.Context, _, _ string) (net.Conn, error) { return d(ctx) },
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   32,
+		IdleConnTimeout:       60 * time.Second,
+		DisableCompression:    true,
+		ExpectContinueTimeout: time.Second,
+	}
+	e.proxy = &httputil.ReverseProxy{
+		// The request goes out as the browser sent it: the same absolute
+		// URL and Host, no X-Forwarded-* headers.
+		Rewrite:       func(*httputil.ProxyRequest) {},
+		Transport:     e.tr,
+		FlushInterval: -1,
+		BufferPool:    buffers,
+		ErrorLog:      t.errLog,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the browser went away
+			}
+			t.log().Debug("site instance unreachable", zap.String("origin", e.origin), zap.Error(err))
+			writeError(w, http.StatusBadGateway, fmt.Sprintf("%s could not be reached: %v; this environment's instance of the site is not answering, so reset the environment or look at the instance's logs", e.origin, err))
+		},
+	}
+	return e
+}
+
+// Close closes the connections t keeps open to its instances and to live
+// sites, as when its environment ends or its instances are replaced. The
+// table stays usable: a later request opens new connections.
+func (t *Table) Close() {
+	for _, e := range t.st.Load().byKey {
+		e.tr.CloseIdleConnections()
+	}
+	t.web.CloseIdleConnections()
+}
+
+// log is the logger of the Router t was last bound through.
+func (t *Table) log() *zap.Logger {
+	if r := t.router.Load(); r != nil {
+		return r.log
+	}
+	return zap.NewNop()
+}
+
+// logWriter sends what net/http/httputil logs to t's logger, at debug
+// level.
+type logWriter struct{ t *Table }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.log().Debug(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// bufferPool lends ReverseProxy its copy buffers.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+
+// buffers is shared by every proxy: a buffer holds no state between uses.
+var buffers = &bufferPool{}

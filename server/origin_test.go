@@ -171,7 +171,7 @@ func TestOpenSitePolicy(t *testing.T) {
 	// are refused; a reset starts a new count.
 	capped := cl.call("make", "", map[string]any{"start_url": pageURL(3), "politeness": map[string]any{"max_requests": 2, "user_agent": "WebServ-test"}})["env"].(string)
 	cl.call("step", capped, map[string]any{"action": "refresh()"})
-	if msg, _ := obsOf(cl.call("step", capped, map[string]any{"action": "refresh()"}))["last_action_error"].(string); !strings.Contains(msg, "the most its policy allows") {
+	if msg, _ := obsOf(cl.call("step", capped, map[string]any{"action": "refresh()"}))["last_action_error"].(string); !strings.Contains(msg, "max_requests") {
 		t.Errorf("a third request past max_requests 2: last_action_error %q", msg)
 	}
 	if msg := obsOf(cl.call("reset", capped, nil))["last_action_error"]; msg != "" && msg != nil {
