@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -28,13 +27,49 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	cn := &conn{s: s, c: c, ctx: ctx, authed: s.cfg.Token == ""}
 	s.log.Debug("client connected", zap.String("remote", r.RemoteAddr))
+	go cn.keepAlive(cancel)
 	err = cn.readLoop()
 	status := websocket.CloseStatus(err)
-	if status != websocket.StatusNormalClosure && status != websocket.StatusGoingAway && !errors.Is(err, context.Canceled) {
-		s.log.Debug("client connection ended", zap.Error(err))
+	closed := status == websocket.StatusNormalClosure || status == websocket.StatusGoingAway
+	if !closed {
+		s.log.Debug("client connection lost", zap.Error(err))
 	}
 	_ = c.CloseNow()
+	// A client that vanished (killed, timed out, unplugged) without closing
+	// its connection leaves no environment behind; one that closed it may
+	// come back to them until their TTL.
+	if !closed && !cn.keep.Load() {
+		s.releaseOwned(cn)
+	}
 }
+
+// keepAlive pings the client; one that does not answer within
+// pingTimeout is lost, and its connection is ended.
+func (cn *conn) keepAlive(lost context.CancelFunc) {
+	t := time.NewTicker(pingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-cn.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(cn.ctx, pingTimeout)
+		err := cn.c.Ping(ctx)
+		cancel()
+		if err != nil && cn.ctx.Err() == nil {
+			cn.s.log.Info("client did not answer a ping; its connection is ended", zap.Error(err))
+			lost()
+			return
+		}
+	}
+}
+
+// How often the server pings a client, and how long it waits for the pong.
+const (
+	pingEvery   = 20 * time.Second
+	pingTimeout = 20 * time.Second
+)
 
 type conn struct {
 	s      *Server
@@ -42,6 +77,7 @@ type conn struct {
 	ctx    context.Context
 	authed bool // written by the read loop only
 	sent   atomic.Int64
+	keep   atomic.Bool // hello's keep_envs: environments outlive a lost connection
 }
 
 func (cn *conn) readLoop() error {
@@ -120,6 +156,11 @@ func (cn *conn) hello(req Request) *Reply {
 	if v, ok, _ := a.num("version"); ok && int(v) != ProtocolVersion {
 		return &Reply{ID: req.ID, Error: errorf(CodeBadArgs, false, "this server speaks protocol version %d, the client asked for %d; upgrade the older side", ProtocolVersion, int(v))}
 	}
+	keep, e := a.boolean("keep_envs")
+	if e != nil {
+		return &Reply{ID: req.ID, Error: e}
+	}
+	cn.keep.Store(keep)
 	cn.authed = true
 	cfg := cn.s.cfg
 	return &Reply{ID: req.ID, Result: map[string]any{
@@ -137,7 +178,7 @@ func (cn *conn) hello(req Request) *Reply {
 // so one environment's requests keep their order; otherwise at once.
 func (cn *conn) dispatch(start time.Time, req Request) {
 	run := func(x *session) {
-		ctx, cancel := context.WithTimeout(context.Background(), cn.s.cfg.StepTimeout)
+		ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), connKey{}, cn), cn.s.cfg.StepTimeout)
 		defer cancel()
 		res, e := cn.s.handle(ctx, req, x)
 		if e == nil && ctx.Err() != nil {
@@ -152,11 +193,39 @@ func (cn *conn) dispatch(start time.Time, req Request) {
 			cn.reply(start, &Reply{ID: req.ID, Error: e})
 			return
 		}
+		x.owner.Store(cn) // the connection that uses an environment owns it
 		if !x.enqueue(func() { run(x) }) {
 			cn.reply(start, &Reply{ID: req.ID, Error: errorf(CodeUnknownEnv, false, "environment %q was closed", req.Env)})
 		}
 	default:
 		go run(nil)
+	}
+}
+
+// connKey carries the requesting connection in a request's context, so
+// the environments it makes belong to it.
+type connKey struct{}
+
+func connOf(ctx context.Context) *conn {
+	cn, _ := ctx.Value(connKey{}).(*conn)
+	return cn
+}
+
+// releaseOwned closes the environments whose owner is cn.
+func (s *Server) releaseOwned(cn *conn) {
+	s.mu.Lock()
+	var owned []*session
+	for _, x := range s.sessions {
+		if x.owner.Load() == cn {
+			owned = append(owned, x)
+		}
+	}
+	s.mu.Unlock()
+	for _, x := range owned {
+		s.closeSession(x, "its client's connection was lost without a close")
+	}
+	if len(owned) > 0 {
+		s.log.Info("released the environments of a lost client", zap.Int("envs", len(owned)))
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -93,6 +94,25 @@ type Episode struct {
 	// no grade at this step (reward 0). everyStep asks for a grade before
 	// the agent stops, where the task allows it.
 	Evaluate func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool) (*tasks.Result, error)
+}
+
+// backendError is a site that failed to start, reset or sign in: the
+// infrastructure's failure, not the request's.
+type backendError struct{ error }
+
+func (e backendError) Unwrap() error { return e.error }
+
+// failed marks err as the infrastructure's.
+func failed(err error) error { return backendError{err} }
+
+// instanceError is the reply for a Factory.Make or Instance.Episode error:
+// backend for the infrastructure's failures, bad_args for the request's.
+func instanceError(err error) *Error {
+	var be backendError
+	if errors.As(err, &be) {
+		return errorf(CodeBackend, true, "%v", err)
+	}
+	return errorf(CodeBadArgs, false, "%v", err)
 }
 
 // OpenFactory serves the "open" site: any http(s) URL, no hosting, reward 0

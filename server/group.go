@@ -138,7 +138,7 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 		if x.inst == nil {
 			inst, err := s.factory.Make(ctx, x.spec)
 			if err != nil {
-				return nil, errorf(CodeBadArgs, false, "%v", err)
+				return nil, instanceError(err)
 			}
 			x.inst = inst
 		}

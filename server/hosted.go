@@ -135,7 +135,7 @@ func (f *HostedFactory) Make(ctx context.Context, spec MakeSpec) (Instance, erro
 		return f.open.Make(ctx, spec)
 	}
 	if a, ok := f.absent[spec.Site]; ok {
-		return nil, fmt.Errorf("site %s is %s", spec.Site, a.Description)
+		return nil, failed(fmt.Errorf("site %s is %s", spec.Site, a.Description))
 	}
 	s, ok := f.sites[spec.Site]
 	if !ok && !strings.Contains(spec.Site, multiSep) {
@@ -160,11 +160,11 @@ func (f *HostedFactory) Make(ctx context.Context, spec MakeSpec) (Instance, erro
 	}
 	b, ok := f.backends[s.Backend()]
 	if !ok {
-		return nil, fmt.Errorf("site %s runs on %s, which is not available on this server: %s", s.Name, s.Backend(), f.missing[s.Backend()])
+		return nil, failed(fmt.Errorf("site %s runs on %s, which is not available on this server: %s", s.Name, s.Backend(), f.missing[s.Backend()]))
 	}
 	in, err := b.Start(ctx, s)
 	if err != nil {
-		return nil, fmt.Errorf("start site %s: %w", s.Name, err)
+		return nil, failed(fmt.Errorf("start site %s: %w", s.Name, err))
 	}
 	return newHostedInstance(s, in, spec, st), nil
 }
@@ -215,7 +215,7 @@ func (h *hostedInstance) prepare(ctx context.Context) error {
 	h.mu.Unlock()
 	if !fresh {
 		if err := h.in.Reset(ctx); err != nil {
-			return fmt.Errorf("reset site %s: %w", h.site.Name, err)
+			return failed(fmt.Errorf("reset site %s: %w", h.site.Name, err))
 		}
 		// Connections kept open to the server the reset replaced are dead.
 		if err := h.routes.Set(h.site.Origin, instanceDialer(h.in)); err != nil {

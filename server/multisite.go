@@ -67,12 +67,12 @@ func (f *HostedFactory) startParts(ctx context.Context, names []string, spec Mak
 			defer wg.Done()
 			b, ok := f.backends[s.Backend()]
 			if !ok {
-				errs[i] = fmt.Errorf("site %s runs on %s, which is not available on this server: %s", s.Name, s.Backend(), f.missing[s.Backend()])
+				errs[i] = failed(fmt.Errorf("site %s runs on %s, which is not available on this server: %s", s.Name, s.Backend(), f.missing[s.Backend()]))
 				return
 			}
 			in, err := b.Start(ctx, s)
 			if err != nil {
-				errs[i] = fmt.Errorf("start site %s: %w", s.Name, err)
+				errs[i] = failed(fmt.Errorf("start site %s: %w", s.Name, err))
 				return
 			}
 			parts[i] = newHostedInstance(s, in, spec, f.tasks[s.Name])

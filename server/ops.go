@@ -147,7 +147,7 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 		err.RetryAfter = 1
 		return nil, err
 	}
-	x, e := s.reserve()
+	x, e := s.reserve(ctx)
 	if e != nil {
 		return nil, e
 	}
@@ -173,7 +173,7 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 		inst, err := s.factory.Make(ctx, spec)
 		if err != nil {
 			s.closeSession(x, "make failed: "+err.Error())
-			return nil, errorf(CodeBadArgs, false, "%v", err)
+			return nil, instanceError(err)
 		}
 		x.inst = inst
 	}
@@ -319,7 +319,7 @@ func (s *Server) episode(ctx context.Context, x *session, opts EpisodeOptions, c
 	}
 	ep, err := x.inst.Episode(ctx, opts)
 	if err != nil {
-		return nil, errorf(CodeBadArgs, false, "%v", err)
+		return nil, instanceError(err)
 	}
 	return s.start(ctx, x, cause, x.inst, ep, x.resetTo(ep))
 }

@@ -241,12 +241,14 @@ func TestBadInputGetsErrorsAndLosesNothing(t *testing.T) {
 		t.Errorf("unparsable action: %v", e)
 	}
 
-	// A client that leaves in the middle of a slow step: the step finishes
-	// on the server, and the environment serves the next connection.
+	// A client that closes its connection in the middle of a slow step:
+	// the step finishes on the server, and the environment serves the next
+	// connection. (One that vanishes without closing frees its
+	// environments: TestLostClientLeavesNothingBehind.)
 	quitter := dial(t, base)
 	slow := quitter.call("make", "", map[string]any{"start_url": pageURL(5)})["env"].(string)
 	quitter.send("step", slow, map[string]any{"action": `click("load")`})
-	_ = quitter.c.CloseNow()
+	_ = quitter.c.Close(websocket.StatusNormalClosure, "bye")
 	back := dial(t, base)
 	if html := obsOf(back.call("observe", slow, nil))["html"].(string); !strings.Contains(html, "loaded 5") {
 		t.Errorf("step of a vanished client did not complete:\n%s", html)

@@ -40,11 +40,30 @@ type Error struct {
 	// RetryAfter is set with code "capacity": seconds to wait before
 	// asking again.
 	RetryAfter float64 `json:"retry_after,omitempty"`
+	// Fault says whose the failure is (FaultClient, FaultAgent,
+	// FaultInfrastructure), so a trainer never scores an environment's
+	// failure as the policy's.
+	Fault string `json:"fault"`
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-// Error codes.
+// Whose a failure is.
+const (
+	// FaultClient: the request is wrong (bad arguments, unknown op or
+	// environment, no token); fix the caller.
+	FaultClient = "client"
+	// FaultAgent: the episode's own state refuses the request (it is
+	// over); the policy's doing, a reset goes on.
+	FaultAgent = "agent"
+	// FaultInfrastructure: the browser, a site, the server or the host
+	// failed or is full; not the policy's doing: retry or report, never
+	// score it.
+	FaultInfrastructure = "infrastructure"
+)
+
+// Error codes, each with whose fault it is. One table: errorf, the docs'
+// list and clients' exception classes follow it.
 const (
 	CodeBadFrame      = "bad_frame"       // not a MessagePack map of the request shape
 	CodeFrameTooLarge = "frame_too_large" // over the server's frame limit
@@ -61,8 +80,17 @@ const (
 	CodeInternal      = "internal_error" // a bug: please report it
 )
 
+// Faults maps every error code to whose fault it is.
+var Faults = map[string]string{
+	CodeBadFrame: FaultClient, CodeFrameTooLarge: FaultClient, CodeUnauthorized: FaultClient,
+	CodeUnknownOp: FaultClient, CodeBadArgs: FaultClient, CodeUnknownEnv: FaultClient,
+	CodeNotSupported: FaultClient, CodeEpisodeOver: FaultAgent,
+	CodeCapacity: FaultInfrastructure, CodeTimeout: FaultInfrastructure, CodeBackend: FaultInfrastructure,
+	CodeShuttingDown: FaultInfrastructure, CodeInternal: FaultInfrastructure,
+}
+
 func errorf(code string, retryable bool, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Retryable: retryable}
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Retryable: retryable, Fault: Faults[code]}
 }
 
 // maxIDBytes bounds what is read when only the id of a bad frame is wanted.

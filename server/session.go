@@ -32,6 +32,7 @@ type session struct {
 	done     chan struct{}
 	lastUsed atomic.Int64 // unix nanoseconds
 	closed   atomic.Bool
+	owner    atomic.Pointer[conn] // the connection that made or last used it
 
 	// Touched only by the worker.
 	episode Episode
@@ -106,8 +107,9 @@ func (s *Server) session(id string) (*session, *Error) {
 	return x, nil
 }
 
-// reserve takes a slot for a new environment, or answers capacity.
-func (s *Server) reserve() (*session, *Error) {
+// reserve takes a slot for a new environment, or answers capacity. The
+// environment belongs to the connection of ctx.
+func (s *Server) reserve(ctx context.Context) (*session, *Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -119,6 +121,7 @@ func (s *Server) reserve() (*session, *Error) {
 		return nil, e
 	}
 	x := &session{id: newID(), jobs: make(chan func(), 64), done: make(chan struct{})}
+	x.owner.Store(connOf(ctx))
 	x.touch()
 	s.sessions[x.id] = x
 	s.metrics.envsLive.Set(float64(len(s.sessions)))

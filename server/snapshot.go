@@ -106,7 +106,7 @@ func (s *Server) fork(ctx context.Context, x *session, sn Snapshotter, a args) (
 		}
 	}
 	for i := 0; i < n; i++ {
-		y, e := s.reserve()
+		y, e := s.reserve(ctx)
 		if e != nil {
 			release()
 			return nil, e

@@ -123,7 +123,7 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 	ep := Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
 	if inst.Login == nil && inst.RequireLogin && inst.StorageState != "" {
 		if ep.Cookies, err = st.storageCookies(origin, inst.StorageState); err != nil {
-			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
+			return Episode{}, failed(fmt.Errorf("sign in for task %s: %w", ep.TaskID, err))
 		}
 	}
 	if inst.Login != nil {
@@ -131,7 +131,7 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 			return Episode{}, fmt.Errorf("task %s starts signed in, and site %s has no login method", ep.TaskID, site)
 		}
 		if ep.Cookies, err = st.Login(ctx, hc, origin, inst.Login); err != nil {
-			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
+			return Episode{}, failed(fmt.Errorf("sign in for task %s: %w", ep.TaskID, err))
 		}
 	}
 	everyStepOK := true
