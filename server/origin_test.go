@@ -294,7 +294,7 @@ func TestRedirectingImageRunsUnmodified(t *testing.T) {
 	}
 	// Asked under another name, the image redirects to its base URL: the
 	// redirect is real, and the browser follows it to this clone.
-	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get(instanceURL(t, m))
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get(instanceURL(t, m, site))
 	if err == nil {
 		resp.Body.Close()
 		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusMovedPermanently || loc != origin+"/" {
@@ -305,16 +305,12 @@ func TestRedirectingImageRunsUnmodified(t *testing.T) {
 	}
 }
 
-// instanceURL starts one more instance of the test image's site and
-// returns its own loopback address.
-func instanceURL(t *testing.T, b hosting.Backend) string {
+// instanceURL starts one more instance of site and returns its own
+// loopback address.
+func instanceURL(t *testing.T, b hosting.Backend, site *hosting.Site) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	site := &hosting.Site{Name: "magento", Origin: "http://magento.webserv.test:7770", Incus: &hosting.IncusRun{Image: "webserv-test-redirect"}, Port: 8080, Ready: hosting.Probe{Path: "/ready"}}
-	if err := site.Validate(); err != nil {
-		t.Fatal(err)
-	}
 	in, err := b.Start(ctx, site)
 	if err != nil {
 		t.Fatal(err)
