@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -81,6 +83,43 @@ func TestTwoSiteTask(t *testing.T) {
 		want := map[bool]string{true: "state=r1", false: "state=from-gitlab"}[strings.Contains(u, "reddit")]
 		if !strings.Contains(html, want) {
 			t.Errorf("fork at %s: %s, want %s", u, html, want)
+		}
+	}
+}
+
+// A two-site task that starts signed in from a WebArena storage state: each
+// cookie is set on the site whose host it was recorded for.
+func TestTwoSiteStorageState(t *testing.T) {
+	t.Parallel()
+	var sites []*hosting.Site
+	for _, name := range []string{"gitlab", "reddit"} {
+		s := hostingtest.LocalSite(t)
+		s.Name, s.Origin = name, "http://metis.lti.cs.cmu.edu:"+map[string]string{"gitlab": "8023", "reddit": "9999"}[name]
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		sites = append(sites, s)
+	}
+	auth := t.TempDir()
+	state := `{"cookies": [{"name": "_gitlab_session", "value": "g1", "domain": "metis.lti.cs.cmu.edu", "path": "/"},
+	  {"name": "PHPSESSID", "value": "r1", "domain": "metis.lti.cs.cmu.edu", "path": "/"},
+	  {"name": "elsewhere", "value": "e1", "domain": "recording-host.example", "path": "/"}], "origins": []}`
+	if err := os.WriteFile(filepath.Join(auth, "gitlab.reddit_state.json"), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := strings.Replace(twoSiteTask, `"require_login": false, "storage_state": null`, `"require_login": true, "storage_state": "./.auth/gitlab.reddit_state.json"`, 1)
+	set, err := tasks.ParseTasks([]byte(task), "two-site")
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := server.NewHostedFactory(sites, []hosting.Backend{localBackend(t)}, nil)
+	factory.SetTasks("gitlab+reddit", &server.SiteTasks{Set: set, Name: "test", Variant: "test", Roles: []string{"gitlab", "reddit"}, AuthDir: auth, Grader: &tasks.Grader{}})
+	cl := dial(t, serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig()})))
+	env := cl.call("make", "", map[string]any{"site": "gitlab+reddit", "task": "7"})["env"].(string)
+	for _, origin := range []string{"http://metis.lti.cs.cmu.edu:8023", "http://metis.lti.cs.cmu.edu:9999"} {
+		html := obsOf(cl.call("step", env, map[string]any{"action": `goto("` + origin + `/cookies")`}))["html"].(string)
+		if !strings.Contains(html, "_gitlab_session=g1") || !strings.Contains(html, "PHPSESSID=r1") {
+			t.Errorf("%s sees %s", origin, html)
 		}
 	}
 }

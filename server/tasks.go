@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -122,7 +123,7 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 	}
 	ep := Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
 	if inst.Login == nil && inst.RequireLogin && inst.StorageState != "" {
-		if ep.Cookies, err = st.storageCookies(origin, inst.StorageState); err != nil {
+		if ep.Cookies, err = st.storageCookies(origins, origin, inst.StorageState); err != nil {
 			return Episode{}, failed(fmt.Errorf("sign in for task %s: %w", ep.TaskID, err))
 		}
 	}
@@ -175,8 +176,11 @@ func (p envPage) Eval(ctx context.Context, expr string, out any) error {
 }
 
 // storageCookies reads a task's storage state (WebArena names it like
-// ./.auth/shopping_state.json) from AuthDir, as cookies on origin.
-func (st *SiteTasks) storageCookies(origin, file string) ([]envcore.Cookie, error) {
+// ./.auth/shopping_state.json, or gitlab.reddit_state.json for a task of
+// two sites) from AuthDir. A cookie recorded for the host of one of the
+// environment's origins (sites keep the hosts their images have baked
+// in) is set there; any other goes to fallback, the task's first site.
+func (st *SiteTasks) storageCookies(origins map[string]string, fallback, file string) ([]envcore.Cookie, error) {
 	if st.AuthDir == "" {
 		return nil, fmt.Errorf("the task starts signed in from %s: give the directory of WebArena's storage states with --webarena-auth", file)
 	}
@@ -184,9 +188,19 @@ func (st *SiteTasks) storageCookies(origin, file string) ([]envcore.Cookie, erro
 	if err != nil {
 		return nil, err
 	}
+	hosts := map[string]string{} // host name -> an origin on it
+	for _, o := range origins {
+		if u, err := url.Parse(o); err == nil {
+			hosts[u.Hostname()] = o
+		}
+	}
 	var out []envcore.Cookie
-	for _, c := range state.HostlessCookies() {
-		out = append(out, envcore.Cookie{Name: c.Name, Value: c.Value, URL: origin + c.Path, HTTPOnly: c.HTTPOnly})
+	for i, c := range state.HostlessCookies() {
+		at := fallback
+		if o, ok := hosts[strings.TrimPrefix(state.Cookies[i].Domain, ".")]; ok {
+			at = o
+		}
+		out = append(out, envcore.Cookie{Name: c.Name, Value: c.Value, URL: at + c.Path, HTTPOnly: c.HTTPOnly})
 	}
 	return out, nil
 }

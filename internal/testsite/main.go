@@ -4,6 +4,7 @@
 //	GET /        "state=<contents of the state file>"
 //	GET /set?v=X writes X to the state file
 //	GET /ready   200 once serving
+//	GET /cookies "cookies=<the request's Cookie header>"
 //
 // It listens on $PORT (default 8080) on 127.0.0.1 and keeps its state in
 // $DATA_DIR/state (default /data/state). With $BASE_URL set it behaves like
@@ -59,6 +60,7 @@ func main() {
 		fmt.Fprint(w, "ok")
 	})
 	http.HandleFunc("/ready", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ready") })
+	http.HandleFunc("/cookies", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "cookies=%s", r.Header.Get("Cookie")) })
 	var h http.Handler = http.DefaultServeMux
 	if base := os.Getenv("BASE_URL"); base != "" {
 		h = redirectToBase(base, h)
