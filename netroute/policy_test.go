@@ -1,9 +1,10 @@
 package netroute
 
 import (
-	"bufio"
+	"context"
+	"encoding/binary"
+	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 )
@@ -92,11 +93,11 @@ func TestOpenPolicyRefusesLocalAddressesUnlessAllowed(t *testing.T) {
 }
 
 func TestOpenPolicyChecksWhatNamesResolveTo(t *testing.T) {
-	name := loopbackHostsName(t)
+	const name = "rebinds.example"
 	s := site(t, "local")
 	_, port, _ := strings.Cut(hostPortOf(s), ":")
 	tb := NewTable(Policy{Open: true})
-	c := proxyClient(t, newRoute(t, newRouter(t, Options{}), tb))
+	c := proxyClient(t, newRoute(t, newRouter(t, Options{Resolver: loopbackDNS(t)}), tb))
 	got := get(t, c, "http://"+name+":"+port+"/")
 	if got.status != http.StatusForbidden || !strings.Contains(got.body, name+" resolves to 127.0.0.1: loopback addresses") {
 		t.Errorf("%s (127.0.0.1 in /etc/hosts): got %d %q", name, got.status, got.body)
@@ -114,32 +115,52 @@ func TestOpenPolicyChecksWhatNamesResolveTo(t *testing.T) {
 	}
 }
 
-// loopbackHostsName is a name /etc/hosts maps to 127.0.0.1 other than
-// localhost, so the resolver answers it without any network; the test is
-// skipped when there is none.
-func loopbackHostsName(t *testing.T) string {
-	f, err := os.Open("/etc/hosts")
+// loopbackDNS is a DNS server on 127.0.0.1 that answers every A query with
+// 127.0.0.1 (a name that rebinds to loopback), and a resolver that asks it.
+func loopbackDNS(t *testing.T) *net.Resolver {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
-		t.Skipf("no /etc/hosts: %v", err)
+		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 || fields[0] != "127.0.0.1" {
-			continue
-		}
-		for _, n := range fields[1:] {
-			if strings.HasPrefix(n, "#") {
-				break
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
 			}
-			if !isLocalName(strings.ToLower(n)) {
-				return strings.ToLower(n)
+			if n < 12 {
+				continue
 			}
+			// The question ends after its name's labels, type and class.
+			q := 12
+			for q < n && buf[q] != 0 {
+				q += int(buf[q]) + 1
+			}
+			q += 5
+			if q > n {
+				continue
+			}
+			qtype := binary.BigEndian.Uint16(buf[q-4:])
+			resp := append([]byte{}, buf[:q]...)
+			resp[2], resp[3] = 0x81, 0x80            // a response, recursion available, no error
+			binary.BigEndian.PutUint16(resp[4:], 1)  // one question
+			binary.BigEndian.PutUint16(resp[8:], 0)  // no authority
+			binary.BigEndian.PutUint16(resp[10:], 0) // no additional records
+			binary.BigEndian.PutUint16(resp[6:], 0)  // no answer, but for A:
+			if qtype == 1 {
+				binary.BigEndian.PutUint16(resp[6:], 1)
+				resp = append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1)
+			}
+			_, _ = pc.WriteTo(resp, from)
 		}
-	}
-	t.Skip("/etc/hosts maps no name but localhost to 127.0.0.1")
-	return ""
+	}()
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+	}}
 }
 
 func TestCheckExplainsEachRefusal(t *testing.T) {

@@ -115,7 +115,11 @@ func (t *Table) resolve(ctx context.Context, r *Router, host, port string) ([]ne
 	if a, err := netip.ParseAddr(host); err == nil {
 		ips = []netip.Addr{a}
 	} else {
-		ips, err = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		res := net.DefaultResolver
+		if r != nil {
+			res = r.resolver
+		}
+		ips, err = res.LookupNetIP(ctx, "ip", host)
 		if err != nil {
 			return nil, fmt.Errorf("look up %s: %w; check the host name", host, err)
 		}

@@ -22,6 +22,8 @@ type Options struct {
 	// port on every address of the machine; a host without a port refuses
 	// all its ports. Every route's own address is refused too.
 	Refuse []string
+	// Resolver looks up live sites' names (nil: the system's).
+	Resolver *net.Resolver
 }
 
 // Router makes routes, one per browser context, and refuses, for all of
@@ -37,6 +39,7 @@ type Router struct {
 	local      map[netip.Addr]bool // this machine's interface addresses
 	routes     map[*Route]struct{} // open routes
 	closed     bool
+	resolver   *net.Resolver
 }
 
 // New returns a router. log may be nil (no logging).
@@ -51,6 +54,10 @@ func New(log *zap.Logger, opts Options) *Router {
 		routePorts: map[string]bool{},
 		local:      map[netip.Addr]bool{},
 		routes:     map[*Route]struct{}{},
+		resolver:   opts.Resolver,
+	}
+	if r.resolver == nil {
+		r.resolver = net.DefaultResolver
 	}
 	if addrs, err := net.InterfaceAddrs(); err == nil {
 		for _, a := range addrs {
