@@ -5,7 +5,8 @@
 //
 // # Browser and environments
 //
-// A Browser owns one Chromium process (Debian's /usr/bin/chromium; nothing
+// A Browser owns one Chromium process (Debian's chromium-headless-shell
+// when installed, else /usr/bin/chromium; see ChromiumBin; nothing
 // is downloaded). Environments share it, each in its own incognito browser
 // context, so cookies, storage and history never leak between them:
 //

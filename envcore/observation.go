@@ -174,6 +174,9 @@ func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation
 			obs.Focused = *p.Focused
 		}
 	}
+	if obs.URL == errorPageURL {
+		t.describeFailedLoad(ctx, opts, obs)
+	}
 	if obs.Clickable == nil {
 		obs.Clickable = []string{}
 	}

@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	bin := os.Getenv("WEBSERV_CHROMIUM")
 	if bin == "" {
 		bin = "/usr/bin/chromium"
+		if _, err := os.Stat("/usr/bin/chromium-headless-shell"); err == nil {
+			bin = "/usr/bin/chromium-headless-shell" // what the server runs by default
+		}
 	}
 	l := launcher.New().Bin(bin).Headless(true).Leakless(true).
 		Set("disable-background-networking").Set("disable-component-update").Set("disable-sync").

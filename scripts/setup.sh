@@ -40,6 +40,9 @@ apt_install() {
 
 pkgs=()
 [ -x /usr/bin/chromium ] || pkgs+=(chromium)
+# The old headless build: what the server runs by default (half the CPU and
+# memory per environment); the full browser stays for --show.
+[ -x /usr/bin/chromium-headless-shell ] || pkgs+=(chromium-headless-shell)
 dpkg -s fonts-liberation >/dev/null 2>&1 || pkgs+=(fonts-liberation)
 command -v git >/dev/null 2>&1 || pkgs+=(git)
 command -v make >/dev/null 2>&1 || pkgs+=(make)
@@ -70,5 +73,5 @@ if ! bash "$(dirname "$0")/incus-setup.sh"; then
   log "Incus is not available here: sites on the incus backend will not start; the local backend and the open site still work"
 fi
 
-log "chromium: $(/usr/bin/chromium --version 2>/dev/null | head -n 1)"
+log "chromium: $(/usr/bin/chromium --version 2>/dev/null | head -n 1); headless shell: $(/usr/bin/chromium-headless-shell --version 2>/dev/null | head -n 1)"
 log "go: $(go version)"

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"github.com/webserv-rl/webserv/envcore"
 )
 
 // Machine describes where a suite ran: every figure states it.
@@ -62,7 +64,7 @@ func machine() Machine {
 		}
 	}
 	m.Kernel = strings.TrimSpace(run("uname", "-r"))
-	m.Chromium = strings.TrimSpace(run("/usr/bin/chromium", "--version"))
+	m.Chromium = strings.TrimSpace(envcore.ChromiumBin(envcore.BrowserOptions{}) + ": " + run(envcore.ChromiumBin(envcore.BrowserOptions{}), "--version"))
 	if v := strings.TrimSpace(run("incus", "version")); v != "" {
 		m.Incus = strings.ReplaceAll(v, "\n", ", ")
 	}

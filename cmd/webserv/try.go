@@ -27,7 +27,7 @@ func (f *envFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.cfg.SettleTimeout, "settle-timeout", 0, "longest wait for the page to settle (default 10s)")
 	fs.BoolVar(&f.cfg.Observe.AXTree, "axtree", false, "print the accessibility-tree view instead of the HTML")
 	fs.BoolVar(&f.show, "show", false, "show the browser window instead of running headless")
-	fs.StringVar(&f.bin, "chromium", "", "Chromium binary (default $WEBSERV_CHROMIUM or /usr/bin/chromium)")
+	fs.StringVar(&f.bin, "chromium", "", "Chromium binary (default $WEBSERV_CHROMIUM, else /usr/bin/chromium-headless-shell when installed and --show is off, else /usr/bin/chromium)")
 	fs.IntVar(&f.warm, "warm-contexts", 0, "browser contexts to keep ready for resets and forks")
 }
 
