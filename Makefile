@@ -79,7 +79,7 @@ bench-peer: build venv
 bench-settle: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/settle_bench.py
 
-bench-all: bench-system bench-step bench-scale bench-peer bench-settle bench-protocol bench-rl
+bench-all: bench-system bench-step bench-scale bench-route bench-peer bench-settle bench-protocol bench-rl
 
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s
