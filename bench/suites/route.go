@@ -700,19 +700,7 @@ func routeThroughput(ctx context.Context, local *hosting.Local, site *hosting.Si
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for ; time.Now().Before(deadline) && ctx.Err() == nil; m.k++ {
-						act := strings.ReplaceAll(scalePolicy[m.k%len(scalePolicy)], "{base}", m.base)
-						t0 := time.Now()
-						_, info, err := m.env.StepText(ctx, act)
-						d := ms(time.Since(t0))
-						if err != nil || info.ActionError != "" {
-							errs.Add(1)
-							continue
-						}
-						mu.Lock()
-						lat = append(lat, d)
-						mu.Unlock()
-					}
+					stepUntil(ctx, m.env, m.base, deadline, &m.k, &mu, &lat, &errs)
 				}()
 			}
 			wg.Wait()

@@ -225,19 +225,8 @@ func scaleOne(ctx context.Context, b *envcore.Browser, local *hosting.Local, sit
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for k := 0; time.Now().Before(deadline) && ctx.Err() == nil; k++ {
-				act := strings.ReplaceAll(scalePolicy[k%len(scalePolicy)], "{base}", m.in.URL())
-				t0 := time.Now()
-				_, info, err := m.env.StepText(ctx, act)
-				d := ms(time.Since(t0))
-				if err != nil || info.ActionError != "" {
-					errs.Add(1)
-					continue
-				}
-				mu.Lock()
-				lat = append(lat, d)
-				mu.Unlock()
-			}
+			var k int
+			stepUntil(ctx, m.env, m.in.URL(), deadline, &k, &mu, &lat, &errs)
 		}()
 	}
 	wg.Wait()
@@ -292,3 +281,22 @@ func cpuTimes() cpuSample {
 }
 
 func (s cpuSample) sub(o cpuSample) (busy, total float64) { return s.busy - o.busy, s.total - o.total }
+
+// stepUntil plays scalePolicy on env (at base) from step *k on until
+// deadline, appending each step's latency to lat under mu and counting
+// failed steps in errs.
+func stepUntil(ctx context.Context, env *envcore.Env, base string, deadline time.Time, k *int, mu *sync.Mutex, lat *[]float64, errs *atomic.Int64) {
+	for ; time.Now().Before(deadline) && ctx.Err() == nil; *k++ {
+		act := strings.ReplaceAll(scalePolicy[*k%len(scalePolicy)], "{base}", base)
+		t0 := time.Now()
+		_, info, err := env.StepText(ctx, act)
+		d := ms(time.Since(t0))
+		if err != nil || info.ActionError != "" {
+			errs.Add(1)
+			continue
+		}
+		mu.Lock()
+		*lat = append(*lat, d)
+		mu.Unlock()
+	}
+}
