@@ -45,8 +45,14 @@ type ScaleRow struct {
 	Latency      Stats   `json:"step_ms"`
 	MemPerEnvMiB float64 `json:"memory_per_env_mib"`
 	CPUPercent   float64 `json:"cpu_percent"`
-	Errors       int     `json:"errors"`
-	Note         string  `json:"note,omitempty"`
+	// CPUmsPerStep is the machine's CPU time (all processes) per step.
+	CPUmsPerStep float64 `json:"cpu_ms_per_step"`
+	// CPUShare is each process group's share of the CPU time that ran
+	// while stepping (chromium browser, renderers, gpu/utility, the site
+	// processes, this process, other).
+	CPUShare map[string]float64 `json:"cpu_share"`
+	Errors   int                `json:"errors"`
+	Note     string             `json:"note,omitempty"`
 }
 
 // ScaleReport is the scale suite's output.
@@ -128,9 +134,9 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleReport, error) {
 		}
 	}
 	var md strings.Builder
-	md.WriteString("| N | steps/s | step p50 ms | step p95 ms | memory per env MiB | CPU % | errors |\n|---|---|---|---|---|---|---|\n")
+	md.WriteString("| N | steps/s | step p50 ms | step p95 ms | memory per env MiB | CPU % | CPU ms per step | errors |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(&md, "| %d | %.1f | %.0f | %.0f | %.0f | %.0f | %d |", r.N, r.StepsPerSec, r.Latency.P50, r.Latency.P95, r.MemPerEnvMiB, r.CPUPercent, r.Errors)
+		fmt.Fprintf(&md, "| %d | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %d |", r.N, r.StepsPerSec, r.Latency.P50, r.Latency.P95, r.MemPerEnvMiB, r.CPUPercent, r.CPUmsPerStep, r.Errors)
 		if r.Note != "" {
 			md.WriteString(" " + r.Note)
 		}
@@ -138,6 +144,18 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleReport, error) {
 	}
 	fmt.Fprintf(&md, "\nEach environment is a browser context plus its own shop process (local backend), running `%s` in a loop at a %d ms idle window, for %s per N after a warm-up step. Memory per environment is the drop in the host's available memory divided by N.\n",
 		strings.Join(scalePolicy, "; "), o.IdleMs, o.Run)
+	md.WriteString("\nWhere the CPU went while stepping (share of all processes' CPU time, from /proc/<pid>/stat):\n\n| N |")
+	for _, g := range procGroups {
+		md.WriteString(" " + g + " |")
+	}
+	md.WriteString("\n|---|" + strings.Repeat("---|", len(procGroups)) + "\n")
+	for _, r := range rep.Rows {
+		fmt.Fprintf(&md, "| %d |", r.N)
+		for _, g := range procGroups {
+			fmt.Fprintf(&md, " %.0f%% |", 100*r.CPUShare[g])
+		}
+		md.WriteString("\n")
+	}
 	rep.Headline = fmt.Sprintf("This machine holds %d environments with p95 step latency under twice the single-environment p95 (%.0f ms); throughput peaks at %.1f steps/s.",
 		rep.Largest, base, peak(rep.Rows))
 	if err := write(o.Out, &rep.Header, rep, md.String()); err != nil {
@@ -204,7 +222,7 @@ func scaleOne(ctx context.Context, b *envcore.Browser, local *hosting.Local, sit
 	var mu sync.Mutex
 	var lat []float64
 	var errs atomic.Int64
-	cpu0 := cpuTimes()
+	cpu0, procs0 := cpuTimes(), procCPU()
 	deadline := time.Now().Add(o.Run)
 	bar = progress(o.Log, int(o.Run.Seconds()), fmt.Sprintf("scale N=%d: run", n))
 	done := make(chan struct{})
@@ -239,6 +257,10 @@ func scaleOne(ctx context.Context, b *envcore.Browser, local *hosting.Local, sit
 	row.Errors = int(errs.Load())
 	if total > 0 {
 		row.CPUPercent = 100 * busy / total
+	}
+	row.CPUShare = cpuShares(procs0, procCPU())
+	if row.Steps > 0 {
+		row.CPUmsPerStep = busy * 1000 / clockTick / float64(row.Steps)
 	}
 	if row.Steps == 0 {
 		return row, errors.New("no step finished")
