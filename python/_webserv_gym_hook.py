@@ -31,6 +31,8 @@ class _Finder:
 
         def exec_and_register(module: object) -> None:
             exec_module(module)
+            if "webserv" in sys.modules:  # webserv is importing gymnasium: its __init__ registers
+                return
             try:
                 from webserv.registration import register_envs
 

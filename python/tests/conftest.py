@@ -26,11 +26,23 @@ async function load() {{
 
 
 class _Pages(BaseHTTPRequestHandler):
+    # /api requests in flight now, and the most at once since the last reset_api_peak().
+    lock = threading.Lock()
+    api_in_flight = 0
+    api_peak = 0
+
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         url = urlparse(self.path)
         q = {k: v[0] for k, v in parse_qs(url.query).items()}
         if url.path == "/api":
-            time.sleep(int(q.get("ms", "0")) / 1000)
+            with _Pages.lock:
+                _Pages.api_in_flight += 1
+                _Pages.api_peak = max(_Pages.api_peak, _Pages.api_in_flight)
+            try:
+                time.sleep(int(q.get("ms", "0")) / 1000)
+            finally:
+                with _Pages.lock:
+                    _Pages.api_in_flight -= 1
             body = f"loaded {q.get('n', '?')}"
         else:
             n = int(q.get("n", "0"))
@@ -54,6 +66,17 @@ def pages() -> Iterator[str]:
     srv.shutdown()
 
 
+def reset_api_peak() -> None:
+    with _Pages.lock:
+        _Pages.api_peak = _Pages.api_in_flight
+
+
+def api_peak() -> int:
+    """The most /api requests the page server had in flight at once since reset_api_peak()."""
+    with _Pages.lock:
+        return _Pages.api_peak
+
+
 @pytest.fixture(scope="session")
 def binary() -> str:
     b = find_binary()
@@ -68,6 +91,14 @@ def server(binary: str) -> Iterator[str]:
     s = LocalServer(binary, ["--idle", "200ms"])
     os.environ["WEBSERV_URL"] = s.url
     yield s.url
+    s.stop()
+
+
+@pytest.fixture
+def spare_server(binary: str) -> Iterator[LocalServer]:
+    """A server of the test's own, which it may stop (an infrastructure failure)."""
+    s = LocalServer(binary, ["--idle", "200ms", "--no-bundled"])
+    yield s
     s.stop()
 
 

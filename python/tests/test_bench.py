@@ -66,3 +66,21 @@ def test_peer_bench_smoke(binary: str, tmp_path: Path) -> None:
             assert rep[system][k] > 0, (system, k)
     assert len(rep["steps"]["webserv"]) == len(rep["steps"]["browsergym"]) > 10
     assert all(r > 0 for r in rep["ratios"].values())
+
+
+def test_vector_bench_smoke(binary: str, tmp_path: Path) -> None:
+    out = tmp_path / "vector.json"
+    env = {**os.environ, "WEBSERV_BIN": binary}
+    env.pop("WEBSERV_URL", None)
+    run = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "vector_bench.py"), "--smoke", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    rep = json.loads(out.read_text())
+    for variant in ("vector", "threads"):
+        assert rep[variant]["actions"] == 2 * 3 and rep[variant]["actions_per_s"] > 0, rep
+    assert rep["ratio_vector_over_threads"] > 0 and len(rep["load_average_before"]) == 3

@@ -51,9 +51,8 @@ def test_full_episode(server: str, pages: str) -> None:
 
         obs, reward, terminated, truncated, info = env.step("stop [done]")
         assert terminated and not truncated and info["answer"] == "done"
-        with pytest.raises(webserv.WebServError) as e:
+        with pytest.raises(webserv.EpisodeOver):
             env.step("noop()")
-        assert e.value.code == "episode_over"
 
         obs, info = env.reset()
         assert obs["title"] == "Page 2" and obs["last_action_error"] == ""

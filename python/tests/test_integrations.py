@@ -6,9 +6,12 @@ import asyncio
 import inspect
 from typing import Any
 
+import pytest
+
 import webserv
 from webserv.integrations.trl import WebEnvironment, web_environment
 from webserv.integrations.verl import WebAgentLoop, WebTool
+from webserv.launcher import LocalServer
 
 
 def test_trl_environment_factory(server: str, pages: str) -> None:
@@ -108,5 +111,73 @@ def test_make_group_starts_members_alike(server: str, pages: str) -> None:
                 "member",
             ]
             await asyncio.gather(*(env.close() for env, _, _ in group))
+
+    asyncio.run(main())
+
+
+def test_trl_reports_a_failed_environment_as_unscorable(spare_server: LocalServer, pages: str) -> None:
+    env = web_environment(site="open", server_url=spare_server.url)()
+    env.reset(start_url=f"{pages}/page?n=4")
+    assert "loaded 4" in env.click("load")
+    assert env.failure is None and env.get_reward() == 0.0
+    spare_server.stop()  # the host dies mid-episode
+    text = env.click("load")
+    assert "The environment failed (not because of your actions)" in text
+    assert isinstance(env.failure, webserv.InfrastructureError)
+    # TRL leaves a rollout whose every reward is None out of its group's baseline: never a 0.
+    assert env.get_reward() is None
+    assert env.click("next") == text
+
+
+def test_verl_reports_a_failed_environment(binary: str, pages: str) -> None:
+    async def run(on_error: str) -> dict[str, Any]:
+        srv = LocalServer(binary, ["--idle", "200ms", "--no-bundled"])
+
+        async def policy(obs: dict[str, Any], history: list[dict[str, Any]]) -> str:
+            if history:
+                srv.stop()  # the host dies while the model thinks
+            return 'click("load")'
+
+        loop = WebAgentLoop(server_url=srv.url, policy=policy, max_turns=4, on_infrastructure_error=on_error)
+        try:
+            return await loop.run({}, uid="g", extra_info={"start_url": f"{pages}/page?n=2"})
+        finally:
+            srv.stop()
+            await loop.client.close()
+
+    with pytest.raises(webserv.InfrastructureError):
+        asyncio.run(run("raise"))
+    out = asyncio.run(run("report"))
+    assert out["reward_score"] is None and out["num_turns"] == 2
+    assert out["failure"]["fault"] == "infrastructure" and out["metrics"]["failure"] == out["failure"]["code"]
+
+
+def test_verl_tool_failure_and_fork(server: str, spare_server: LocalServer, pages: str) -> None:
+    async def main() -> None:
+        tool = WebTool(server_url=spare_server.url)
+        await tool.create("req", start_url=f"{pages}/page?n=6")
+        spare_server.stop()
+
+        class AgentData:
+            extra_fields: dict[str, Any] = {}
+
+        data = AgentData()
+        with pytest.raises(webserv.InfrastructureError):
+            await tool.execute("req", {"action": 'click("load")'}, agent_data=data)
+        assert data.extra_fields["webserv_failure"]["fault"] == "infrastructure"
+        with pytest.raises(webserv.InfrastructureError):
+            await tool.calc_reward("req")
+        await tool.release("req")
+
+        # On a hosted site an instance branches into new ones at its state.
+        shop = WebTool(site="shopping", server_url=server)
+        await shop.create("root")
+        await shop.execute("root", {"action": 'click("cart")'})
+        pages_ = await shop.fork("root", ["a", "b"])
+        assert len(pages_) == 2 and all("Shopping cart" in p for p in pages_)
+        text, _, _ = await shop.execute("a", {"action": 'click("webserv-shop")'})
+        assert "Shopping cart" not in text
+        for rid in ("root", "a", "b"):
+            await shop.release(rid)
 
     asyncio.run(main())

@@ -8,6 +8,7 @@ import pytest
 
 import webserv
 from webserv.launcher import LocalServer
+from webserv.placement import StatsProbe
 
 
 def test_two_servers(binary: str, pages: str) -> None:
@@ -38,14 +39,14 @@ def test_two_servers(binary: str, pages: str) -> None:
             for e in envs + [g[0] for g in group]:
                 try:
                     await e.step("noop()")
-                except webserv.WebServError as err:
-                    assert err.code == "host_lost" and b.url.split("/v1")[0].split("//")[1] in err.message
+                except webserv.HostLost as err:
+                    assert b.url.split("/v1")[0].split("//")[1] in err.message
                     lost += 1
             assert lost in (3, 7)
             fresh = client.env(start_url=f"{pages}/page?n=30")
             obs, _ = await fresh.reset()
             assert obs["title"] == "Page 30"
-            assert client._env_conn[fresh.id].url == a.url
+            assert fresh.host == a.url
         finally:
             await client.close()
 
@@ -59,8 +60,50 @@ def test_two_servers(binary: str, pages: str) -> None:
 def test_no_server_answers() -> None:
     async def main() -> None:
         client = webserv.AsyncClient(urls=["ws://127.0.0.1:1/v1/ws", "ws://127.0.0.1:2/v1/ws"])
-        with pytest.raises(webserv.WebServError) as e:
+        with pytest.raises(webserv.ServerUnavailable) as e:
             await client.env(start_url="http://127.0.0.1:3/").reset()
-        assert e.value.code == "unavailable" and "127.0.0.1:1" in e.value.message
+        assert "127.0.0.1:1" in e.value.message
+
+    asyncio.run(main())
+
+
+class Pinned:
+    """A placement of one's own (a Ray fleet would be one): every new environment goes to the last server."""
+
+    def __init__(self, urls: list[str]):
+        self._urls = urls
+        self.requests: list[webserv.PlacementRequest] = []
+
+    def urls(self) -> list[str]:
+        return self._urls
+
+    async def place(self, request: webserv.PlacementRequest, stats: StatsProbe) -> str:
+        self.requests.append(request)
+        st = await stats(self._urls[-1])
+        assert st is not None and st["max_envs"] > 0
+        return self._urls[-1]
+
+
+def test_a_placement_of_ones_own(server: str, spare_server: LocalServer, pages: str) -> None:
+    placement = Pinned([server, spare_server.url])
+    assert isinstance(placement, webserv.Placement)
+
+    async def main() -> None:
+        client = webserv.AsyncClient(placement=placement)
+        try:
+            first, second = (
+                client.env(start_url=f"{pages}/page?n=1"),
+                client.env(start_url=f"{pages}/page?n=1"),
+            )
+            await first.reset(options={"group_key": "g"})
+            await second.reset(options={"group_key": "g"})
+            assert first.host == second.host == spare_server.url
+            # The group's later members follow the first without asking the placement.
+            assert [(r.site, r.group_key) for r in placement.requests] == [("open", "g")]
+            assert client.url == server  # sites, tasks and stats ask the first
+            await first.close()
+            await second.close()
+        finally:
+            await client.close()
 
     asyncio.run(main())

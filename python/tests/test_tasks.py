@@ -55,7 +55,7 @@ def test_oracle_gets_reward_one_and_seed_picks_deterministically(server: str) ->
 
 def test_unknown_task_and_missing_gitlab_say_what_to_do(server: str) -> None:
     env = gym.make("webserv/shopping", task="shopping.999")
-    with pytest.raises(WebServError, match="no task 999"):
+    with pytest.raises(webserv.BadArgs, match="no task 999"):
         env.reset()
     env.close()
     env = gym.make("webserv/gitlab")

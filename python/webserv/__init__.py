@@ -8,22 +8,85 @@ is its client:
     obs, info = env.reset()
     obs, reward, terminated, truncated, info = env.step('click("add-to-cart")')
 
+    envs = gym.make_vec("webserv/shopping", num_envs=8)   # one connection, concurrent steps
+
 or, asynchronously, many environments over one connection:
 
     async with webserv.AsyncClient() as client:
-        env = client.env(start_url="http://127.0.0.1:8000/")
+        env = client.env("shopping")
         obs, info = await env.reset()
+        children = await env.fork(4)        # tree search: branches of this state
 
 The server is ``$WEBSERV_URL``; when unset, a local ``webserv serve`` is
 started on first use (binary from ``$WEBSERV_BIN``, the PATH, or the
-repository's ``bin/webserv``) and stopped at exit.
+repository's ``bin/webserv``) and stopped at exit. Errors are the classes of
+``webserv.errors``: ``InfrastructureError`` (the environment failed, never
+the policy's score), ``ClientError``, ``AgentError``.
 """
 
-from .client import AsyncClient, AsyncEnv
+from importlib.metadata import PackageNotFoundError, version
+
+from .client import AsyncClient
+from .connection import Connection
 from .env import WebEnv
-from .errors import ServerUnavailable, WebServError
-from .registration import register_envs
+from .errors import (
+    AgentError,
+    BackendError,
+    BadArgs,
+    CapacityError,
+    ClientError,
+    ConnectionLost,
+    EpisodeOver,
+    EvaluationError,
+    HostLost,
+    InfrastructureError,
+    NotReset,
+    NotSupported,
+    RequestTimeout,
+    ServerUnavailable,
+    UnknownEnv,
+    WebServError,
+)
+from .handle import AsyncEnv
+from .placement import Placement, PlacementRequest, StaticHosts
+from .registration import register_envs, register_from_server
+from .retry import RetryPolicy
+from .vector import WebVectorEnv
+
+try:
+    __version__ = version("webserv")
+except PackageNotFoundError:  # running from the source tree
+    __version__ = "0+unknown"
 
 register_envs()
 
-__all__ = ["AsyncClient", "AsyncEnv", "WebEnv", "WebServError", "ServerUnavailable", "register_envs"]
+__all__ = [
+    "AgentError",
+    "AsyncClient",
+    "AsyncEnv",
+    "BackendError",
+    "BadArgs",
+    "CapacityError",
+    "ClientError",
+    "Connection",
+    "ConnectionLost",
+    "EpisodeOver",
+    "EvaluationError",
+    "HostLost",
+    "InfrastructureError",
+    "NotReset",
+    "NotSupported",
+    "Placement",
+    "PlacementRequest",
+    "RequestTimeout",
+    "RetryPolicy",
+    "ServerUnavailable",
+    "StaticHosts",
+    "UnknownEnv",
+    "WebEnv",
+    "WebServError",
+    "WebVectorEnv",
+    "__version__",
+    "register_envs",
+    "register_from_server",
+]

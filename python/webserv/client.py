@@ -1,173 +1,109 @@
-"""The asyncio client: one WebSocket per client, many requests in flight."""
+"""The asyncio client: connections to one or more servers, shared by any number of environments.
+
+The parts: ``connection.Connection`` (one WebSocket), ``placement.Placement``
+(which server makes a new environment), ``retry.RetryPolicy`` (what is sent
+again), and ``handle.AsyncEnv`` (one environment). ``AsyncClient`` ties them
+together and routes every request to the server that holds its environment.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import random
 import uuid
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
-import msgpack
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
-
-from .errors import WebServError
-from .launcher import server_url
-from .observation import to_gym
-
-PROTOCOL_VERSION = 1
-_MAX_FRAME = 256 << 20
-
-Obs = dict[str, Any]
-Info = dict[str, Any]
-
-
-class _Conn:
-    """One WebSocket to one server: many requests in flight, replies matched by id."""
-
-    def __init__(self, url: str, token: str | None, timeout: float):
-        self.url = url
-        self._token = token
-        self._timeout = timeout
-        self._ws: ClientConnection | None = None
-        self._reader: asyncio.Task[None] | None = None
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self._ids = itertools.count(1)
-        self._lock = asyncio.Lock()
-        self.hello: dict[str, Any] = {}
-
-    async def connect(self) -> None:
-        async with self._lock:
-            if self._ws is not None:
-                return
-            url = self.url
-            if url.startswith("http"):
-                url = "ws" + url[4:]
-            if not url.rstrip("/").endswith("/v1/ws"):
-                url = url.rstrip("/") + "/v1/ws"
-            try:
-                self._ws = await connect(url, max_size=_MAX_FRAME, compression=None, open_timeout=30)
-            except OSError as e:
-                raise WebServError(
-                    "unavailable", f"cannot connect to {url}: {e}; is `webserv serve` running?"
-                ) from e
-            self._reader = asyncio.create_task(self._read(self._ws))
-        args: dict[str, Any] = {"version": PROTOCOL_VERSION}
-        if self._token:
-            args["token"] = self._token
-        self.hello, _ = await self.request_timed("hello", **args)
-
-    async def close(self) -> None:
-        ws, self._ws = self._ws, None
-        if ws is not None:
-            await ws.close()
-        if self._reader is not None:
-            await asyncio.gather(self._reader, return_exceptions=True)
-
-    async def _read(self, ws: ClientConnection) -> None:
-        try:
-            async for frame in ws:
-                if isinstance(frame, str):
-                    continue
-                reply = msgpack.unpackb(frame, raw=False)
-                fut = self._pending.pop(reply.get("id", 0), None)
-                if fut is not None and not fut.done():
-                    fut.set_result(reply)
-        except ConnectionClosed:
-            pass
-        finally:
-            if self._ws is ws:
-                self._ws = None
-            for fut in self._pending.values():
-                if not fut.done():
-                    fut.set_exception(
-                        WebServError(
-                            "connection_lost",
-                            f"the connection to {self.url} closed before the reply came; "
-                            "the request may or may not have run",
-                            retryable=True,
-                        )
-                    )
-            self._pending.clear()
-
-    async def request_timed(
-        self, op: str, env: str | None = None, **args: Any
-    ) -> tuple[dict[str, Any], float]:
-        if self._ws is None and op != "hello":
-            await self.connect()
-        ws = self._ws
-        if ws is None:
-            raise WebServError("connection_lost", f"not connected to {self.url}")
-        rid = next(self._ids)
-        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[rid] = fut
-        msg: dict[str, Any] = {"id": rid, "op": op, "args": args}
-        if env is not None:
-            msg["env"] = env
-        await ws.send(msgpack.packb(msg, use_bin_type=True))
-        try:
-            reply = await asyncio.wait_for(fut, self._timeout)
-        finally:
-            self._pending.pop(rid, None)
-        if not reply.get("ok"):
-            e = reply.get("error") or {}
-            raise WebServError(
-                e.get("code", "unknown"),
-                e.get("message", "no message"),
-                bool(e.get("retryable")),
-                float(e.get("retry_after") or 0),
-            )
-        return reply.get("result") or {}, float(reply.get("server_ms") or 0.0)
+from . import registration
+from .connection import Connection
+from .errors import ConnectionLost, HostLost, ServerUnavailable, WebServError
+from .handle import AsyncEnv, Info, Obs
+from .placement import Placement, PlacementRequest, StaticHosts
+from .retry import RetryPolicy
 
 
 class AsyncClient:
     """A client of one or more webserv servers, shared by any number of environments.
 
     Each server gets one WebSocket; requests for different environments run
-    concurrently; replies are matched to requests by id. If a connection
-    drops, the next request reconnects: environments belong to the server
-    and survive it.
+    concurrently on it; replies are matched to requests by id.
 
-    With several servers (``urls=[...]``, or ``$WEBSERV_URL`` holding a
-    comma-separated list) each new environment goes to the least-loaded live
-    server (by its ``stats``), the members of a group stay on one server (so
-    they share its group snapshot), and every later request of an
-    environment goes to its server. An environment whose server is gone
-    raises ``WebServError("host_lost", ...)``; new ones go elsewhere.
+    With several servers (``urls=[...]``, ``$WEBSERV_URL`` holding a
+    comma-separated list, or any ``placement``) each new environment goes
+    where the placement says (by default the least-loaded live server), the
+    members of a group stay on the first member's server (they share its group
+    snapshot), forks stay on their parent's, and every later request of an
+    environment goes to its server. An environment whose server is gone raises
+    ``HostLost``; new ones go elsewhere.
 
-    ``url`` defaults to ``$WEBSERV_URL``; when that is unset too, a local
-    ``webserv serve`` is started and stopped at exit.
+    Args:
+        url: one server (default ``$WEBSERV_URL``; when that is unset too, a local
+            ``webserv serve`` is started on first use and stopped at exit).
+        urls: several servers (``StaticHosts``).
+        placement: any other source of servers (a ``Placement``).
+        token: the servers' token, when they have one.
+        timeout: seconds to wait for any one reply.
+        retry: what is sent again (default: ``capacity`` replies with jittered
+            backoff, and lost connections for ops that change nothing).
+        keep_envs: keep this client's environments for the server's TTL if its
+            connection vanishes (default: the server frees them at once).
+        register: register the gymnasium ids of what each server offers (its
+            sites and tasks, ``webserv/<site>`` and ``webserv/<task>``) when
+            first connected to it.
     """
 
     def __init__(
         self,
         url: str | None = None,
         *,
-        urls: list[str] | None = None,
+        urls: Sequence[str] | None = None,
+        placement: Placement | None = None,
         token: str | None = None,
         timeout: float = 300.0,
+        retry: RetryPolicy | None = None,
+        keep_envs: bool = False,
+        register: bool = True,
     ):
-        self._urls = list(urls) if urls else ([url] if url else None)
+        if placement is not None and (url or urls):
+            raise ValueError("give url, urls or placement, not several")
+        self.placement: Placement = placement or StaticHosts(list(urls) if urls else ([url] if url else None))
+        self.retry = retry or RetryPolicy()
         self._token = token
         self._timeout = timeout
-        self._conns: list[_Conn] = []
-        self._env_conn: dict[str, _Conn] = {}
-        self._group_conn: dict[str, _Conn] = {}
+        self._keep_envs = keep_envs
+        self._register = register
+        self._conns: dict[str, Connection] = {}
+        self._env_host: dict[str, str] = {}
+        self._group_host: dict[str, str] = {}
+        self._registered: set[str] = set()  # servers whose offer this client registered
+
+    # -- servers ------------------------------------------------------------------------------------
 
     @property
     def url(self) -> str:
-        return self._hosts()[0].url
+        """The default server (the placement's first)."""
+        urls = self.placement.urls()
+        if not urls:
+            raise ServerUnavailable(f"the placement {self.placement!r} has no servers")
+        return urls[0]
 
     @property
     def hello(self) -> dict[str, Any]:
-        return self._hosts()[0].hello
+        """The default server's hello (its protocol, sites and limits), once connected."""
+        return self.connection(self.url).hello
 
-    def _hosts(self) -> list[_Conn]:
-        if not self._conns:
-            urls = self._urls or [u.strip() for u in server_url().split(",") if u.strip()]
-            self._conns = [_Conn(u, self._token, self._timeout) for u in urls]
-        return self._conns
+    def connection(self, url: str) -> Connection:
+        """The connection to a server (made on first use)."""
+        conn = self._conns.get(url)
+        if conn is None:
+            conn = self._conns[url] = Connection(
+                url, token=self._token, timeout=self._timeout, keep_envs=self._keep_envs
+            )
+        return conn
+
+    def host_of(self, env: str) -> str | None:
+        """The URL of the server that holds an environment of this client."""
+        return self._env_host.get(env)
 
     async def __aenter__(self) -> AsyncClient:
         await self.connect()
@@ -179,47 +115,49 @@ class AsyncClient:
     async def connect(self) -> None:
         """Connects to the first server that answers (the others on first use)."""
         errors: list[str] = []
-        for c in self._hosts():
+        for url in self.placement.urls():
             try:
-                await c.connect()
+                await self._connected(self.connection(url))
                 return
             except WebServError as e:
                 errors.append(e.message)
-        raise WebServError("unavailable", "no server answered: " + "; ".join(errors))
+        raise ServerUnavailable("no server answered: " + "; ".join(errors))
 
     async def close(self) -> None:
         """Closes the connections. Environments stay on their servers until closed or reclaimed."""
-        await asyncio.gather(*(c.close() for c in self._conns))
+        await asyncio.gather(*(c.close() for c in self._conns.values()))
 
-    async def _place(self, args: dict[str, Any]) -> _Conn:
-        """The server for a new environment: its group's, or the least loaded."""
-        hosts = self._hosts()
-        key = (args.get("options") or {}).get("group_key")
-        if key is not None and key in self._group_conn:
-            return self._group_conn[key]
-        if len(hosts) == 1:
-            chosen = hosts[0]
-        else:
+    async def _connected(self, conn: Connection) -> Connection:
+        if not conn.connected:
+            await conn.connect()
+        if self._register and conn.url not in self._registered:
+            self._registered.add(conn.url)
+            await self._register_offer(conn)
+        return conn
 
-            async def load(c: _Conn) -> float:
-                try:
-                    st, _ = await asyncio.wait_for(c.request_timed("stats"), 5)
-                    return float(st.get("envs_live", 0)) / max(float(st.get("max_envs", 1)), 1.0)
-                except (WebServError, OSError, asyncio.TimeoutError):
-                    return float("inf")
+    async def _register_offer(self, conn: Connection) -> list[str]:
+        try:
+            tasks = (await conn.request("tasks")).result.get("tasks") or []
+        except WebServError as e:
+            warnings.warn(
+                f"webserv: {conn.url} did not list its tasks ({e}); only its sites are registered",
+                stacklevel=2,
+            )
+            tasks = []
+        return registration.register_offer(conn.hello.get("sites") or [], tasks)
 
-            loads = await asyncio.gather(*(load(c) for c in hosts))
-            best = min(range(len(hosts)), key=lambda i: loads[i])
-            if loads[best] == float("inf"):
-                raise WebServError("unavailable", "no server answered: " + ", ".join(c.url for c in hosts))
-            chosen = hosts[best]
-        if key is not None:
-            self._group_conn.setdefault(key, chosen)
-            chosen = self._group_conn[key]
-        return chosen
+    async def register_envs(self) -> list[str]:
+        """Registers the gymnasium ids of the default server's sites and tasks, and returns them."""
+        conn = self.connection(self.url)
+        if not conn.connected:
+            await conn.connect()
+        self._registered.add(conn.url)
+        return await self._register_offer(conn)
+
+    # -- requests -----------------------------------------------------------------------------------
 
     async def request(self, op: str, env: str | None = None, **args: Any) -> dict[str, Any]:
-        """Sends one request and returns its result, raising WebServError on an error reply."""
+        """Sends one request and returns its result, raising the error class of an error reply."""
         result, _ = await self.request_timed(op, env, **args)
         return result
 
@@ -228,68 +166,88 @@ class AsyncClient:
     ) -> tuple[dict[str, Any], float]:
         """request, also returning the milliseconds the server spent on it (the rest of the
         round trip is the protocol's and the network's)."""
-        if op == "make":
-            conn = await self._place(args)
-        elif env is not None and env in self._env_conn:
-            conn = self._env_conn[env]
-        else:
-            conn = self._hosts()[0]
+        url = await self._route(op, env, args)
+        conn = self.connection(url)
+
+        async def send() -> tuple[dict[str, Any], float]:
+            reply = await (await self._connected(conn)).request(op, env, args)
+            return reply.result, reply.server_ms
+
         try:
-            result, ms = await conn.request_timed(op, env, **args)
-        except WebServError as e:
-            if env is not None and e.code in ("unavailable", "connection_lost") and len(self._hosts()) > 1:
-                raise WebServError(
-                    "host_lost",
-                    f"the server {conn.url} holding environment {env} is gone ({e.message}); "
-                    "make a new environment",
+            result, ms = await self.retry.run(op, send)
+        except (ConnectionLost, ServerUnavailable) as e:
+            if env is not None:
+                raise HostLost(
+                    f"the server {url} holding environment {env} is gone or unreachable ({e.message}); "
+                    "the environment is lost with it: make a new one"
                 ) from e
             raise
         if op == "make":
-            self._env_conn[result["env"]] = conn
+            self._env_host[result["env"]] = url
         elif op == "fork":
             for f in result.get("envs", []):
-                self._env_conn[f["env"]] = conn
+                self._env_host[f["env"]] = url
         elif op == "close" and env is not None:
-            self._env_conn.pop(env, None)
+            self._env_host.pop(env, None)
         return result, ms
 
-    async def request_retrying(
-        self, op: str, env: str | None = None, *, attempts: int = 8, **args: Any
-    ) -> dict[str, Any]:
-        """request, honouring ``capacity`` replies' retry_after with jittered backoff."""
-        for i in range(attempts):
-            try:
-                return await self.request(op, env, **args)
-            except WebServError as e:
-                if e.code != "capacity" or i == attempts - 1:
-                    raise
-                await asyncio.sleep(max(e.retry_after, 0.1) * (0.5 + random.random()) * min(2**i, 8))
-        raise AssertionError("unreachable")
+    async def request_retrying(self, op: str, env: str | None = None, **args: Any) -> dict[str, Any]:
+        """request (kept for compatibility: every request follows the client's RetryPolicy)."""
+        args.pop("attempts", None)
+        return await self.request(op, env, **args)
+
+    async def _route(self, op: str, env: str | None, args: dict[str, Any]) -> str:
+        if op == "make":
+            key = (args.get("options") or {}).get("group_key")
+            if key is not None and key in self._group_host:
+                return self._group_host[key]
+            url = await self.placement.place(
+                PlacementRequest(site=str(args.get("site", "open")), group_key=key, args=dict(args)),
+                self._probe,
+            )
+            if key is not None:
+                url = self._group_host.setdefault(key, url)
+            return url
+        if env is not None and env in self._env_host:
+            return self._env_host[env]
+        return self.url
+
+    async def _probe(self, url: str) -> dict[str, Any] | None:
+        try:
+            return (await (await self._connected(self.connection(url))).request("stats")).result
+        except WebServError:
+            return None
+
+    # -- what the servers offer -------------------------------------------------------------------------
 
     async def sites(self) -> list[dict[str, Any]]:
+        """The default server's sites: ``{name, description, backend}``."""
         return (await self.request("sites"))["sites"]
 
     async def tasks(self, site: str | None = None) -> list[dict[str, Any]]:
+        """The default server's tasks (of one site, or all): ``{id, site, goal, start_url, ...}``."""
         return (await self.request("tasks", site=site) if site else await self.request("tasks"))["tasks"]
 
     async def stats(self) -> dict[str, Any]:
-        """The first server's stats (see host_stats for all)."""
+        """The default server's stats (see host_stats for all)."""
         return await self.request("stats")
 
     async def host_stats(self) -> dict[str, dict[str, Any]]:
         """Every server's stats, by URL (an unreachable one maps to its error)."""
 
-        async def one(c: _Conn) -> dict[str, Any]:
+        async def one(url: str) -> dict[str, Any]:
             try:
-                return (await c.request_timed("stats"))[0]
+                return (await (await self._connected(self.connection(url))).request("stats")).result
             except WebServError as e:
                 return {"error": e.message}
 
-        hosts = self._hosts()
-        return dict(zip((c.url for c in hosts), await asyncio.gather(*(one(c) for c in hosts)), strict=True))
+        urls = list(self.placement.urls())
+        return dict(zip(urls, await asyncio.gather(*(one(u) for u in urls)), strict=True))
+
+    # -- environments -------------------------------------------------------------------------------------
 
     def env(self, site: str = "open", **make_args: Any) -> AsyncEnv:
-        """An environment on this connection; it is made on its first reset."""
+        """An environment of this client; it is made on its first reset."""
         return AsyncEnv(self, site, **make_args)
 
     async def make_group(
@@ -315,78 +273,4 @@ class AsyncClient:
         return [(e, o, i) for e, (o, i) in zip(envs, firsts, strict=True)]
 
 
-class AsyncEnv:
-    """One environment. Made lazily by the first ``reset``; ``close`` frees it.
-
-    Observations are dicts with BrowserGym's keys (``goal``, ``url``,
-    ``axtree_txt``, ``pruned_html``, ``last_action_error``, ...) and
-    WebServ's own (``html``, ``clickable``, ``hoverable``, ``inputs``,
-    ``selects``, ``tabs``).
-    """
-
-    def __init__(self, client: AsyncClient, site: str = "open", **make_args: Any):
-        self.client = client
-        self.site = site
-        self.make_args = {k: v for k, v in make_args.items() if v is not None}
-        self.id: str | None = None
-        self._axtree = bool(self.make_args.get("observe", {}).get("axtree", True))
-
-    async def __aenter__(self) -> AsyncEnv:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Obs, Info]:
-        """Starts an episode: a fresh browser context at the start URL (or options["start_url"])."""
-        options = dict(options or {})
-        if "task_id" in options:  # BrowserGym's spelling
-            options["task"] = str(options.pop("task_id"))
-        args: dict[str, Any] = {"options": options}
-        if seed is not None:
-            args["seed"] = seed
-        if self.id is None:
-            observe = {"axtree": self._axtree, **self.make_args.get("observe", {})}
-            make = {**self.make_args, "observe": observe, "site": self.site, **args}
-            for k in ("start_url", "goal", "task"):
-                if options and k in options:
-                    make[k] = options[k]
-            res = await self.client.request_retrying("make", **make)
-            self.id = res["env"]
-        else:
-            res = await self.client.request("reset", self.id, **args)
-        info = dict(res.get("info", {}))
-        info["env"] = self.id
-        return to_gym(res["obs"], elapsed=0.0), info
-
-    async def step(self, action: str | dict[str, Any]) -> tuple[Obs, float, bool, bool, Info]:
-        """Acts, waits for the page to settle, and returns gymnasium's five values."""
-        res = await self.client.request("step", self._require(), action=action)
-        info = dict(res.get("info", {}))
-        obs = to_gym(res["obs"], elapsed=float(info.get("elapsed_s", 0.0)))
-        # A grading that failed (judge down, site unreachable) has no reward:
-        # NaN, never a silent 0, with the reason in info["eval_error"].
-        reward = float("nan") if res["reward"] is None else float(res["reward"])
-        return obs, reward, bool(res["terminated"]), bool(res["truncated"]), info
-
-    async def observe(self, *, screenshot: bool = False, axtree: bool = True) -> Obs:
-        """The current observation, without acting."""
-        res = await self.client.request(
-            "observe", self._require(), observe={"screenshot": screenshot, "axtree": axtree}
-        )
-        return to_gym(res["obs"], elapsed=0.0)
-
-    async def close(self) -> None:
-        """Closes the environment on the server. Safe to call twice."""
-        env_id, self.id = self.id, None
-        if env_id is not None:
-            try:
-                await self.client.request("close", env_id)
-            except WebServError as e:
-                if e.code not in ("unknown_env", "connection_lost"):
-                    raise
-
-    def _require(self) -> str:
-        if self.id is None:
-            raise WebServError("not_reset", "call reset() before step() or observe()")
-        return self.id
+__all__ = ["AsyncClient", "AsyncEnv", "Info", "Obs"]

@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 
 import gymnasium as gym
 
-from .client import AsyncClient, AsyncEnv
+from .client import AsyncClient
+from .handle import AsyncEnv
 from .observation import action_space, observation_space
 
 T = TypeVar("T")
@@ -49,6 +50,39 @@ class _Loop:
             return c
 
 
+def make_args(
+    start_url: str | None,
+    goal: str | None,
+    task: str | None,
+    max_steps: int | None,
+    episode_timeout: float | None,
+    idle_ms: int | None,
+    screenshot: bool,
+    axtree: bool,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """make's arguments from the gymnasium constructors' keywords."""
+    args = dict(extra)
+    args.update(
+        start_url=start_url,
+        goal=goal,
+        task=task,
+        max_steps=max_steps,
+        idle_ms=idle_ms,
+        observe={"screenshot": screenshot, "axtree": axtree},
+    )
+    if episode_timeout is not None:
+        args["episode_timeout_ms"] = int(episode_timeout * 1000)
+    return args
+
+
+def without_wallclock(obs: dict[str, Any], info: dict[str, Any]) -> None:
+    """Drops the wall-clock parts of an observation and its info, in place."""
+    obs.pop("elapsed_time", None)
+    for k in _WALLCLOCK_INFO:
+        info.pop(k, None)
+
+
 class WebEnv(gym.Env[dict[str, Any], str]):
     """A WebServ environment with gymnasium's API.
 
@@ -57,6 +91,10 @@ class WebEnv(gym.Env[dict[str, Any], str]):
     terminates (``stop [answer]``) or a limit truncates it. Actions are the
     strings the server parses (``click("id")``, ``fill("id", "text")``,
     ``type [id] [text] [1]``, ...) or action dicts.
+
+    On hosted sites, ``snapshot``, ``restore`` and ``fork`` save and branch
+    the environment (through ``gymnasium.make``'s wrappers:
+    ``env.unwrapped.fork(4)``).
 
     Args:
         site: the site to run (``open`` for any URL).
@@ -68,10 +106,12 @@ class WebEnv(gym.Env[dict[str, Any], str]):
         screenshot, axtree: optional observation parts.
         wallclock: include wall-clock quantities: BrowserGym's ``elapsed_time`` in
             observations and the step timings (``action_ms``, ``settle_ms``,
-            ``extract_ms``, ``elapsed_s``) in info. They are the only parts that
+            ``extract_ms``, ``elapsed_s``, ``obs_stats``) in info. They are the only parts that
             differ between two identical episodes; turn them off where episodes
             must compare exactly (gymnasium's check_env).
         render_mode: ``"ansi"`` renders the accessibility-tree text.
+        make_args: any other argument of the protocol's ``make`` (``record``,
+            ``allow``, ``step_timeout_ms``, ...).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 2}
@@ -92,7 +132,7 @@ class WebEnv(gym.Env[dict[str, Any], str]):
         axtree: bool = True,
         wallclock: bool = True,
         render_mode: str | None = None,
-        **make_args: Any,
+        **extra: Any,
     ):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -102,24 +142,44 @@ class WebEnv(gym.Env[dict[str, Any], str]):
         self.observation_space = observation_space(screenshot, wallclock)
         self._wallclock = wallclock
         self.action_space = action_space()
-        args = dict(make_args)
-        args.update(
-            start_url=start_url,
-            goal=goal,
-            task=task,
-            max_steps=max_steps,
-            idle_ms=idle_ms,
-            observe={"screenshot": screenshot, "axtree": axtree},
+        args = make_args(
+            start_url, goal, task, max_steps, episode_timeout, idle_ms, screenshot, axtree, extra
         )
-        if episode_timeout is not None:
-            args["episode_timeout_ms"] = int(episode_timeout * 1000)
         self._env = AsyncEnv(_Loop.client(url, token), site, **args)
         self._last: dict[str, Any] = {}
+
+    @classmethod
+    def _adopt(cls, handle: AsyncEnv, like: WebEnv) -> WebEnv:
+        """A WebEnv around an environment that is already made (a fork's child)."""
+        env = cls.__new__(cls)
+        env.render_mode = like.render_mode
+        env.observation_space = like.observation_space
+        env.action_space = like.action_space
+        env._wallclock = like._wallclock
+        env._env = handle
+        env._last = handle.last_obs or {}
+        return env
 
     @property
     def env_id(self) -> str | None:
         """The environment's id on the server (after the first reset)."""
         return self._env.id
+
+    @property
+    def handle(self) -> AsyncEnv:
+        """The asyncio environment underneath (its methods run on the package's event loop thread)."""
+        return self._env
+
+    @property
+    def last_obs(self) -> dict[str, Any] | None:
+        """The latest observation (after reset, step, restore, or the fork that made this one)."""
+        obs = self._env.last_obs
+        return None if obs is None else self._view(dict(obs), dict(self._env.last_info or {}))[0]
+
+    @property
+    def last_info(self) -> dict[str, Any] | None:
+        info = self._env.last_info
+        return None if info is None else self._view(dict(self._env.last_obs or {}), dict(info))[1]
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -127,23 +187,37 @@ class WebEnv(gym.Env[dict[str, Any], str]):
         super().reset(seed=seed)
         obs, info = _Loop.run(self._env.reset(seed=seed, options=options))
         self._last = obs
-        return self._view(obs), self._info(info)
+        return self._view(obs, info)
 
     def step(self, action: str | dict[str, Any]) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = _Loop.run(self._env.step(action))
         self._last = obs
-        return self._view(obs), reward, terminated, truncated, self._info(info)
+        obs, info = self._view(obs, info)
+        return obs, reward, terminated, truncated, info
 
-    def _view(self, obs: dict[str, Any]) -> dict[str, Any]:
-        if not self._wallclock:
-            obs.pop("elapsed_time", None)
-        return obs
+    def snapshot(self, name: str | None = None) -> str:
+        """Saves the site's and the browser's state under ``name`` (default: a new name); returns it."""
+        return _Loop.run(self._env.snapshot(name))
 
-    def _info(self, info: dict[str, Any]) -> dict[str, Any]:
+    def restore(self, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Returns to a snapshot this environment took, as a new episode; returns reset's two values."""
+        obs, info = _Loop.run(self._env.restore(name))
+        self._last = obs
+        return self._view(obs, info)
+
+    def fork(self, n: int = 1, name: str | None = None) -> list[WebEnv]:
+        """``n`` new environments at a snapshot of this one (taken now when ``name`` is None).
+
+        They are made already (no reset needed), each with its first observation
+        in ``last_obs`` (equal to this one's at the snapshot), on this
+        environment's server; step them, and close them when done.
+        """
+        return [WebEnv._adopt(h, self) for h in _Loop.run(self._env.fork(n, name))]
+
+    def _view(self, obs: dict[str, Any], info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         if not self._wallclock:
-            for k in _WALLCLOCK_INFO:
-                info.pop(k, None)
-        return info
+            without_wallclock(obs, info)
+        return obs, info
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":

@@ -19,19 +19,53 @@ _lock = threading.Lock()
 _server: LocalServer | None = None
 
 
-def find_binary() -> str | None:
-    """The webserv binary: $WEBSERV_BIN, then the PATH, then this repository's build."""
+def binary_candidates() -> list[tuple[str, str | None]]:
+    """Where the server binary is looked for, in order: (where, path or None)."""
     env = os.environ.get("WEBSERV_BIN")
     if env:
-        return env if os.access(env, os.X_OK) else None
-    on_path = shutil.which("webserv")
-    if on_path:
-        return on_path
-    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
-        candidate = root / "bin" / "webserv"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
+        return [("$WEBSERV_BIN", env)]
+    out: list[tuple[str, str | None]] = [("the PATH", shutil.which("webserv"))]
+    roots: list[tuple[str, Path]] = []
+    try:
+        from ._build import SOURCE_DIR  # written when the wheel was built (setup.py)
+
+        if SOURCE_DIR:
+            roots.append(("the checkout the package was built from", Path(SOURCE_DIR)))
+    except ImportError:  # not built: running from the source tree
+        pass
+    here = Path(__file__).resolve().parents[2]
+    if (here / "go.mod").exists():
+        roots.append(("the checkout the package runs from", here))
+    roots.append(("the working directory", Path.cwd()))
+    seen: set[Path] = set()
+    for where, root in roots:
+        if root not in seen:
+            seen.add(root)
+            out.append((where, str(root / "bin" / "webserv")))
+    return out
+
+
+def find_binary() -> str | None:
+    """The webserv binary: $WEBSERV_BIN, else the PATH, else bin/webserv of the checkout this
+    package was built from (or runs from), else bin/webserv of the working directory."""
+    for _, path in binary_candidates():
+        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
     return None
+
+
+def missing_binary_message() -> str:
+    """What to do when find_binary finds nothing: where it looked, and the three ways out."""
+    if os.environ.get("WEBSERV_BIN"):
+        head = f"WEBSERV_BIN is {os.environ['WEBSERV_BIN']}, which is not an executable file."
+    else:
+        looked = "; ".join(f"{where}: {path or 'nothing'}" for where, path in binary_candidates())
+        head = f"WEBSERV_URL is unset and no webserv binary was found (looked at {looked})."
+    return (
+        f"{head} Either build it with `make build` in the repository (it is then bin/webserv), "
+        "set WEBSERV_BIN=/path/to/webserv, or run `webserv serve` yourself and set "
+        "WEBSERV_URL=ws://127.0.0.1:8765/v1/ws."
+    )
 
 
 class LocalServer:
@@ -99,10 +133,6 @@ def server_url() -> str:
         if _server is None or _server.proc.poll() is not None:
             binary = find_binary()
             if binary is None:
-                raise ServerUnavailable(
-                    "WEBSERV_URL is unset and no webserv binary was found (looked at $WEBSERV_BIN, the PATH, "
-                    "and bin/webserv of the repository). Build it with `make build` in the repository, set "
-                    "WEBSERV_BIN=/path/to/webserv, or run `webserv serve` and set WEBSERV_URL=ws://127.0.0.1:8765/v1/ws."
-                )
+                raise ServerUnavailable(missing_binary_message())
             _server = LocalServer(binary)
         return _server.url

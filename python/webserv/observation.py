@@ -49,6 +49,17 @@ def to_gym(raw: dict[str, Any], *, elapsed: float) -> dict[str, Any]:
     return obs
 
 
+#: Observation keys about the episode rather than the page: they start afresh in a new
+#: episode (reset, restore, fork) while the page stays as it was.
+EPISODE_KEYS = ("last_action", "last_action_error", "elapsed_time")
+
+
+def page_view(obs: dict[str, Any]) -> dict[str, Any]:
+    """The observation without its episode keys: what two environments at one state share
+    (a fork's first observation and its parent's at the snapshot)."""
+    return {k: v for k, v in obs.items() if k not in EPISODE_KEYS}
+
+
 class Unicode(spaces.Space[str]):
     """Any string (gymnasium's Text space allows a fixed character set only)."""
 

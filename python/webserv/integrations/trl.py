@@ -14,14 +14,28 @@ Rows may carry ``start_url``, ``goal``, ``task_id`` and ``uid`` (the group
 key: rows of one GRPO group start from the same state). Every tool returns
 the new page as accessibility-tree text with the semantic ids to act on,
 and the last action's error if it failed.
+
+Failures of the environment are never scored. When the browser, the site,
+the server or the grader fails (an ``InfrastructureError``, or a grading
+that returned no reward), the tools say so and end the episode, ``failure``
+holds the error, and ``get_reward()`` returns None: TRL counts a rollout for
+which every reward function returned None as unscorable (left out of its
+group's baseline, advantage 0), not as a reward of 0. Reward functions of your
+own should return None for it too (``env.failure is not None``).
+
+Snapshots and forks are not tools (every public method of this class is
+one, offered to the model); they are on ``web_env``, the gymnasium
+environment underneath.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from ..env import WebEnv
+from ..errors import EvaluationError, InfrastructureError
 
 
 def _quote(s: str) -> str:
@@ -40,6 +54,17 @@ class WebEnvironment:
         self._env: WebEnv | None = None
         self._reward = 0.0
         self._done = False
+        self._failure: InfrastructureError | None = None
+
+    @property
+    def failure(self) -> InfrastructureError | None:
+        """The infrastructure failure that ended this episode, if one did (then get_reward() is None)."""
+        return self._failure
+
+    @property
+    def web_env(self) -> WebEnv | None:
+        """The gymnasium environment underneath (``snapshot``, ``restore``, ``fork``); None before reset."""
+        return self._env
 
     # -- the trainer's side ---------------------------------------------------
 
@@ -47,6 +72,7 @@ class WebEnvironment:
         """Starts the episode the dataset row describes and returns the first page."""
         if self._env is None:
             self._env = WebEnv(self.site, url=self.server_url, max_steps=self.max_steps)
+        self._reward, self._done, self._failure = 0.0, False, None
         options: dict[str, Any] = {}
         for key in ("start_url", "goal"):
             if row.get(key):
@@ -56,12 +82,17 @@ class WebEnvironment:
         if row.get("uid") is not None:
             options["group_key"] = str(row["uid"])
         seed = row.get("seed")
-        obs, _ = self._env.reset(seed=int(seed) if seed is not None else None, options=options)
-        self._reward, self._done = 0.0, False
+        try:
+            obs, _ = self._env.reset(seed=int(seed) if seed is not None else None, options=options)
+        except InfrastructureError as e:
+            return self._fail(e)
         return self._render(obs)
 
-    def get_reward(self) -> float:
-        """The episode's reward so far (the task's, given on the terminating step)."""
+    def get_reward(self) -> float | None:
+        """The episode's reward so far (the task's, given on the terminating step), or None when
+        the environment failed (``failure``): never a 0 that the policy did not earn."""
+        if self._failure is not None:
+            return None
         return self._reward
 
     # -- tools ------------------------------------------------------------------
@@ -154,9 +185,16 @@ class WebEnvironment:
     def _act(self, action: str) -> str:
         if self._env is None:
             return "Error: the environment has not been reset."
+        if self._failure is not None:
+            return self._failed_text(self._failure)
         if self._done:
             return "The episode is over."
-        obs, reward, terminated, truncated, _ = self._env.step(action)
+        try:
+            obs, reward, terminated, truncated, info = self._env.step(action)
+        except InfrastructureError as e:
+            return self._fail(e)
+        if math.isnan(reward):
+            return self._fail(EvaluationError(f"grading failed: {info.get('eval_error', 'no reason given')}"))
         self._reward += reward
         self._done = terminated or truncated
         text = self._render(obs)
@@ -165,6 +203,14 @@ class WebEnvironment:
         elif truncated:
             text += "\n\nThe episode ran out of steps."
         return text
+
+    def _fail(self, error: InfrastructureError) -> str:
+        self._failure, self._done = error, True
+        return self._failed_text(error)
+
+    @staticmethod
+    def _failed_text(error: InfrastructureError) -> str:
+        return f"The environment failed (not because of your actions): {error}. The episode cannot go on."
 
     @staticmethod
     def _render(obs: dict[str, Any]) -> str:

@@ -12,14 +12,27 @@ on in the same environment.
 ``generate`` is the model's turn. Under verl, subclass and implement it with
 the server manager and tokenizer verl passes to the constructor; tests pass a
 ``policy`` coroutine instead. Nothing here imports verl.
+
+Failures of the environment are never scored. verl reads a missing
+``reward_score`` as "compute it with the reward function", so a failed
+rollout cannot be told apart by its number; ``WebAgentLoop.run`` therefore
+raises the ``InfrastructureError`` (or ``EvaluationError`` when the grader
+failed) by default, after closing the environment. With
+``on_infrastructure_error="report"`` it returns the rollout instead, with
+``reward_score`` None and ``failure`` saying what failed, for glue code that
+drops such rollouts. ``WebTool`` raises from ``execute`` and ``calc_reward``
+and records the failure in ``agent_data.extra_fields["webserv_failure"]``
+when verl passes ``agent_data``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal, NoReturn
 
 from ..client import AsyncClient, AsyncEnv, Obs
+from ..errors import EvaluationError, InfrastructureError
 
 Policy = Callable[[Obs, list[dict[str, Any]]], Awaitable[str]]
 
@@ -47,8 +60,12 @@ class WebAgentLoop:
         server_url: str | None = None,
         max_turns: int = 10,
         policy: Policy | None = None,
+        on_infrastructure_error: Literal["raise", "report"] = "raise",
         **_: Any,
     ):
+        if on_infrastructure_error not in ("raise", "report"):
+            raise ValueError("on_infrastructure_error is 'raise' or 'report'")
+        self.on_infrastructure_error = on_infrastructure_error
         self.config = config
         self.server_manager = server_manager
         self.tokenizer = tokenizer
@@ -67,7 +84,11 @@ class WebAgentLoop:
         return await self.policy(obs, history)
 
     async def run(self, sampling_params: dict[str, Any], **row: Any) -> dict[str, Any]:
-        """One episode for one dataset row; returns the trajectory, reward and metrics."""
+        """One episode for one dataset row; returns the trajectory, reward and metrics.
+
+        Raises ``InfrastructureError`` when the environment failed (see the module's
+        doc for ``on_infrastructure_error="report"``).
+        """
         extra = row.get("extra_info") or {}
         options: dict[str, Any] = {}
         for key in ("start_url", "goal", "task_id"):
@@ -81,6 +102,7 @@ class WebAgentLoop:
         env = AsyncEnv(self.client, self.site)
         history: list[dict[str, Any]] = []
         reward, turns, terminated, truncated, role = 0.0, 0, False, False, ""
+        failure: InfrastructureError | None = None
         try:
             obs, info = await env.reset(options=options)
             role = str(info.get("group_role", ""))
@@ -90,15 +112,21 @@ class WebAgentLoop:
                 turns += 1
                 action = await self.generate(obs, history, sampling_params)
                 obs, r, terminated, truncated, info = await env.step(action)
-                reward += r
                 history.append({"action": action, "error": obs["last_action_error"], "url": obs["url"]})
+                if math.isnan(r):
+                    raise EvaluationError(f"grading failed: {info.get('eval_error', 'no reason given')}")
+                reward += r
                 if terminated or truncated:
                     break
+        except InfrastructureError as e:
+            if self.on_infrastructure_error == "raise":
+                raise
+            failure = e
         finally:
             self.sessions.pop(request_id, None)
             await env.close()
-        return {
-            "reward_score": reward,
+        out: dict[str, Any] = {
+            "reward_score": None if failure else reward,
             "num_turns": turns,
             "trajectory": history,
             "metrics": {
@@ -107,6 +135,15 @@ class WebAgentLoop:
                 "group_role": role,
             },
         }
+        if failure is not None:
+            out["failure"] = {
+                "code": failure.code,
+                "fault": failure.fault,
+                "message": failure.message,
+                "retryable": failure.retryable,
+            }
+            out["metrics"]["failure"] = failure.code
+        return out
 
 
 class WebTool:
@@ -115,7 +152,8 @@ class WebTool:
     ``create`` makes (or re-attaches) the request's environment, ``execute``
     runs one action string and returns the page text, ``calc_reward`` and
     ``release`` end it. An environment nobody releases is reclaimed by the
-    server after its idle TTL.
+    server after its idle TTL. ``fork`` branches an instance into new ones
+    (on hosted sites), for loops that search over rollouts.
     """
 
     def __init__(
@@ -130,6 +168,7 @@ class WebTool:
         self.client = _client(server_url)
         self.envs: dict[str, AsyncEnv] = {}
         self.rewards: dict[str, float] = {}
+        self.failures: dict[str, InfrastructureError] = {}
 
     async def create(self, instance_id: str, **row: Any) -> str:
         env = self.envs.get(instance_id)
@@ -138,15 +177,31 @@ class WebTool:
         options = {k: row[k] for k in ("start_url", "goal") if k in row}
         if "uid" in row:
             options["group_key"] = str(row["uid"])
-        obs, _ = await env.reset(options=options)
+        self.failures.pop(instance_id, None)
+        try:
+            await env.reset(options=options)
+        except InfrastructureError as e:
+            self._fail(instance_id, e, None)
         self.rewards[instance_id] = 0.0
         return instance_id
 
     async def execute(
-        self, instance_id: str, parameters: dict[str, Any], **_: Any
+        self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
     ) -> tuple[str, float, dict[str, Any]]:
+        agent_data = kwargs.get("agent_data")
+        if instance_id in self.failures:
+            self._fail(instance_id, self.failures[instance_id], agent_data)
         env = self.envs[instance_id]
-        obs, reward, terminated, truncated, info = await env.step(str(parameters.get("action", "noop()")))
+        try:
+            obs, reward, terminated, truncated, info = await env.step(str(parameters.get("action", "noop()")))
+        except InfrastructureError as e:
+            self._fail(instance_id, e, agent_data)
+        if math.isnan(reward):
+            self._fail(
+                instance_id,
+                EvaluationError(f"grading failed: {info.get('eval_error', 'no reason')}"),
+                agent_data,
+            )
         self.rewards[instance_id] = self.rewards.get(instance_id, 0.0) + reward
         text = obs["axtree_txt"] or obs["pruned_html"]
         if obs["last_action_error"]:
@@ -158,10 +213,34 @@ class WebTool:
         )
 
     async def calc_reward(self, instance_id: str, **_: Any) -> float:
+        """The instance's reward; raises its InfrastructureError if the environment failed."""
+        if instance_id in self.failures:
+            raise self.failures[instance_id]
         return self.rewards.get(instance_id, 0.0)
+
+    async def fork(self, instance_id: str, new_ids: list[str]) -> list[str]:
+        """Branches the instance's environment (a snapshot now) into one new instance per id,
+        each at the same state on its own copy of the site; returns their first pages."""
+        env = self.envs[instance_id]
+        children = await env.fork(len(new_ids))
+        texts = []
+        for new_id, child in zip(new_ids, children, strict=True):
+            self.envs[new_id] = child
+            self.rewards[new_id] = self.rewards.get(instance_id, 0.0)
+            obs = child.last_obs or {}
+            texts.append(obs.get("axtree_txt") or obs.get("pruned_html", ""))
+        return texts
 
     async def release(self, instance_id: str, **_: Any) -> None:
         env = self.envs.pop(instance_id, None)
         self.rewards.pop(instance_id, None)
+        self.failures.pop(instance_id, None)
         if env is not None:
             await env.close()
+
+    def _fail(self, instance_id: str, error: InfrastructureError, agent_data: Any) -> NoReturn:
+        self.failures[instance_id] = error
+        extra = getattr(agent_data, "extra_fields", None)
+        if isinstance(extra, dict):
+            extra["webserv_failure"] = {"code": error.code, "fault": error.fault, "message": error.message}
+        raise error

@@ -1,0 +1,162 @@
+"""Typed errors: every server code has a class of its fault, and infrastructure failures are told apart."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import REPO
+
+import webserv
+from webserv.errors import (
+    AgentError,
+    ClientError,
+    InfrastructureError,
+    error_class,
+    from_reply,
+)
+from webserv.launcher import LocalServer
+
+FAULT_CLASSES = {"client": ClientError, "agent": AgentError, "infrastructure": InfrastructureError}
+
+
+def documented_faults() -> dict[str, str]:
+    """code -> fault, from docs/protocol.md's table (the contract with the server)."""
+    table: dict[str, str] = {}
+    for line in (REPO / "docs" / "protocol.md").read_text().splitlines():
+        m = re.match(r"\| `(client|agent|infrastructure)` \| (.+?) \|", line)
+        if m:
+            for code in re.findall(r"`(\w+)`", m.group(2)):
+                table[code] = m.group(1)
+    return table
+
+
+def test_every_documented_code_has_a_class_of_its_fault() -> None:
+    table = documented_faults()
+    assert {"bad_args", "episode_over", "capacity", "backend"} <= table.keys(), table
+    for code, fault in table.items():
+        cls = error_class(code, fault)
+        assert cls.code == code, (code, cls)
+        assert issubclass(cls, FAULT_CLASSES[fault]) and cls.fault == fault, (code, cls)
+    # The client's own failures are the infrastructure's, and a step before reset the caller's.
+    for cls in (webserv.ServerUnavailable, webserv.ConnectionLost, webserv.HostLost, webserv.EvaluationError):
+        assert issubclass(cls, InfrastructureError)
+    assert issubclass(webserv.NotReset, ClientError)
+    # A code this client does not know yet gets its fault's class; the server's fault decides.
+    e = from_reply({"code": "quota", "fault": "infrastructure", "message": "over quota", "retryable": True})
+    assert type(e) is InfrastructureError and e.code == "quota" and e.retryable
+    assert str(e) == "quota: over quota"
+    assert isinstance(from_reply({"code": "unknown_env", "fault": "infrastructure"}), InfrastructureError)
+    # Errors cross process boundaries (Ray, multiprocessing) intact.
+    e = pickle.loads(pickle.dumps(webserv.CapacityError("full", retry_after=2.5)))
+    assert type(e) is webserv.CapacityError and e.retry_after == 2.5 and e.retryable and e.message == "full"
+
+
+def test_the_callers_and_the_policys_errors(server: str, pages: str) -> None:
+    async def main() -> None:
+        async with webserv.AsyncClient(server) as client:
+            with pytest.raises(webserv.UnknownEnv) as e:
+                await client.request("step", "env-nope", action="noop()")
+            assert isinstance(e.value, ClientError) and not isinstance(e.value, InfrastructureError)
+            with pytest.raises(webserv.BadArgs):
+                await client.env(start_url="ftp://x").reset()
+            env = client.env(start_url=f"{pages}/page?n=1")
+            with pytest.raises(webserv.NotReset):
+                await env.step("noop()")
+            await env.reset()
+            await env.step("stop [done]")
+            with pytest.raises(webserv.EpisodeOver) as over:
+                await env.step("noop()")
+            assert isinstance(over.value, AgentError) and over.value.fault == "agent"
+            await env.close()
+
+    asyncio.run(main())
+
+
+def test_infrastructure_failures(binary: str, pages: str) -> None:
+    srv = LocalServer(binary, ["--idle", "200ms", "--no-bundled", "--max-envs", "1"])
+
+    async def main() -> None:
+        once = webserv.AsyncClient(srv.url, retry=webserv.RetryPolicy(attempts=1))
+        patient = webserv.AsyncClient(srv.url)
+        hasty = webserv.AsyncClient(srv.url, timeout=0.2)
+        try:
+            first = once.env(start_url=f"{pages}/page?n=1")
+            await first.reset()
+
+            # Full: capacity, retryable after a while; sent once, it is raised.
+            with pytest.raises(webserv.CapacityError) as full:
+                await once.env(start_url=f"{pages}/page?n=2").reset()
+            assert isinstance(full.value, InfrastructureError) and full.value.retryable
+            assert full.value.retry_after > 0
+            # The default policy waits and tries again: it gets the place the first one frees.
+            second = patient.env(start_url=f"{pages}/page?n=2")
+            waiting = asyncio.create_task(second.reset())
+            await asyncio.sleep(0.5)
+            await first.close()
+            obs, _ = await waiting
+            assert obs["title"] == "Page 2"
+
+            # No reply within the client's timeout (the click's fetch alone takes 300 ms).
+            slow = webserv.AsyncEnv(hasty, "open")
+            slow.id = second.id
+            with pytest.raises(webserv.RequestTimeout) as late:
+                await slow.step('click("load")')
+            assert isinstance(late.value, InfrastructureError)
+
+            # The server goes away: its environment is lost, and says so.
+            srv.stop()
+            with pytest.raises(webserv.HostLost) as lost:
+                await second.step("noop()")
+            assert isinstance(lost.value, InfrastructureError) and second.id in lost.value.message
+            await second.close()  # closing what is gone is fine
+        finally:
+            for c in (once, patient, hasty):
+                await c.close()
+
+    try:
+        asyncio.run(main())
+    finally:
+        srv.stop()
+
+
+def test_a_killed_trainer_leaves_no_environment_behind(server: str, pages: str) -> None:
+    """A trainer process killed mid-episode (no goodbye): the server frees its environments at once."""
+    code = (
+        "import asyncio, webserv\n"
+        "async def main():\n"
+        f"    client = webserv.AsyncClient({server!r})\n"
+        f"    envs = [client.env(start_url='{pages}/page?n=1') for _ in range(2)]\n"
+        "    for e in envs:\n"
+        "        await e.reset()\n"
+        "    await envs[0].step('click(\"load\")')\n"
+        "    print(' '.join(e.id for e in envs), flush=True)\n"
+        "    await asyncio.sleep(600)\n"
+        "asyncio.run(main())\n"
+    )
+    trainer = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert trainer.stdout is not None
+        ids = trainer.stdout.readline().split()
+        assert len(ids) == 2, ids
+
+        async def live() -> set[str]:
+            async with webserv.AsyncClient(server, register=False) as client:
+                return set((await client.stats())["envs"])
+
+        assert set(ids) <= asyncio.run(live())
+        trainer.kill()
+        trainer.wait(30)
+        for _ in range(60):  # the server notices the closed connection; poll, no timing asserted
+            if not set(ids) & asyncio.run(live()):
+                break
+            time.sleep(0.5)
+        assert not set(ids) & asyncio.run(live())
+    finally:
+        trainer.kill()
+        trainer.wait(30)
