@@ -13,8 +13,10 @@ observation. Tokens are counted with one real tokenizer available offline:
 the BPE tokenizer shipped as tokenizer.json in the `anthropic` package
 0.38.0 (read with Hugging Face `tokenizers`).
 
-BrowserGym runs with its defaults (Playwright, 0.5 s pre-observation delay,
-then domcontentloaded) on Debian's Chromium (no browser download).
+BrowserGym runs with its defaults on Debian's Chromium (no browser
+download): its open-ended task's slow_mo of 1000 ms (Playwright waits 1 s
+after each of its operations: BrowserGym's ~1 s per action), then a 0.5 s
+pre-observation delay and domcontentloaded.
 Results: bench/results/peer.{json,md,png}.
 """
 

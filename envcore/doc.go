@@ -1,7 +1,7 @@
 // Package envcore is one web-agent environment: a Chromium browser context
 // with its tabs, a compact observation of the page, a small set of semantic
-// actions, and a step that returns only once the page's network has gone
-// quiet. It follows the WebServ paper, sections 3.2 and 3.3.
+// actions, and a step that returns only once the work the action caused has
+// finished. It follows the WebServ paper, sections 3.2 and 3.3.
 //
 // # Browser and environments
 //
@@ -19,7 +19,7 @@
 //
 // Every page target the environment gets — the first tab, a new_tab, a
 // popup the page opens — is held paused by Chromium until the scripts of
-// package inject are installed, so the request counter and the listener
+// package inject are installed, so the settle tracker and the listener
 // patch see everything the page does from its first script on.
 //
 // # Observation
@@ -49,12 +49,18 @@
 //
 // # Quiescence
 //
-// After an action the step waits until the active tab has had no document
-// loading and no XHR or fetch in flight for Config.IdleWindow (500ms by
-// default). A page that does not settle within Config.SettleTimeout is
-// observed as it is, with StepInfo.Settled false and StepInfo.SettleError
-// naming the requests it was waiting for. Requests open longer than
-// Config.LongRequest stop counting, and WebSocket and EventSource never
-// count, so long polling and push channels do not make every step time out.
-// StepInfo reports the time spent acting, settling and extracting.
+// After an action the step waits for what the action caused, not for the
+// whole network to go quiet (docs/envcore.md, "Settling"). The injected
+// tracker follows the action's input events through everything they
+// schedule — timers, animation frames, messages, XHR and fetch, navigations
+// and new tabs — and the step returns once that work has drained, no frame
+// is loading a document, and Config.IdleWindow (500ms by default) has passed
+// since the action's end and the last caused request or navigation.
+// Background work (pollers, intervals, beacon loops), timers beyond a 2s
+// budget, requests open longer than Config.LongRequest, WebSocket and
+// EventSource never hold a step. StepInfo.SettleReason says why the step
+// returned ("drained", "idle" or "timeout"); a page still busy at
+// Config.SettleTimeout is observed as it is, with StepInfo.Settled false
+// and StepInfo.Pending naming what it was waiting for. StepInfo reports the
+// time spent acting, settling and extracting.
 package envcore

@@ -22,12 +22,14 @@ type Viewport struct {
 type Config struct {
 	// Viewport of every tab. Default 1280x720.
 	Viewport Viewport
-	// IdleWindow is how long the page must have no request in flight before
-	// a step observes it (WebServ paper, 3.3). Default 500ms.
+	// IdleWindow is the least a step waits after its action, and after the
+	// last request the action caused starts or ends or the last navigation
+	// event, before it observes the page (WebServ paper, 3.3;
+	// docs/envcore.md, "Settling"). Default 500ms.
 	IdleWindow time.Duration
-	// SettleTimeout bounds the wait for quiescence after an action. A page
+	// SettleTimeout bounds the wait for the work an action caused. A page
 	// still busy then is observed as it is and the step reports
-	// Settled=false. Default 10s.
+	// Settled=false, SettleReason "timeout". Default 10s.
 	SettleTimeout time.Duration
 	// LongRequest is the age after which a request in flight stops
 	// counting, so long polling does not hold every step. WebSocket and
@@ -77,10 +79,20 @@ type StepInfo struct {
 	Action  time.Duration `json:"action"`
 	Settle  time.Duration `json:"settle"`
 	Extract time.Duration `json:"extract"`
-	// Settled is false when the page was still busy at SettleTimeout;
-	// SettleError then says what it was waiting for.
+	// Settled is false when work the action caused was still pending at
+	// SettleTimeout; SettleError then says what it was waiting for.
 	Settled     bool   `json:"settled"`
 	SettleError string `json:"settle_error,omitempty"`
+	// SettleReason says why the step stopped waiting: "drained" (the work
+	// the action caused finished, then the idle window passed), "idle" (the
+	// action caused no work that could be tracked: the idle window alone)
+	// or "timeout". Empty for steps that do not wait (terminate, send_msg,
+	// an action that does not parse).
+	SettleReason string `json:"settle_reason,omitempty"`
+	// Pending names, on a timeout, a few of the things the action caused
+	// that were still pending: "GET http://host/api (for 9.8s)",
+	// "setTimeout 700ms (for 0.3s)", "document loading: http://host/".
+	Pending []string `json:"pending,omitempty"`
 	// ActionError is the action's failure, as also put in
 	// Observation.LastActionError; ActionErrorCode classifies it.
 	ActionError     string `json:"action_error,omitempty"`
@@ -114,6 +126,7 @@ type Env struct {
 	closed     bool
 	terminated bool
 	chat       []ChatMessage
+	act        uint64 // the latest action's number, for settle (inject/settle.js)
 
 	tabMu   sync.Mutex
 	tabs    []*tab
@@ -160,6 +173,7 @@ func (e *Env) ResetWithCookies(ctx context.Context, startURL string, cookies []C
 	start := time.Now()
 	e.terminated = false
 	e.chat = nil
+	e.act++ // no document of the new context has seen it: settle waits for their start-up
 	var info StepInfo
 	info.Attempts = 1
 	t, err := e.freshContext(ctx)
@@ -328,13 +342,15 @@ func (e *Env) finishStep(ctx context.Context, info StepInfo, settleFrom time.Tim
 	info.Settled = true
 	if !settleFrom.IsZero() {
 		t0 := time.Now()
-		if err := e.settle(ctx, settleFrom, settleFrom.Add(info.Action)); err != nil {
+		reason, err := e.settle(ctx, e.act, settleFrom, settleFrom.Add(info.Action))
+		if err != nil {
 			var nse *NotSettledError
 			if !errors.As(err, &nse) {
 				return Observation{}, info, err
 			}
-			info.Settled, info.SettleError = false, nse.Error()
+			info.Settled, info.SettleError, info.Pending = false, nse.Error(), nse.Pending
 		}
+		info.SettleReason = reason
 		info.Settle = time.Since(t0)
 	}
 	t0 := time.Now()
@@ -492,10 +508,12 @@ func (e *Env) Goto(ctx context.Context, url string) error {
 		return err
 	}
 	start := time.Now()
+	e.act++
 	if err := e.navigate(ctx, t, url); err != nil {
 		return err
 	}
-	return e.settle(ctx, start, time.Now())
+	_, err = e.settle(ctx, e.act, start, time.Now())
+	return err
 }
 
 // checkedTab is the active tab of an open, reset environment (e.mu held).

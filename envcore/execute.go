@@ -18,12 +18,29 @@ import (
 // ActionError is an action that failed in a way the agent can act on. It is
 // reported in Observation.LastActionError, never as a step error.
 type ActionError struct {
-	// Code classifies the failure: missing, stale, hidden, covered,
-	// disabled, not_editable, readonly, no_option, not_select, bad_url,
-	// navigation, refused (the environment's network policy), no_history,
-	// bad_tab, too_many_tabs, bad_action, timeout.
+	// Code classifies the failure; it is one of ActionErrorCodes.
 	Code    string
 	Message string
+}
+
+// actionErrorCodes is the closed set of action error codes, in the order
+// docs/envcore.md ("Error codes") explains them. The injected actions.js
+// answers a subset of them (act.codes); tests keep the Go side, the
+// injected scripts and the docs in agreement.
+var actionErrorCodes = []string{
+	"missing", "stale", "hidden", "covered", "disabled", "not_editable", "readonly",
+	"no_option", "not_select", "bad_value", "bad_url", "navigation", "refused",
+	"no_history", "bad_tab", "too_many_tabs", "bad_action", "timeout",
+}
+
+// ActionErrorCodes returns the closed set of codes an ActionError (and
+// StepInfo.ActionErrorCode) can have: missing, stale, hidden, covered,
+// disabled, not_editable, readonly, no_option, not_select, bad_value,
+// bad_url, navigation, refused (the environment's network policy),
+// no_history, bad_tab, too_many_tabs, bad_action, timeout. A client can
+// rely on no other code appearing.
+func ActionErrorCodes() []string {
+	return append([]string(nil), actionErrorCodes...)
 }
 
 func (e *ActionError) Error() string { return e.Message }
@@ -51,6 +68,10 @@ func (e *Env) execute(ctx context.Context, a Action) (int, error) {
 	t := e.activeTab()
 	if t == nil {
 		return 1, fmt.Errorf("environment has no open tab")
+	}
+	if a.Type != Terminate && a.Type != SendMsg {
+		e.act++
+		t.beginAction(ctx, e.act, evaluatesFirst(a))
 	}
 	switch a.Type {
 	case Click:
@@ -125,6 +146,9 @@ func (e *Env) execute(ctx context.Context, a Action) (int, error) {
 			return 1, actionErr("bad_tab", "there is no tab %d: tabs are numbered 0 to %d", *a.Tab, len(tabs)-1)
 		}
 		e.setActive(tabs[*a.Tab])
+		// What the switch causes in the tab (focus and visibility
+		// handlers) is the action's; its earlier work is not.
+		tabs[*a.Tab].beginAction(ctx, e.act, false)
 		return 1, proto.PageBringToFront{}.Call(tabs[*a.Tab].client(ctx))
 	case CloseTab:
 		return 1, e.closeTab(ctx, a.Tab)
@@ -139,6 +163,20 @@ func (e *Env) execute(ctx context.Context, a Action) (int, error) {
 		return 1, nil
 	}
 	return 1, actionErr("bad_action", "unknown action type %q", a.Type)
+}
+
+// evaluatesFirst reports whether a's first command to the page, if any, is
+// an evaluation (act.prepare, act.selectOptions, the settle poll), or whether
+// a replaces the document anyway, so that settle.begin may be pipelined
+// ahead of it (see beginAction).
+func evaluatesFirst(a Action) bool {
+	switch a.Type {
+	case Click, Hover, Type, Clear, Select, Noop, Goto, NewTab:
+		return true
+	case Press:
+		return a.Target != ""
+	}
+	return false
 }
 
 func (e *Env) click(ctx context.Context, t *tab, x, y float64) error {
@@ -178,7 +216,7 @@ func (e *Env) target(ctx context.Context, t *tab, id, mode string) (jsResult, in
 				continue
 			}
 			return p, attempt, e.withSuggestions(ctx, t, id, actionErr(p.Code, "%s", p.Message))
-		case "covered", "hidden", "offscreen":
+		case "covered", "hidden":
 			if attempt <= e.cfg.Retries {
 				select {
 				case <-time.After(time.Duration(attempt) * 150 * time.Millisecond):

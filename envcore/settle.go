@@ -5,18 +5,40 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/go-rod/rod"
+	"github.com/go-rod/rod/lib/proto"
+
+	"github.com/webserv-rl/webserv/inject"
 )
 
-// NotSettledError says why a page was still busy when the settle timeout
-// ran out. The step still returns the observation of that moment, with
-// StepInfo.Settled false and this error's text in StepInfo.SettleError.
+// Why a step stopped waiting (StepInfo.SettleReason).
+const (
+	// SettleDrained: the work the action caused (requests, timers,
+	// animation frames, messages, navigations, a new tab) all finished, and
+	// the idle window passed.
+	SettleDrained = "drained"
+	// SettleIdle: the action caused no work that could be tracked; the
+	// step waited for the idle window alone.
+	SettleIdle = "idle"
+	// SettleTimeout: caused work was still pending at Config.SettleTimeout;
+	// StepInfo.Pending names it.
+	SettleTimeout = "timeout"
+)
+
+// NotSettledError says what the action had caused that was still pending
+// when the settle timeout ran out. The step still returns the observation
+// of that moment, with StepInfo.Settled false, StepInfo.SettleReason
+// "timeout" and this error's text in StepInfo.SettleError.
 type NotSettledError struct {
-	Waited   time.Duration
-	Loading  int      // frames still loading a document
-	Inflight int      // XHR/fetch requests in flight
-	Pending  []string // a few of them, "GET url (for 1.2s)"
-	Reason   string   // set when the page could not be asked
+	Waited    time.Duration
+	Loading   int      // frames still loading a document
+	Inflight  int      // caused XHR/fetch requests in flight
+	Callbacks int      // caused timers, animation frames, idle callbacks and messages pending
+	Pending   []string // a few of them by name, "GET url (for 1.2s)", "setTimeout 700ms (for 0.3s)"
+	Reason    string   // set when the page could not be asked
 }
 
 func (e *NotSettledError) Error() string {
@@ -25,11 +47,10 @@ func (e *NotSettledError) Error() string {
 		parts = append(parts, fmt.Sprintf("%d frame(s) still loading", e.Loading))
 	}
 	if e.Inflight > 0 {
-		p := fmt.Sprintf("%d request(s) in flight", e.Inflight)
-		if len(e.Pending) > 0 {
-			p += ": " + strings.Join(e.Pending, "; ")
-		}
-		parts = append(parts, p)
+		parts = append(parts, fmt.Sprintf("%d request(s) in flight", e.Inflight))
+	}
+	if e.Callbacks > 0 {
+		parts = append(parts, fmt.Sprintf("%d timer(s) or callback(s) pending", e.Callbacks))
 	}
 	if e.Reason != "" {
 		parts = append(parts, e.Reason)
@@ -37,30 +58,38 @@ func (e *NotSettledError) Error() string {
 	if len(parts) == 0 {
 		parts = append(parts, "activity did not stop")
 	}
-	return fmt.Sprintf("page did not settle within %s: %s", e.Waited.Round(time.Millisecond), strings.Join(parts, ", "))
+	s := fmt.Sprintf("page did not settle within %s: %s", e.Waited.Round(time.Millisecond), strings.Join(parts, ", "))
+	if len(e.Pending) > 0 {
+		s += ": " + strings.Join(e.Pending, "; ")
+	}
+	return s
 }
 
-// settle waits until the active tab is quiet (WebServ paper, 3.3): no frame
-// loading a document and no XHR/fetch in flight for the idle window, counted
-// from the later of actionEnd and the last request or navigation event. A
-// tab opened since actionStart (a popup, a target=_blank link) becomes the
-// active tab first and is the one waited for.
+// settle waits until the work that action act caused in the active tab is
+// done (docs/envcore.md, "Settling"; the page side is inject/settle.js):
 //
-// The page's own counter restarts with every document, so while a
-// navigation is under way the frame-loading state from Chromium's events
-// holds the wait until the new document (with a new counter) is in place.
-// Requests open longer than Config.LongRequest stop counting, and WebSocket
-// and EventSource are never counted, so long-lived channels do not hold
-// every step until the timeout.
-func (e *Env) settle(ctx context.Context, actionStart, actionEnd time.Time) error {
+//  1. no frame of the tab is loading a document;
+//  2. nothing the action caused is pending in the page: XHR and fetch
+//     requests, timers, animation frames, idle callbacks and
+//     MessageChannel messages scheduled from the action's input events
+//     onwards (in a document newer than the action: its start-up work);
+//  3. the idle window has passed since the latest of actionEnd, the last
+//     navigation event and the last start or end of a caused request.
+//
+// Background work — requests of chains the action did not start, intervals,
+// loops — is never waited for. A tab opened since actionStart (a popup, a
+// target=_blank link) becomes the active tab first and is the one waited
+// for. It returns the reason it stopped (SettleDrained or SettleIdle), a
+// *NotSettledError at the settle timeout, or ctx's error.
+func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd time.Time) (string, error) {
 	idle := e.cfg.IdleWindow
 	deadline := actionEnd.Add(e.cfg.SettleTimeout)
-	switched := false
+	switched, caused := false, false
 	var last NotSettledError
 	for {
 		t, tabs, _ := e.snapshotTabs()
 		if t == nil {
-			return nil
+			return SettleIdle, nil
 		}
 		if !switched {
 			for _, x := range tabs {
@@ -70,13 +99,16 @@ func (e *Env) settle(ctx context.Context, actionStart, actionEnd time.Time) erro
 			}
 			if t != e.activeTab() {
 				e.setActive(t)
-				switched = true
+				switched, caused = true, true
 			}
 		}
 		now := time.Now()
 		loading, lastEvent, crashed := t.loadState()
 		if crashed {
-			return nil // observe reports the crash
+			return SettleIdle, nil // observe reports the crash
+		}
+		if loading > 0 || lastEvent.After(actionStart) {
+			caused = true
 		}
 		from := actionEnd
 		if lastEvent.After(from) {
@@ -85,42 +117,51 @@ func (e *Env) settle(ctx context.Context, actionStart, actionEnd time.Time) erro
 		quiet := now.Sub(from)
 		busy := loading > 0
 		last = NotSettledError{Loading: loading}
-		if !busy {
+		if busy {
+			url, _ := t.info()
+			last.Pending = []string{"document loading: " + clipStr(url, 120)}
+		} else {
 			remaining := time.Until(deadline)
 			pctx, cancel := context.WithTimeout(ctx, max(min(2*time.Second, remaining), 50*time.Millisecond))
-			st, err := t.net(pctx, e.cfg.LongRequest)
+			st, err := t.settleState(pctx, act, e.cfg.LongRequest)
 			cancel()
 			switch {
 			case errors.Is(err, errNoInjection):
-				// A document without the counter (about:blank, an error
+				// A document without the tracker (about:blank, an error
 				// page): only its loading state counts.
 			case err != nil:
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return "", ctx.Err()
 				}
 				// Most often the document went away under us
 				// (navigation); ask again.
 				busy = true
 				last.Reason = "the page did not answer: " + err.Error()
-			case st.Inflight > 0:
-				busy = true
-				last.Inflight = st.Inflight
-				for _, p := range st.Pending {
-					last.Pending = append(last.Pending, fmt.Sprintf("%s %s (for %.1fs)", p.Method, clipStr(p.URL, 120), float64(p.Ms)/1000))
-				}
 			default:
-				if q := time.Duration(st.QuietMs) * time.Millisecond; q < quiet {
+				if st.Tracked > 0 {
+					caused = true
+				}
+				if st.Pending > 0 {
+					busy = true
+					last.Inflight, last.Callbacks = st.Requests, st.Pending-st.Requests
+					for _, it := range st.Items {
+						last.Pending = append(last.Pending, it.String())
+					}
+				} else if q := time.Duration(st.QuietMs) * time.Millisecond; q < quiet {
 					quiet = q
 				}
 			}
 		}
 		if !busy && quiet >= idle {
-			return nil
+			if caused {
+				return SettleDrained, nil
+			}
+			return SettleIdle, nil
 		}
 		now = time.Now()
 		if !now.Before(deadline) {
 			last.Waited = now.Sub(actionEnd)
-			return &last
+			return SettleTimeout, &last
 		}
 		wait := 20 * time.Millisecond
 		if !busy {
@@ -134,7 +175,135 @@ func (e *Env) settle(ctx context.Context, actionStart, actionEnd time.Time) erro
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return ctx.Err()
+			return "", ctx.Err()
 		}
 	}
 }
+
+// beginAction tells the active document of t (and its same-origin frames)
+// that action act starts now, so that the page attributes to it the work
+// its input events cause. A document without the tracker is left alone: a
+// document that never heard of act reports its start-up work instead.
+//
+// With pipelined the call is sent without waiting for its answer. That is
+// right only when the action's next command to the page is an evaluation
+// too (the page runs a session's evaluations in the order they come); input
+// events travel another way and could overtake it.
+func (t *tab) beginAction(ctx context.Context, act uint64, pipelined bool) {
+	expr := inject.Call("settle.begin", act)
+	if pipelined {
+		_ = t.client(ctx).send(proto.RuntimeEvaluate{Expression: expr, Silent: true})
+		return
+	}
+	_ = t.evalJSON(ctx, expr, nil)
+}
+
+// pageSettle is settle.js's answer for one action.
+type pageSettle struct {
+	Pending    int          `json:"pending"`    // items the action caused that are still pending
+	Requests   int          `json:"requests"`   // of which XHR/fetch requests and body reads
+	Long       int          `json:"long"`       // caused requests older than LongRequest, not counted
+	Background int          `json:"background"` // requests of other chains, not counted
+	QuietMs    int64        `json:"quiet_ms"`   // since a caused request last started or ended
+	Tracked    int          `json:"tracked"`    // items the action has caused in all
+	Items      []settleItem `json:"items"`
+	Ready      string       `json:"ready"`
+}
+
+// settleItem is one pending item of a pageSettle.
+type settleItem struct {
+	Kind   string `json:"kind"` // request, timer, frame, idle, message
+	What   string `json:"what"`
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	Ms     int64  `json:"ms"` // its age
+}
+
+func (it settleItem) String() string {
+	age := float64(it.Ms) / 1000
+	if it.Kind == "request" {
+		return fmt.Sprintf("%s %s (for %.1fs)", it.Method, clipStr(it.URL, 120), age)
+	}
+	return fmt.Sprintf("%s (for %.1fs)", it.What, age)
+}
+
+// settleState asks t's page what action act caused that is still pending.
+func (t *tab) settleState(ctx context.Context, act uint64, long time.Duration) (pageSettle, error) {
+	var st pageSettle
+	err := t.evalJSON(ctx, inject.Call("settle.state", act, long.Milliseconds()), &st)
+	return st, err
+}
+
+// loadWatch is a tab's document-loading state, kept from Chromium's Page
+// events: which frames are between frameStartedLoading and
+// frameStoppedLoading, and when the last navigation or load event happened.
+// A page's tracker restarts with every document, so while a navigation is
+// under way this state is what holds the wait until the new document (with
+// a new tracker) is in place.
+type loadWatch struct {
+	mu      sync.Mutex
+	loading map[proto.PageFrameID]struct{}
+	last    time.Time
+}
+
+func newLoadWatch() *loadWatch {
+	return &loadWatch{loading: map[proto.PageFrameID]struct{}{}, last: time.Now()}
+}
+
+// onEvent takes the Page events that change the loading state and reports
+// whether msg was one of them.
+func (l *loadWatch) onEvent(msg *rod.Message) bool {
+	switch msg.Method {
+	case "Page.frameStartedLoading":
+		var ev proto.PageFrameStartedLoading
+		msg.Load(&ev)
+		l.mu.Lock()
+		l.loading[ev.FrameID] = struct{}{}
+		l.last = time.Now()
+		l.mu.Unlock()
+	case "Page.frameStoppedLoading":
+		var ev proto.PageFrameStoppedLoading
+		msg.Load(&ev)
+		l.mu.Lock()
+		delete(l.loading, ev.FrameID)
+		l.last = time.Now()
+		l.mu.Unlock()
+	case "Page.frameDetached":
+		var ev proto.PageFrameDetached
+		msg.Load(&ev)
+		l.mu.Lock()
+		delete(l.loading, ev.FrameID)
+		l.last = time.Now()
+		l.mu.Unlock()
+	case "Page.frameNavigated", "Page.navigatedWithinDocument", "Page.frameRequestedNavigation":
+		l.touch()
+	default:
+		return false
+	}
+	return true
+}
+
+// touch records an event that restarts the idle window: a navigation the
+// environment starts itself, a dialog.
+func (l *loadWatch) touch() {
+	l.mu.Lock()
+	l.last = time.Now()
+	l.mu.Unlock()
+}
+
+func (l *loadWatch) state() (loading int, last time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.loading), l.last
+}
+
+// loadState reports how many frames of t are loading, when the last
+// navigation or load event happened, and whether the page crashed.
+func (t *tab) loadState() (loading int, last time.Time, crashed bool) {
+	loading, last = t.load.state()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return loading, last, t.crashed
+}
+
+func (t *tab) touch() { t.load.touch() }

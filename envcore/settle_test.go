@@ -81,15 +81,111 @@ func TestLongLivedRequestsDoNotHoldSteps(t *testing.T) {
 func TestPageThatNeverSettlesReportsIt(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, envcore.Config{IdleWindow: 500 * time.Millisecond, SettleTimeout: 2 * time.Second})
-	obs, info, err := env.Reset(testCtx(t), site.URL+"/busy.html")
+	obs, info, err := env.Reset(testCtx(t), site.URL+"/endless.html")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Settled || !strings.Contains(info.SettleError, "did not settle within 2") {
-		t.Fatalf("settled=%v error=%q", info.Settled, info.SettleError)
+	if info.Settled || info.SettleReason != envcore.SettleTimeout || !strings.Contains(info.SettleError, "did not settle within 2") {
+		t.Fatalf("settled=%v reason=%q error=%q", info.Settled, info.SettleReason, info.SettleError)
+	}
+	// StepInfo names what was still pending.
+	if len(info.Pending) == 0 || !strings.Contains(info.Pending[0], "GET ") || !strings.Contains(info.Pending[0], "/api/delay") {
+		t.Errorf("pending = %q", info.Pending)
 	}
 	// The observation of that moment still comes back.
-	if obs.Title != "Busy" || !strings.Contains(obs.HTML, "polling") {
+	if obs.Title != "Endless" || !strings.Contains(obs.HTML, "polling") {
 		t.Errorf("no observation with the not-settled state: %q", obs.HTML)
+	}
+}
+
+// Each case is work an action causes that network idleness alone misses or
+// that background traffic used to hold until the settle timeout. The step
+// must settle (not time out) with the final content in its observation.
+func TestStepWaitsForWhatTheActionCaused(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, page, action, want string
+	}{
+		{"a page polling every 300ms, with the action's fetch", "/poll.html", `click("load-pipeline")`, "POLL-DONE"},
+		{"a setInterval ticker rewriting the DOM", "/ticker.html", `click("load-quote")`, "TICKER-DONE"},
+		{"an analytics beacon loop", "/beacon.html", `click("load-offers")`, "BEACON-DONE"},
+		{"a fetch the click handler starts 700ms later", "/causal.html", `click("fetch-later")`, "LATER-DONE"},
+		{"a render timer of 800ms", "/causal.html", `click("render-on-a-timer")`, "RENDER-TIMER-DONE"},
+		{"a chain of animation-frame renders", "/causal.html", `click("render-over-frames")`, "FRAMES-DONE"},
+		{"a MessageChannel hop, then a 700ms timer", "/causal.html", `click("render-after-a-message")`, "MESSAGE-DONE"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			env := newEnv(t, envcore.Config{IdleWindow: 500 * time.Millisecond})
+			mustReset(t, env, c.page)
+			obs, info := mustStep(t, env, c.action)
+			if info.ActionError != "" {
+				t.Fatalf("%s failed: %s", c.action, info.ActionError)
+			}
+			t.Logf("action %s, settle %s (%s)", info.Action, info.Settle, info.SettleReason)
+			if !info.Settled || info.SettleReason != envcore.SettleDrained {
+				t.Errorf("settled=%v reason=%q: %s", info.Settled, info.SettleReason, info.SettleError)
+			}
+			if !strings.Contains(obs.HTML, c.want) {
+				t.Errorf("observation lacks %s:\n%s", c.want, obs.HTML)
+			}
+		})
+	}
+}
+
+func TestLongTimersAreNotWaitedFor(t *testing.T) {
+	t.Parallel()
+	// The click shows its content at once and sets a 5s timer. A settle
+	// timeout shorter than the timer makes waiting for it a timeout.
+	env := newEnv(t, envcore.Config{IdleWindow: 500 * time.Millisecond, SettleTimeout: 4 * time.Second})
+	mustReset(t, env, "/causal.html")
+	obs, info := mustStep(t, env, `click("show-now-more-in-5s")`)
+	if !info.Settled || info.SettleReason == envcore.SettleTimeout {
+		t.Errorf("waited for a 5s timer: reason=%q %s", info.SettleReason, info.SettleError)
+	}
+	if !strings.Contains(obs.HTML, "SOON-DONE") {
+		t.Errorf("observation lacks SOON-DONE:\n%s", obs.HTML)
+	}
+}
+
+func TestResetWaitsForStartUpWork(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envcore.Config{IdleWindow: 500 * time.Millisecond})
+	// The content arrives from a fetch 1.5s after the load event.
+	obs, info, err := env.Reset(testCtx(t), site.URL+"/late.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Settled || info.SettleReason != envcore.SettleDrained || !strings.Contains(obs.HTML, "LATE-DONE") {
+		t.Errorf("reset: settled=%v reason=%q %s\n%s", info.Settled, info.SettleReason, info.SettleError, obs.HTML)
+	}
+	// A page that polls faster than any idle window settles too: an
+	// interval is not start-up work.
+	obs, info, err = env.Reset(testCtx(t), site.URL+"/busy.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Settled || !strings.Contains(obs.HTML, "polling") {
+		t.Errorf("reset onto a polling page: settled=%v %s", info.Settled, info.SettleError)
+	}
+}
+
+func TestSettleReasonSaysWhyTheStepReturned(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envcore.Config{IdleWindow: 300 * time.Millisecond})
+	mustReset(t, env, "/poll.html")
+	// Background polling is not the noop's doing.
+	_, info := mustStep(t, env, `noop()`)
+	if !info.Settled || info.SettleReason != envcore.SettleIdle {
+		t.Errorf("noop on a polling page: settled=%v reason=%q %s", info.Settled, info.SettleReason, info.SettleError)
+	}
+	_, info = mustStep(t, env, `click("load-pipeline")`)
+	if info.SettleReason != envcore.SettleDrained {
+		t.Errorf("click that fetches: reason=%q", info.SettleReason)
+	}
+	_, info = mustStep(t, env, `send_msg_to_user("hello")`)
+	if info.SettleReason != "" {
+		t.Errorf("a step that does not wait has reason %q", info.SettleReason)
 	}
 }

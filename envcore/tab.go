@@ -25,31 +25,30 @@ type tab struct {
 	session proto.TargetSessionID
 	born    time.Time
 
-	mu        sync.Mutex
-	env       *Env // the owner; changes when a warm context is taken
-	url       string
-	title     string
-	loading   map[proto.PageFrameID]struct{} // frames between started and stopped loading
-	lastEvent time.Time                      // last navigation or load event
-	dialogs   []Dialog
-	crashed   bool
-	standIn   bool // document requests get the stand-in (see useStandIns)
-	mouseX    float64
-	mouseY    float64
+	load *loadWatch // documents loading, for settle
+
+	mu      sync.Mutex
+	env     *Env // the owner; changes when a warm context is taken
+	url     string
+	title   string
+	dialogs []Dialog
+	crashed bool
+	standIn bool // document requests get the stand-in (see useStandIns)
+	mouseX  float64
+	mouseY  float64
 }
 
 func newTab(env *Env, session proto.TargetSessionID, info *proto.TargetTargetInfo) *tab {
 	return &tab{
-		b:         env.b,
-		env:       env,
-		id:        info.TargetID,
-		ctxID:     info.BrowserContextID,
-		session:   session,
-		born:      time.Now(),
-		url:       info.URL,
-		title:     info.Title,
-		loading:   map[proto.PageFrameID]struct{}{},
-		lastEvent: time.Now(),
+		b:       env.b,
+		env:     env,
+		id:      info.TargetID,
+		ctxID:   info.BrowserContextID,
+		session: session,
+		born:    time.Now(),
+		url:     info.URL,
+		title:   info.Title,
+		load:    newLoadWatch(),
 	}
 }
 
@@ -119,39 +118,17 @@ func (t *tab) refreshInfo(ctx context.Context, b *Browser) (url, title string) {
 
 // onEvent is called by the browser's event loop for this tab's session.
 func (t *tab) onEvent(msg *rod.Message) {
+	if t.load.onEvent(msg) {
+		return
+	}
 	switch msg.Method {
-	case "Page.frameStartedLoading":
-		var ev proto.PageFrameStartedLoading
-		msg.Load(&ev)
-		t.mu.Lock()
-		t.loading[ev.FrameID] = struct{}{}
-		t.lastEvent = time.Now()
-		t.mu.Unlock()
-	case "Page.frameStoppedLoading":
-		var ev proto.PageFrameStoppedLoading
-		msg.Load(&ev)
-		t.mu.Lock()
-		delete(t.loading, ev.FrameID)
-		t.lastEvent = time.Now()
-		t.mu.Unlock()
-	case "Page.frameDetached":
-		var ev proto.PageFrameDetached
-		msg.Load(&ev)
-		t.mu.Lock()
-		delete(t.loading, ev.FrameID)
-		t.lastEvent = time.Now()
-		t.mu.Unlock()
-	case "Page.frameNavigated", "Page.navigatedWithinDocument", "Page.frameRequestedNavigation":
-		t.mu.Lock()
-		t.lastEvent = time.Now()
-		t.mu.Unlock()
 	case "Page.javascriptDialogOpening":
 		var ev proto.PageJavascriptDialogOpening
 		msg.Load(&ev)
 		t.mu.Lock()
 		t.dialogs = append(t.dialogs, Dialog{Type: string(ev.Type), Message: ev.Message})
-		t.lastEvent = time.Now()
 		t.mu.Unlock()
+		t.load.touch()
 		// A dialog blocks the page, and every call into it, until answered.
 		// Accept it the way a cooperative user would; the observation
 		// reports what it said.
@@ -217,20 +194,6 @@ func (t *tab) takeDialogs() []Dialog {
 	return d
 }
 
-// loadState reports how many frames are loading and when the last
-// navigation or load event happened.
-func (t *tab) loadState() (loading int, last time.Time, crashed bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.loading), t.lastEvent, t.crashed
-}
-
-func (t *tab) touch() {
-	t.mu.Lock()
-	t.lastEvent = time.Now()
-	t.mu.Unlock()
-}
-
 // errNoInjection means the document has no injected script: about:blank's
 // initial document, Chromium's error pages, a PDF viewer.
 var errNoInjection = errors.New("page has no injected script")
@@ -267,25 +230,6 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-// netState is the answer of the page's request counter.
-type netState struct {
-	Inflight int    `json:"inflight"`
-	Long     int    `json:"long"`
-	QuietMs  int64  `json:"quiet_ms"`
-	Ready    string `json:"ready"`
-	Pending  []struct {
-		Method string `json:"method"`
-		URL    string `json:"url"`
-		Ms     int64  `json:"ms"`
-	} `json:"pending"`
-}
-
-func (t *tab) net(ctx context.Context, long time.Duration) (netState, error) {
-	var st netState
-	err := t.evalJSON(ctx, inject.Call("net.state", long.Milliseconds()), &st)
-	return st, err
 }
 
 // mouse sends one mouse event at (x, y) in viewport coordinates.

@@ -6,12 +6,19 @@
 // trip); then Go dispatches real mouse and keyboard events at that point, so
 // the page sees what a person's input would produce. Checks that fail answer
 // {ok: false, code, message} with a message an agent can act on; `code`
-// tells Go whether a retry can help (covered, moving) or not (missing,
+// tells Go whether a retry can help (covered, hidden) or not (missing,
 // disabled).
+//
+// The codes are part of the environment's closed set of action error codes
+// (docs/envcore.md, "Error codes"; envcore.ActionErrorCodes): CODES lists
+// the ones this file answers, and fail() refuses any other.
 (function () {
   'use strict';
   const W = window.__webserv;
   if (!W || W.act) return;
+
+  const CODES = Object.freeze(['missing', 'stale', 'hidden', 'covered', 'disabled', 'not_editable',
+    'readonly', 'no_option', 'not_select', 'bad_value', 'bad_action']);
 
   const TEXT_TYPES = new Set(['text', 'search', 'email', 'url', 'tel', 'password', 'number', '']);
   const VALUE_TYPES = new Set(['date', 'time', 'datetime-local', 'month', 'week', 'color', 'range']);
@@ -30,7 +37,14 @@
   }
 
   function fail(code, message) {
+    if (CODES.indexOf(code) < 0) throw new Error('webserv: action error code ' + code + ' is not in the closed set');
     return { ok: false, code: code, message: message };
+  }
+
+  // Events this file dispatches itself (focus, input, change) are the
+  // action's doing: the settle tracker attributes what they cause to it.
+  function acting() {
+    if (W.settle) W.settle.enterAction();
   }
 
   function resolve(id) {
@@ -78,6 +92,7 @@
   // prepare(id, mode) validates the target for mode "click", "hover", "focus"
   // or "type", scrolls it into view, and answers the point to act at.
   function prepare(id, mode) {
+    acting();
     const [el, err] = resolve(id);
     if (err) return err;
     const tag = el.localName;
@@ -108,7 +123,7 @@
     // Centre of the part of the box that lies inside the viewport.
     const left = Math.max(r.left, 0), top = Math.max(r.top, 0);
     const right = Math.min(r.right, view.innerWidth), bottom = Math.min(r.bottom, view.innerHeight);
-    if (right <= left || bottom <= top) return fail('offscreen', "element '" + id + "' could not be scrolled into view");
+    if (right <= left || bottom <= top) return fail('hidden', "element '" + id + "' could not be scrolled into view");
     const lx = (left + right) / 2, ly = (top + bottom) / 2;
     if (mode === 'click' || mode === 'hover') {
       const rootNode = el.getRootNode();
@@ -126,6 +141,7 @@
   // focusForTyping(id) focuses a text target and selects its whole content,
   // so typed text replaces it.
   function focusForTyping(id) {
+    acting();
     const [el, err] = resolve(id);
     if (err) return err;
     el.focus();
@@ -143,6 +159,7 @@
   }
 
   function focus(id) {
+    acting();
     const [el, err] = resolve(id);
     if (err) return err;
     el.focus();
@@ -152,6 +169,7 @@
   // setValue(id, v) sets a picker's value (date, time, colour, range) the way
   // a picker does: through the native setter, then input and change events.
   function setValue(id, v) {
+    acting();
     const [el, err] = resolve(id);
     if (err) return err;
     const setter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(el), 'value');
@@ -166,6 +184,7 @@
   // visible text or value (exact first, then case-insensitive). id may also
   // be an option's own id. Fires input and change like a person's choice.
   function selectOptions(id, wanted) {
+    acting();
     let [el, err] = resolve(id);
     if (err) return err;
     if (el.localName === 'option') {
@@ -178,8 +197,8 @@
       return fail('not_select', "element '" + id + "' (" + describe(el) + ') is not a <select>; click it to open a custom menu instead');
     }
     if (disabled(el)) return fail('disabled', "select '" + id + "' is disabled");
-    if (!wanted.length) return fail('bad_args', 'select_option needs at least one option');
-    if (wanted.length > 1 && !el.multiple) return fail('bad_args', "select '" + id + "' takes one option, not " + wanted.length);
+    if (!wanted.length) return fail('bad_action', 'select_option needs at least one option');
+    if (wanted.length > 1 && !el.multiple) return fail('bad_action', "select '" + id + "' takes one option, not " + wanted.length);
     const opts = Array.from(el.options);
     const norm = function (s) { return String(s).replace(/\s+/g, ' ').trim(); };
     const picks = [];
@@ -205,6 +224,7 @@
   }
 
   W.act = {
+    codes: CODES,
     prepare: prepare,
     focusForTyping: focusForTyping,
     focus: focus,

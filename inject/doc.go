@@ -7,9 +7,12 @@
 // the page itself. They add one non-enumerable global, window.__webserv, with
 // five parts:
 //
-//   - net (netcount.js): wraps XMLHttpRequest and fetch and counts requests
-//     in flight, with the time of the last change. The environment waits for
-//     an idle window with nothing in flight before it observes the page.
+//   - settle (settle.js): tracks the work an action causes (timers,
+//     animation frames, MessageChannel messages, XHR and fetch) from the
+//     action's input events through everything they schedule, and answers
+//     what of it is still pending. The environment observes the page once
+//     that work has drained and an idle window has passed
+//     (docs/envcore.md, "Settling").
 //   - listeners (listeners.js): wraps addEventListener to record which
 //     elements listen for hover events (marked data-maybe-hoverable="true")
 //     and click events, so hover-only menus and div buttons are found.
@@ -18,7 +21,9 @@
 //     ids, inputs and selects with their live state, the focused id, and an
 //     optional accessibility-tree text view.
 //   - act (actions.js): resolves a semantic id, checks the element can be
-//     acted on, scrolls it into view and returns the point to click.
+//     acted on, scrolls it into view and returns the point to click; a
+//     check that fails answers one of the codes in act.codes, a part of
+//     envcore's closed set of action error codes.
 //   - state (state.js): captures and re-applies what a fork of the page must
 //     carry: storage, form field values, scroll.
 //

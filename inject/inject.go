@@ -8,13 +8,14 @@ import (
 )
 
 // The injected files, in the order they run. core.js creates the namespace;
-// netcount.js runs before listeners.js so that it captures the original
-// addEventListener for its own XHR bookkeeping.
+// settle.js runs before listeners.js so that it captures the original
+// addEventListener for its own listeners, and before every page script so
+// that it sees all the work the page schedules.
 var (
 	//go:embed core.js
 	coreJS string
-	//go:embed netcount.js
-	netcountJS string
+	//go:embed settle.js
+	settleJS string
 	//go:embed listeners.js
 	listenersJS string
 	//go:embed parser.js
@@ -40,7 +41,7 @@ type File struct {
 func Files() []File {
 	return []File{
 		{"core.js", coreJS},
-		{"netcount.js", netcountJS},
+		{"settle.js", settleJS},
 		{"listeners.js", listenersJS},
 		{"parser.js", parserJS},
 		{"actions.js", actionsJS},

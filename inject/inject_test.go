@@ -96,7 +96,7 @@ func eval(t *testing.T, p *rod.Page, js string) any {
 }
 
 func TestBundleRunsBeforePageScripts(t *testing.T) {
-	p := open(t, `<script>window.sawIt = typeof window.__webserv === 'object' && typeof __webserv.net.state === 'function';</script>`)
+	p := open(t, `<script>window.sawIt = typeof window.__webserv === 'object' && typeof __webserv.settle.state === 'function';</script>`)
 	if eval(t, p, `() => window.sawIt`) != true {
 		t.Fatal("the first page script did not see the injected namespace")
 	}
@@ -109,38 +109,115 @@ func TestBundleRunsBeforePageScripts(t *testing.T) {
 	}
 }
 
-func TestRequestCounterTracksFetchAndXHR(t *testing.T) {
-	p := open(t, `<p>counter</p>`)
-	state := func() map[string]any {
-		return eval(t, p, `() => __webserv.net.state(5000)`).(map[string]any)
+// settleState is the tracker's answer for action k.
+func settleState(t *testing.T, p *rod.Page, k int, longMs int) map[string]any {
+	t.Helper()
+	return eval(t, p, fmt.Sprintf(`() => __webserv.settle.state(%d, %d)`, k, longMs)).(map[string]any)
+}
+
+func TestSettleCountsTheActionsRequestsNotBackgroundOnes(t *testing.T) {
+	// The page polls in the background from a timer set at load.
+	p := open(t, `<p>counter</p><script>window.polls = 0; setInterval(() => { window.polls++; fetch('/api/slow'); }, 20);</script>`)
+	eval(t, p, `() => new Promise(r => { const w = () => window.polls >= 2 ? r() : setTimeout(w, 5); w(); })`)
+	eval(t, p, `() => __webserv.settle.begin(1)`)
+	if st := settleState(t, p, 1, 5000); st["pending"] != float64(0) {
+		t.Fatalf("pending before the action's requests = %v", st)
 	}
-	if n := state()["inflight"]; n != float64(0) {
-		t.Fatalf("inflight before any request = %v", n)
+	eval(t, p, `() => { window.f = fetch('/api/slow').then(r => r.json());
+		const x = new XMLHttpRequest(); x.open('POST', '/api/slow'); x.send('a'); }`)
+	st := settleState(t, p, 1, 5000)
+	if st["requests"] != float64(2) || st["pending"] != float64(2) {
+		t.Fatalf("the action's fetch and XHR are not the two requests counted: %v", st)
 	}
-	eval(t, p, `() => { window.f = fetch('/api/slow').then(r => r.json()); const x = new XMLHttpRequest(); x.open('POST', '/api/slow'); x.send('a'); }`)
-	st := state()
-	if st["inflight"] != float64(2) {
-		t.Fatalf("inflight after fetch+xhr = %v", st["inflight"])
+	if st["background"].(float64) < 1 {
+		t.Errorf("the poll's requests are not reported as background: %v", st)
 	}
-	pending := st["pending"].([]any)
-	if len(pending) != 2 || !strings.HasSuffix(pending[1].(map[string]any)["url"].(string), "/api/slow") || pending[1].(map[string]any)["method"] != "POST" {
-		t.Errorf("pending = %v", pending)
+	items := st["items"].([]any)
+	last := items[len(items)-1].(map[string]any)
+	if len(items) != 2 || last["method"] != "POST" || !strings.HasSuffix(last["url"].(string), "/api/slow") {
+		t.Errorf("pending items = %v", items)
 	}
-	if q := st["quiet_ms"].(float64); q > 100 {
+	if q := st["quiet_ms"].(float64); q > 200 {
 		t.Errorf("quiet_ms right after starting requests = %v", q)
 	}
 	eval(t, p, `() => window.f`) // awaits the fetch and its json() read
-	time.Sleep(100 * time.Millisecond)
-	st = state()
-	if st["inflight"] != float64(0) || st["total"].(float64) < 3 {
+	eval(t, p, `() => new Promise(r => { const w = () => __webserv.settle.state(1, 5000).requests === 0 ? r() : setTimeout(w, 5); w(); })`)
+	st = settleState(t, p, 1, 5000)
+	if st["pending"] != float64(0) || st["tracked"].(float64) < 3 {
 		t.Errorf("after completion: %v", st)
 	}
 	// A request older than the long-request bound is counted apart.
-	eval(t, p, `() => { fetch('/api/slow'); }`)
-	time.Sleep(150 * time.Millisecond)
-	st = eval(t, p, `() => __webserv.net.state(100)`).(map[string]any)
-	if st["inflight"] != float64(0) || st["long"] != float64(1) {
+	eval(t, p, `() => { __webserv.settle.begin(2); fetch('/api/slow'); }`)
+	eval(t, p, `() => new Promise(r => setTimeout(r, 150))`)
+	st = settleState(t, p, 2, 100)
+	if st["requests"] != float64(0) || st["long"] != float64(1) {
 		t.Errorf("long request not set apart: %v", st)
+	}
+}
+
+func TestSettleFollowsTimersWithinTheBudgetOnly(t *testing.T) {
+	p := open(t, `<p>timers</p>`)
+	eval(t, p, `() => { __webserv.settle.begin(1);
+		window.short = setTimeout(() => {}, 3000);
+		setTimeout(() => {}, 300);
+		setTimeout(() => {}, 5000); // longer than the budget: never waited for
+		setInterval(() => {}, 50);  // intervals are never waited for
+	}`)
+	st := settleState(t, p, 1, 5000)
+	if st["pending"] != float64(1) {
+		t.Fatalf("pending = %v, want only the 300ms timer", st)
+	}
+	eval(t, p, `() => { __webserv.settle.begin(2); window.t = setTimeout(() => {}, 300); clearTimeout(window.t); }`)
+	if st := settleState(t, p, 2, 5000); st["pending"] != float64(0) {
+		t.Errorf("a cleared timer is still pending: %v", st)
+	}
+	// A chain's timers add up: the second of 800ms + 1500ms is over the budget.
+	eval(t, p, `() => { __webserv.settle.begin(3); window.chain = 0;
+		setTimeout(() => { window.chain = 1; setTimeout(() => { window.chain = 2; }, 1500); }, 800); }`)
+	eval(t, p, `() => new Promise(r => { const w = () => window.chain >= 1 ? r() : setTimeout(w, 5); w(); })`)
+	if st := settleState(t, p, 3, 5000); st["pending"] != float64(0) {
+		t.Errorf("a chain over the budget is still followed: %v", st)
+	}
+	// A callback that re-arms itself is a loop: its first turn is followed,
+	// later turns are not.
+	eval(t, p, `() => { __webserv.settle.begin(4); window.turns = 0;
+		function poll() { window.turns++; setTimeout(poll, 10); } setTimeout(poll, 10); }`)
+	eval(t, p, `() => new Promise(r => { const w = () => window.turns >= 3 ? r() : setTimeout(w, 5); w(); })`)
+	if st := settleState(t, p, 4, 5000); st["pending"] != float64(0) {
+		t.Errorf("a timer loop is still followed: %v", st)
+	}
+}
+
+func TestSettleCarriesTheCauseThroughCallbacks(t *testing.T) {
+	p := open(t, `<p>chains</p>`)
+	// Action 1 schedules five kinds of callbacks that each start a request;
+	// action 2 begins before any of them runs. The requests are action 1's.
+	eval(t, p, `() => { __webserv.settle.begin(1); window.started = 0;
+		const go = () => { window.started++; fetch('/api/slow'); };
+		setTimeout(go, 30);
+		requestAnimationFrame(go);
+		const ch = new MessageChannel(); ch.port1.onmessage = go; ch.port2.postMessage(1);
+		fetch('/api/slow').then(go);
+		const x = new XMLHttpRequest(); x.open('GET', '/api/slow'); x.onload = go; x.send();
+		__webserv.settle.begin(2); }`)
+	eval(t, p, `() => new Promise(r => { const w = () => window.started >= 5 ? r() : setTimeout(w, 5); w(); })`)
+	one, two := settleState(t, p, 1, 5000), settleState(t, p, 2, 5000)
+	if one["requests"] != float64(5) || two["requests"] != float64(0) {
+		t.Errorf("requests started from action 1's callbacks: action 1 counts %v, action 2 counts %v", one["requests"], two["requests"])
+	}
+}
+
+func TestSettleCountsANewDocumentsStartUp(t *testing.T) {
+	p := open(t, `<p id="c">loading</p><script>setTimeout(() => { document.getElementById('c').textContent = 'ready'; }, 1000);</script>`)
+	// The document never saw action 7: it reports its own start-up work.
+	st := settleState(t, p, 7, 5000)
+	items := st["items"].([]any)
+	if st["pending"] != float64(1) || items[0].(map[string]any)["kind"] != "timer" {
+		t.Errorf("start-up timer not pending for a document newer than the action: %v", st)
+	}
+	eval(t, p, `() => __webserv.settle.begin(8)`)
+	if st := settleState(t, p, 8, 5000); st["pending"] != float64(0) {
+		t.Errorf("the start-up timer counted as action 8's: %v", st)
 	}
 }
 

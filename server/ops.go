@@ -443,8 +443,14 @@ func wireInfo(info envcore.StepInfo, x *session) map[string]any {
 		"settled": info.Settled, "attempts": info.Attempts, "step": x.steps,
 		"elapsed_s": time.Since(x.started).Seconds(), "site": x.site,
 	}
+	if info.SettleReason != "" {
+		m["settle_reason"] = info.SettleReason
+	}
 	if info.SettleError != "" {
 		m["settle_error"] = info.SettleError
+	}
+	if len(info.Pending) > 0 {
+		m["pending"] = info.Pending
 	}
 	if info.ActionError != "" {
 		m["action_error"], m["action_error_code"] = info.ActionError, info.ActionErrorCode

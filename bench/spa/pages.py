@@ -6,7 +6,13 @@ correct when it contains it. The cases are the ways real apps finish late:
 a slow fetch, chained fetches with gaps, XHR, rendering on a timer after
 the response (one shorter and one longer than WebServ's idle window), a
 client-side route change, a slow full navigation, a new tab, an iframe, a
-page that polls in the background, and a page holding an EventSource open.
+fetch a click handler starts 700 ms later, a chain of animation frames;
+and the ways background work gets in the way: a page that polls in the
+background (every 700 ms; every 300 ms with two pollers), a ticker
+rewriting the DOM, an analytics beacon loop, a page holding an EventSource
+open, and a 5 s timer the step must not wait for (its content replaces the
+result). One case is a page load rather than a click: content that arrives
+1.5 s after the load event must be in the first observation (RESET_CASES).
 """
 
 from __future__ import annotations
@@ -53,7 +59,69 @@ CASES: dict[str, dict[str, str]] = {
         "load": "window.es = new EventSource('/sse');",
         "go": "await (await fetch('/api?ms=600')).json(); done();",
     },
+    # Two pollers that never leave a 500 ms gap without a request in flight.
+    "polling_300ms": {
+        "load": "setInterval(() => fetch('/api?ms=250'), 300);"
+        " (function badge() { fetch('/api?ms=200').then((r) => r.json())"
+        ".then(() => setTimeout(badge, 300)); })();",
+        "go": "await (await fetch('/api?ms=600')).json(); done();",
+    },
+    "ticker": {
+        "load": "let n = 0; setInterval(() => {"
+        " document.getElementById('out').innerHTML = '<b>tick ' + (++n) + '</b>'; }, 50);",
+        "go": "await (await fetch('/api?ms=400')).json(); done();",
+    },
+    "beacon_loop": {
+        "load": "(function beacon() { navigator.sendBeacon('/api?ms=10', 'e');"
+        " fetch('/api?ms=120', { method: 'POST', keepalive: true, body: 'e' });"
+        " setTimeout(beacon, 150); })();",
+        "go": "await (await fetch('/api?ms=400')).json(); done();",
+    },
+    "fetch_later": {
+        "go": "setTimeout(async () => { await (await fetch('/api?ms=300')).json(); done(); }, 700);"
+    },
+    "raf_chain": {
+        "go": "(function step(n) { if (!n) return done(); requestAnimationFrame(() => step(n - 1)); })(60);"
+    },
+    "long_timer": {
+        "go": "done(); setTimeout(() => { document.getElementById('result').textContent = 'STALE'; }, 5000);"
+    },
+    "reset_late": {
+        "load": "addEventListener('load', () => setTimeout(async () => {"
+        " await (await fetch('/api?ms=100')).json(); done(); }, 1500));",
+        "go": "",
+    },
 }
+
+# When the final content appears, by the page's design: ms after the click
+# (after navigation start for RESET_CASES). A step cannot be correct sooner.
+CONTENT_MS: dict[str, int] = {
+    "delayed_fetch": 800,
+    "chained_fetches": 1400,
+    "xhr": 700,
+    "render_timer": 650,
+    "slow_render_timer": 1200,
+    "route_change": 600,
+    "navigation": 1400,
+    "new_tab": 500,
+    "iframe": 500,
+    "background_polling": 600,
+    "eventsource": 600,
+    "polling_300ms": 600,
+    "ticker": 400,
+    "beacon_loop": 400,
+    "fetch_later": 1000,
+    "raf_chain": 1000,
+    "long_timer": 0,
+    "reset_late": 1600,
+}
+
+# Pages whose background traffic used to hold WebServ's step: a step there
+# must take at most the content time plus the idle window plus 150 ms.
+POLLING = ("background_polling", "polling_300ms", "ticker", "beacon_loop", "eventsource")
+
+# Cases where the measured step is the page load itself (a reset).
+RESET_CASES = ("reset_late",)
 
 PAGE = """<!doctype html><html><head><title>{case}</title></head><body>
 <h1>{case}</h1><button id="go">Go</button><div id="out">waiting</div>
@@ -118,6 +186,12 @@ class _Handler(BaseHTTPRequestHandler):
             case = u.path.strip("/").split("/")[-1]
             c = CASES.get(case, CASES["delayed_fetch"])
             self._send(PAGE.format(case=case, go=c["go"], load=c.get("load", "")).encode())
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        n = int(self.headers.get("Content-Length") or 0)
+        if n:
+            self.rfile.read(n)
+        self.do_GET()
 
     def log_message(self, *args: object) -> None:
         pass

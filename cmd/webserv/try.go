@@ -23,7 +23,7 @@ type envFlags struct {
 }
 
 func (f *envFlags) register(fs *flag.FlagSet) {
-	fs.DurationVar(&f.cfg.IdleWindow, "idle", 0, "idle window with no request in flight before observing (default 500ms)")
+	fs.DurationVar(&f.cfg.IdleWindow, "idle", 0, "idle window after the last request the action caused before observing (default 500ms)")
 	fs.DurationVar(&f.cfg.SettleTimeout, "settle-timeout", 0, "longest wait for the page to settle (default 10s)")
 	fs.BoolVar(&f.cfg.Observe.AXTree, "axtree", false, "print the accessibility-tree view instead of the HTML")
 	fs.BoolVar(&f.show, "show", false, "show the browser window instead of running headless")

@@ -1,0 +1,486 @@
+// settle.js — tracks the work an action causes, so that a step returns once
+// that work is done instead of waiting for the whole page to go quiet.
+//
+// The rule it serves is written in docs/envcore.md ("Settling"); this file
+// is its page half. Every piece of asynchronous work the page schedules is
+// given a cause: the cause of the code that scheduled it. A cause is one link
+// of a causal chain and records
+//
+//   act    the action that started the chain (0: the document's start-up),
+//   spent  the timer delay the chain has accumulated so far,
+//   live   whether the chain is still followed,
+//   fn     the callback of the chain's last timer or animation frame.
+//
+// Work of a live chain is "pending" until it has run: timers (setTimeout),
+// animation frames, idle callbacks, MessageChannel messages, and XHR / fetch
+// requests with their body reads. A chain stops being followed (its later
+// work is not pending, and neither is anything that work schedules) when
+//
+//   - its timers add up to more than BUDGET ms (a 5 s timer is never waited
+//     for; neither is the 30th turn of a 100 ms retry chain),
+//   - a callback re-arms itself (setTimeout(poll, 300) inside poll, a
+//     requestAnimationFrame loop): a loop's first turn is followed, later
+//     turns are not,
+//   - or it comes from setInterval after the first tick: intervals are
+//     recurring background work (clocks, pollers, carousels).
+//
+// Where the cause comes from:
+//
+//   - begin(k), called by the Go side before action k, makes k the latest
+//     action and opens its action window; until the next state() call every
+//     trusted input event (click, key, input, focus, scroll, popstate...)
+//     runs with k's cause, whatever ran just before it;
+//   - every wrapped callback (timers, frames, idle callbacks, XHR events,
+//     fetch and body-read continuations, MessageChannel deliveries) runs with
+//     the cause recorded when it was scheduled. The cause stays current after
+//     the callback returns, so `await fetch(...)` continues in the fetch's
+//     cause (native await resumes in the same microtask checkpoint);
+//   - code that runs in a task none of these wrappers started (a dynamic
+//     import() resolving, a script element executing, an image's load event)
+//     has no known cause and is counted as caused by the latest action: when
+//     unsure, the step waits. A private MessageChannel message clears the
+//     current cause after every wrapped callback, so that such tasks do not
+//     inherit the cause of whatever ran just before them.
+//
+// A document that never saw begin(k) is newer than action k (the action
+// navigated, opened a tab or added an iframe): for it, state(k) counts the
+// document's own start-up work (act 0), which is what a navigation or a reset
+// waits for.
+//
+// Long-lived channels do not hold steps: EventSource and WebSocket are not
+// wrapped at all, a fetch body read as a stream stops counting once the
+// headers arrive, and state(k, longMs) leaves out requests open longer than
+// longMs. Requests of chains that are not followed (background polling,
+// analytics beacons, intervals) are reported as `background` and never
+// counted.
+(function () {
+  'use strict';
+  const W = window.__webserv;
+  if (!W || W.settle) return;
+  const now = W.now;
+
+  // Bounds of the rule (docs/envcore.md states them).
+  const BUDGET = 2000; // ms of timer delay a chain may accumulate and still be followed
+  const MIN_TIMER = 4; // what a timer costs at least (Chromium clamps nested timers to 4 ms)
+  const FRAME_COST = 16; // an animation frame, at 60 Hz
+  const IDLE_COST = 50; // an idle callback
+  const MESSAGE_COST = 4; // a MessageChannel hop
+  const OVERDUE = 1000; // a timer, frame or idle callback this late (a throttled document) stops counting
+  const MESSAGE_OVERDUE = 100; // a message undelivered this long (its port never started) stops counting
+
+  // The originals, before any page script can replace them.
+  const origAdd = EventTarget.prototype.addEventListener;
+  const oSetTimeout = window.setTimeout;
+  const oClearTimeout = window.clearTimeout;
+  const oSetInterval = window.setInterval;
+  const oClearInterval = window.clearInterval;
+  const oRAF = window.requestAnimationFrame;
+  const oCancelRAF = window.cancelAnimationFrame;
+  const oRIC = window.requestIdleCallback;
+  const oCancelRIC = window.cancelIdleCallback;
+  const OMessageChannel = window.MessageChannel;
+  const oPortPost = typeof MessagePort === 'function' ? MessagePort.prototype.postMessage : null;
+
+  function makeCause(act, spent, live, fn) {
+    return { act: act, spent: spent, live: live, fn: fn };
+  }
+
+  // child is the cause of work that `parent` schedules at `cost` ms of timer
+  // delay with callback fn (undefined for requests and messages, which keep
+  // their parent's fn).
+  function child(parent, cost, fn) {
+    const spent = parent.spent + cost;
+    const loop = fn !== undefined && parent.fn === fn;
+    return makeCause(parent.act, spent, parent.live && !loop && spent <= BUDGET, fn !== undefined ? fn : parent.fn);
+  }
+
+  const seen = new Set([0]); // actions begun in this document
+  let latest = makeCause(0, 0, true, undefined); // root cause of the latest action (0: start-up)
+  let cur = latest; // cause of the code running now; null: not known
+  let acting = false; // between begin() and the next state()
+
+  function current() {
+    return cur || latest;
+  }
+
+  // A message on a private channel clears the current cause once the task
+  // that set it (and its microtasks) is over.
+  let resetQueued = false;
+  let resetPort = null;
+  if (OMessageChannel && oPortPost) {
+    const ch = new OMessageChannel();
+    ch.port1.onmessage = function () { resetQueued = false; cur = null; };
+    resetPort = ch.port2;
+  }
+
+  function enter(c) {
+    cur = c;
+    if (resetPort && !resetQueued) {
+      resetQueued = true;
+      oPortPost.call(resetPort, null);
+    }
+  }
+
+  // Pending work, by number. Requests are kept whatever their cause (for
+  // the `background` count); other kinds only when their chain is followed.
+  const pending = new Map(); // id -> {kind, act, live, start, expires, what, method, url}
+  const lastRequest = new Map(); // act -> time a followed request of it last started or ended
+  const tracked = new Map(); // act -> how many followed items it has had
+  let seq = 0;
+
+  function track(c, item) {
+    if (!c.live && item.kind !== 'request') return 0;
+    const id = ++seq;
+    item.act = c.act;
+    item.live = c.live;
+    item.start = now();
+    pending.set(id, item);
+    if (c.live) {
+      tracked.set(c.act, (tracked.get(c.act) || 0) + 1);
+      if (item.kind === 'request') lastRequest.set(c.act, item.start);
+    }
+    return id;
+  }
+
+  function untrack(id) {
+    const item = pending.get(id);
+    if (!item) return;
+    pending.delete(id);
+    if (item.kind === 'request' && item.live) lastRequest.set(item.act, now());
+  }
+
+  // --- timers ------------------------------------------------------------
+  const timerItems = new Map(); // timer handle -> pending id
+
+  function clearTimer(handle) {
+    const id = timerItems.get(handle);
+    if (id) {
+      timerItems.delete(handle);
+      untrack(id);
+    }
+  }
+
+  window.setTimeout = function setTimeout(fn, delay) {
+    if (typeof fn !== 'function') return oSetTimeout.apply(window, arguments);
+    const d = Math.max(Number(delay) || 0, 0);
+    const c = child(current(), Math.max(d, MIN_TIMER), fn);
+    const args = Array.prototype.slice.call(arguments, 2);
+    let id = 0;
+    const handle = oSetTimeout.call(window, function () {
+      clearTimer(handle);
+      enter(c);
+      return fn.apply(this, args);
+    }, delay);
+    id = track(c, { kind: 'timer', what: 'setTimeout ' + Math.round(d) + 'ms', expires: now() + d + OVERDUE });
+    if (id) timerItems.set(handle, id);
+    return handle;
+  };
+  window.clearTimeout = function clearTimeout(handle) {
+    clearTimer(handle);
+    return oClearTimeout.call(window, handle);
+  };
+
+  window.setInterval = function setInterval(fn, period) {
+    if (typeof fn !== 'function') return oSetInterval.apply(window, arguments);
+    const parent = current();
+    const first = child(parent, Math.max(Number(period) || 0, MIN_TIMER), fn);
+    const later = makeCause(first.act, first.spent, false, fn);
+    const args = Array.prototype.slice.call(arguments, 2);
+    let ticks = 0;
+    return oSetInterval.call(window, function () {
+      enter(ticks++ === 0 ? first : later);
+      return fn.apply(this, args);
+    }, period);
+  };
+  window.clearInterval = function clearInterval(handle) {
+    clearTimer(handle); // the two clear functions share one id space
+    return oClearInterval.call(window, handle);
+  };
+
+  // --- animation frames and idle callbacks -------------------------------
+  const frameItems = new Map();
+  if (typeof oRAF === 'function') {
+    window.requestAnimationFrame = function requestAnimationFrame(fn) {
+      if (typeof fn !== 'function') return oRAF.call(window, fn);
+      const c = child(current(), FRAME_COST, fn);
+      let id = 0;
+      const handle = oRAF.call(window, function (ts) {
+        if (id) { frameItems.delete(handle); untrack(id); }
+        enter(c);
+        return fn.call(this, ts);
+      });
+      id = track(c, { kind: 'frame', what: 'requestAnimationFrame', expires: now() + OVERDUE });
+      if (id) frameItems.set(handle, id);
+      return handle;
+    };
+    window.cancelAnimationFrame = function cancelAnimationFrame(handle) {
+      const id = frameItems.get(handle);
+      if (id) { frameItems.delete(handle); untrack(id); }
+      return oCancelRAF.call(window, handle);
+    };
+  }
+
+  const idleItems = new Map();
+  if (typeof oRIC === 'function') {
+    window.requestIdleCallback = function requestIdleCallback(fn, opts) {
+      if (typeof fn !== 'function') return oRIC.apply(window, arguments);
+      const c = child(current(), IDLE_COST, fn);
+      let id = 0;
+      const handle = oRIC.call(window, function (deadline) {
+        if (id) { idleItems.delete(handle); untrack(id); }
+        enter(c);
+        return fn.call(this, deadline);
+      }, opts);
+      id = track(c, { kind: 'idle', what: 'requestIdleCallback', expires: now() + OVERDUE });
+      if (id) idleItems.set(handle, id);
+      return handle;
+    };
+    window.cancelIdleCallback = function cancelIdleCallback(handle) {
+      const id = idleItems.get(handle);
+      if (id) { idleItems.delete(handle); untrack(id); }
+      return oCancelRIC.call(window, handle);
+    };
+  }
+
+  // --- MessageChannel ----------------------------------------------------
+  // Schedulers (React's among them) post to themselves through a
+  // MessageChannel to run work in a later task. A message carries its
+  // sender's cause; a listener of ours, registered on both ports before the
+  // page gets them, runs first at delivery and restores it.
+  if (OMessageChannel && oPortPost) {
+    const partner = new WeakMap(); // port -> the port its messages arrive at
+    const inbox = new WeakMap(); // port -> [[cause, pending id]] in order
+    const deliver = function () {
+      const q = inbox.get(this);
+      if (!q || !q.length) return;
+      const m = q.shift();
+      untrack(m[1]);
+      enter(m[0]);
+    };
+    const MessageChannel = function MessageChannel() {
+      const ch = Reflect.construct(OMessageChannel, [], new.target || MessageChannel);
+      partner.set(ch.port1, ch.port2);
+      partner.set(ch.port2, ch.port1);
+      inbox.set(ch.port1, []);
+      inbox.set(ch.port2, []);
+      origAdd.call(ch.port1, 'message', deliver);
+      origAdd.call(ch.port2, 'message', deliver);
+      return ch;
+    };
+    MessageChannel.prototype = OMessageChannel.prototype;
+    window.MessageChannel = MessageChannel;
+    MessagePort.prototype.postMessage = function postMessage() {
+      const to = partner.get(this);
+      if (to) {
+        const c = child(current(), MESSAGE_COST);
+        const id = track(c, { kind: 'message', what: 'MessageChannel message', expires: now() + MESSAGE_OVERDUE });
+        inbox.get(to).push([c, id]);
+      }
+      return oPortPost.apply(this, arguments);
+    };
+  }
+
+  // --- fetch -------------------------------------------------------------
+  function request(c, kind, method, url) {
+    let abs = String(url);
+    try { abs = new URL(abs, document.baseURI).href; } catch (e) { /* named as given */ }
+    return track(c, { kind: 'request', what: kind, method: String(method || 'GET').toUpperCase(), url: abs });
+  }
+
+  const origFetch = window.fetch;
+  if (typeof origFetch === 'function') {
+    window.fetch = function fetch(input, init) {
+      const method = (init && init.method) || (input && typeof input === 'object' && input.method) || 'GET';
+      const url = (input && typeof input === 'object' && 'url' in input) ? input.url : input;
+      const c = current();
+      const id = request(c, 'fetch', method, url);
+      let p;
+      try {
+        p = origFetch.apply(this, arguments);
+      } catch (e) {
+        untrack(id);
+        throw e;
+      }
+      return p.then(
+        function (resp) { untrack(id); enter(c); return resp; },
+        function (err) { untrack(id); enter(c); throw err; });
+    };
+  }
+
+  // Body reads: a response whose body is read with one of these methods keeps
+  // counting until the read completes (large or slow bodies). A body read as
+  // a stream (response.body.getReader()) is not counted.
+  if (typeof Response === 'function') {
+    ['json', 'text', 'arrayBuffer', 'blob', 'formData', 'bytes'].forEach(function (name) {
+      const orig = Response.prototype[name];
+      if (typeof orig !== 'function') return;
+      Response.prototype[name] = function () {
+        const c = current();
+        const id = request(c, 'body', 'READ', this.url);
+        let p;
+        try {
+          p = orig.apply(this, arguments);
+        } catch (e) {
+          untrack(id);
+          throw e;
+        }
+        return p.then(
+          function (v) { untrack(id); enter(c); return v; },
+          function (err) { untrack(id); enter(c); throw err; });
+      };
+    });
+  }
+
+  // --- XMLHttpRequest ----------------------------------------------------
+  // Listeners of ours, added when the object is made (before any of the
+  // page's), restore the cause of send() for every event of the request.
+  const OXHR = window.XMLHttpRequest;
+  if (typeof OXHR === 'function') {
+    const XHR_EVENTS = ['readystatechange', 'loadstart', 'progress', 'abort', 'error', 'load', 'timeout', 'loadend'];
+    const info = new WeakMap(); // xhr -> {method, url, cause, id}
+    const onEvent = function () {
+      const m = info.get(this);
+      if (m && m.cause) enter(m.cause);
+    };
+    const onEnd = function () {
+      const m = info.get(this);
+      if (m && m.id) { untrack(m.id); m.id = 0; }
+    };
+    const XMLHttpRequest = function XMLHttpRequest() {
+      const x = Reflect.construct(OXHR, arguments, new.target || XMLHttpRequest);
+      for (let i = 0; i < XHR_EVENTS.length; i++) origAdd.call(x, XHR_EVENTS[i], onEvent);
+      origAdd.call(x, 'loadend', onEnd);
+      return x;
+    };
+    XMLHttpRequest.prototype = OXHR.prototype;
+    Object.setPrototypeOf(XMLHttpRequest, OXHR); // the UNSENT...DONE constants
+    window.XMLHttpRequest = XMLHttpRequest;
+    const origOpen = OXHR.prototype.open;
+    const origSend = OXHR.prototype.send;
+    OXHR.prototype.open = function (method, url) {
+      const m = info.get(this);
+      if (m && m.id) untrack(m.id); // open() ends a request in flight without events
+      info.set(this, { method: method, url: url, cause: null, id: 0 });
+      return origOpen.apply(this, arguments);
+    };
+    OXHR.prototype.send = function () {
+      let m = info.get(this);
+      if (!m) {
+        m = { method: 'GET', url: '', cause: null, id: 0 };
+        info.set(this, m);
+      }
+      m.cause = current();
+      m.id = request(m.cause, 'xhr', m.method, m.url);
+      try {
+        return origSend.apply(this, arguments);
+      } catch (e) {
+        untrack(m.id);
+        m.id = 0;
+        throw e;
+      }
+    };
+  }
+
+  // --- the action window -------------------------------------------------
+  // Trusted input events during an action are the action's doing. Capture
+  // listeners on window, registered before any page script, run first.
+  const INPUT_EVENTS = [
+    'pointerdown', 'pointerup', 'pointermove', 'pointerover', 'pointerout', 'pointerenter', 'pointerleave', 'pointercancel',
+    'mousedown', 'mouseup', 'mousemove', 'mouseover', 'mouseout', 'mouseenter', 'mouseleave',
+    'click', 'auxclick', 'dblclick', 'contextmenu', 'wheel', 'scroll', 'scrollend',
+    'keydown', 'keypress', 'keyup', 'beforeinput', 'input', 'change', 'select', 'selectionchange',
+    'compositionstart', 'compositionupdate', 'compositionend',
+    'focus', 'blur', 'focusin', 'focusout', 'submit', 'reset', 'invalid', 'toggle',
+    'popstate', 'hashchange', 'visibilitychange', 'paste', 'copy', 'cut',
+    'touchstart', 'touchmove', 'touchend', 'dragstart', 'drag', 'dragend', 'drop',
+  ];
+  const onInput = function (ev) {
+    if (acting && ev.isTrusted) enter(latest);
+  };
+  for (let i = 0; i < INPUT_EVENTS.length; i++) {
+    origAdd.call(window, INPUT_EVENTS[i], onInput, { capture: true, passive: true });
+  }
+
+  function sameOriginFrames(win, fn) {
+    for (let i = 0; i < win.frames.length; i++) {
+      let w;
+      try { w = win.frames[i].__webserv; } catch (e) { continue; } // cross-origin frame
+      if (w && w.settle) fn(w.settle);
+    }
+  }
+
+  // own(k, longMs) is this document's part of state(k, longMs).
+  function own(k, longMs, acc) {
+    const act = seen.has(k) ? k : 0;
+    const t = now();
+    for (const item of pending.values()) {
+      if (item.kind === 'request' && (!item.live || item.act !== act)) {
+        acc.background++;
+        continue;
+      }
+      if (item.act !== act) continue;
+      const age = t - item.start;
+      if (item.kind === 'request') {
+        if (age > longMs) { acc.long++; continue; }
+        acc.requests++;
+      } else if (t > item.expires) {
+        continue;
+      }
+      acc.pending++;
+      if (acc.items.length < 8) {
+        acc.items.push({ kind: item.kind, what: item.what, method: item.method || '', url: item.url || '', ms: Math.round(age) });
+      }
+    }
+    if (lastRequest.has(act)) acc.quiet = Math.min(acc.quiet, t - lastRequest.get(act));
+    acc.tracked += tracked.get(act) || 0;
+  }
+
+  W.settle = {
+    // begin(k) is called before action k: k becomes the latest action of
+    // this document and of its same-origin frames, and its window opens.
+    begin: function (k) {
+      seen.add(k);
+      latest = makeCause(k, 0, true, undefined);
+      acting = true;
+      cur = latest;
+      for (const a of tracked.keys()) if (a !== k && a !== 0) tracked.delete(a);
+      for (const a of lastRequest.keys()) if (a !== k && a !== 0) lastRequest.delete(a);
+      sameOriginFrames(window, function (s) { s.begin(k); });
+      return true;
+    },
+    // enterAction() gives the code that runs next (an action's own dispatch
+    // of input and change events, from actions.js) the latest action's cause
+    // while its window is open.
+    enterAction: function () {
+      if (acting) enter(latest);
+    },
+    // state(k, longMs) answers the Go side's settle poll for action k and
+    // closes the action window: what k caused that is still pending, in this
+    // document and its same-origin frames (a document that never saw k
+    // reports its start-up work instead); requests open longer than longMs
+    // apart as `long`; requests of other chains as `background`; quiet_ms
+    // since a followed request last started or ended; `tracked`, how many
+    // items the action has caused in all.
+    state: function (k, longMs) {
+      acting = false;
+      const acc = { pending: 0, requests: 0, long: 0, background: 0, quiet: Infinity, tracked: 0, items: [] };
+      const walk = function (s) { s.own(k, longMs || 5000, acc); s.frames(walk); };
+      walk(W.settle);
+      return {
+        pending: acc.pending,
+        requests: acc.requests,
+        long: acc.long,
+        background: acc.background,
+        quiet_ms: acc.quiet === Infinity ? 1e9 : Math.round(acc.quiet),
+        tracked: acc.tracked,
+        items: acc.items,
+        ready: document.readyState,
+      };
+    },
+    own: function (k, longMs, acc) {
+      acting = false;
+      own(k, longMs, acc);
+    },
+    frames: function (fn) { sameOriginFrames(window, fn); },
+  };
+})();
