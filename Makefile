@@ -19,8 +19,10 @@ all: build
 setup:
 	@bash scripts/setup.sh
 
+# -buildvcs=auto: `webserv version` names the commit even where a GOFLAGS
+# default turns VCS stamping off (and builds outside a checkout still work).
 build: setup
-	$(GO) build -o $(BIN) ./cmd/webserv
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/webserv
 
 # The Python package, installed from the repository root as users install it.
 venv: setup

@@ -39,6 +39,7 @@ type pageState struct {
 	Local   map[string]string         `json:"local"`
 	Session map[string]string         `json:"session"`
 	Fields  map[string]map[string]any `json:"fields"`
+	Focused string                    `json:"focused,omitempty"` // semantic id of the focused element
 }
 
 // CaptureState records the browser state of the environment.

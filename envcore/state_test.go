@@ -25,7 +25,11 @@ func TestCaptureAndRestoreBrowserState(t *testing.T) {
 	mustAct(t, parent, `click("gift-wrap")`)
 	mustAct(t, parent, `select_option("color", "Blue")`)
 	mustAct(t, parent, `new_tab("`+site.URL+`/a.html")`)
-	before := mustAct(t, parent, `tab_focus(0)`)
+	mustAct(t, parent, `tab_focus(0)`)
+	before := mustAct(t, parent, `click("note")`)
+	if before.Focused != "note" {
+		t.Fatalf("clicking the note field left the focus on %q", before.Focused)
+	}
 	for _, want := range []string{"cart=2 sess=x cookie=yes page=?p=2", `value="draft order"`, `checked`, `data-semantic-id="color.blue" selected`} {
 		if !strings.Contains(before.HTML, want) {
 			t.Fatalf("parent page lacks %q:\n%s", want, before.HTML)
@@ -42,6 +46,9 @@ func TestCaptureAndRestoreBrowserState(t *testing.T) {
 	fork, obs := mustRestore(t, st)
 	if obs.HTML != before.HTML {
 		t.Errorf("fork's observation differs from the parent's:\nparent:\n%s\nfork:\n%s", before.HTML, obs.HTML)
+	}
+	if obs.Focused != before.Focused {
+		t.Errorf("fork's focus is on %q, the parent's on %q", obs.Focused, before.Focused)
 	}
 	if len(obs.Tabs) != 2 || obs.ActiveTab != 0 || obs.Tabs[1].Title != "Page A" {
 		t.Errorf("fork tabs = %+v", obs.Tabs)

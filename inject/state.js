@@ -2,7 +2,8 @@
 //
 // A snapshot of an environment records, per tab, what the page's own
 // document holds and a reload would lose: local and session storage, the
-// values of form fields (by semantic id), and the scroll position. A fork
+// values of form fields (by semantic id), the element that has the focus
+// (by semantic id) and the scroll position. A fork
 // or restore loads the same URL in a fresh browser context, applies this,
 // and so shows the page as it was. In-memory JavaScript state (variables,
 // closures, timers) cannot be carried.
@@ -40,11 +41,19 @@
     return out;
   }
 
+  // focused is the semantic id of the focused element, looking through open
+  // shadow roots; '' when the focus is on the body or an element without id.
+  function focused() {
+    let el = document.activeElement;
+    while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+    return (el && el.getAttribute && el.getAttribute('data-semantic-id')) || '';
+  }
+
   function capture() {
     return {
       scroll_x: window.scrollX, scroll_y: window.scrollY,
       local: storage(window.localStorage), session: storage(window.sessionStorage),
-      fields: fields(),
+      fields: fields(), focused: focused(),
     };
   }
 
@@ -64,7 +73,9 @@
   }
 
   // applyFields sets field values (firing input and change, so frameworks
-  // see them) and the scroll position. Ids come from a fresh observation.
+  // see them), the focus and the scroll position. Ids come from a fresh
+  // observation. The focus moves without scrolling, so the scroll position
+  // set last is the captured one.
   function applyFields(s) {
     const missing = [];
     const fire = function (el) {
@@ -88,6 +99,11 @@
         fire(el);
       }
     });
+    if (s.focused) {
+      const el = W.parser.element(s.focused);
+      if (el && typeof el.focus === 'function') el.focus({ preventScroll: true });
+      else missing.push(s.focused);
+    }
     window.scrollTo(s.scroll_x || 0, s.scroll_y || 0);
     return { ok: true, missing: missing };
   }

@@ -166,6 +166,8 @@ func (cn *conn) hello(req Request) *Reply {
 	return &Reply{ID: req.ID, Result: map[string]any{
 		"protocol": ProtocolVersion,
 		"server":   "webserv",
+		"version":  Version,
+		"build":    Build(),
 		"sites":    cn.s.factory.Sites(),
 		"limits": map[string]any{
 			"max_envs": cfg.MaxEnvs, "max_creating": cfg.MaxCreating, "max_frame": cfg.MaxFrame,

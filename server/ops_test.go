@@ -25,6 +25,9 @@ func TestEveryOpRoundTrips(t *testing.T) {
 	if hello["protocol"] != int8(1) && fmt.Sprint(hello["protocol"]) != "1" {
 		t.Errorf("hello = %v", hello)
 	}
+	if hello["version"] != server.Version || !strings.HasPrefix(fmt.Sprint(hello["build"]), "webserv "+server.Version+" (") {
+		t.Errorf("hello names no release: version %v, build %v", hello["version"], hello["build"])
+	}
 	if limits, _ := hello["limits"].(map[string]any); fmt.Sprint(limits["max_envs"]) != "32" {
 		t.Errorf("hello limits = %v", hello["limits"])
 	}

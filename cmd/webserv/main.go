@@ -9,6 +9,7 @@
 //	webserv image shop  build the bundled shop's Incus image
 //	webserv shop serve|generate   run the bundled shop, or make a catalog
 //	webserv bench SUITE run a benchmark suite (system, step, scale)
+//	webserv version     print the release, commit and Go version
 //
 // Run "webserv COMMAND -h" for a command's flags.
 package main
@@ -23,6 +24,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/shop"
 )
 
@@ -56,6 +58,9 @@ func main() {
 		run = exportCmd
 	case "bench":
 		run = benchCmd
+	case "version", "--version":
+		fmt.Println(server.Build())
+		return
 	case "shop":
 		os.Exit(shop.Main(ctx, os.Args[2:], os.Stdout, os.Stderr))
 	case "-h", "--help", "help":
@@ -94,5 +99,6 @@ commands:
             run the bundled shop, or generate a catalog (--seed, --scale)
   bench SUITE
             run a benchmark suite: system, step, scale (--smoke: seconds)
+  version   print the release, the commit it was built from and the Go version
 `)
 }

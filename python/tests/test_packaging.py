@@ -50,8 +50,9 @@ def test_version_prints_the_package_and_the_server(binary: str, server: str, tmp
     lines = out.stdout.splitlines()
     assert lines[0] == f"webserv {webserv.__version__} (Python package; protocol 1)"
     assert webserv.__version__ not in ("", "0+unknown")
-    assert lines[1].startswith(f"server binary: {binary} (")
-    assert lines[2].startswith(f"server at $WEBSERV_URL {server}: ") and lines[2].endswith("protocol 1")
+    # One release: the binary and the server say the package's version.
+    assert lines[1].startswith(f"server binary: {binary} (webserv {webserv.__version__} (commit ")
+    assert lines[2] == f"server at $WEBSERV_URL {server}: webserv {webserv.__version__}; protocol 1"
 
 
 def test_version_without_a_binary_says_what_to_do(tmp_path: Path) -> None:
