@@ -39,9 +39,10 @@ lint: venv
 # Every test runs against the real Debian Chromium; fuzz seeds in
 # testdata/fuzz run as ordinary tests. The Python suite drives a real
 # `webserv serve` (bin/webserv) over its WebSocket.
+# The Go and Python suites run side by side (scripts/test.sh), each one's
+# output printed whole when it ends.
 test: lint build
-	$(GO) test -count=1 -timeout 30m ./...
-	WEBSERV_BIN=$(CURDIR)/$(BIN) $(VENV)/bin/pytest -q python/tests
+	@bash scripts/test.sh $(GO) $(CURDIR)/$(BIN) $(VENV)/bin/pytest
 
 # The main demo: `webserv serve` on the bundled shop; six environments in
 # parallel solve bundled tasks with their oracle policies, one runs a random

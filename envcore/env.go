@@ -355,6 +355,19 @@ func (e *Env) finishStep(ctx context.Context, info StepInfo, settleFrom time.Tim
 	}
 	t0 := time.Now()
 	obs, err := e.observe(ctx, opts)
+	// A document replaced while it was being read (a navigation the
+	// browser reported late) fails the extraction: wait for the new one to
+	// settle and read that. A crash or a closed tab is reported at once.
+	for retry := 0; err != nil && retry < 2 && ctx.Err() == nil && e.readable(); retry++ {
+		now := time.Now()
+		if _, serr := e.settle(ctx, e.act, now, now); serr != nil {
+			var nse *NotSettledError
+			if !errors.As(serr, &nse) {
+				break
+			}
+		}
+		obs, err = e.observe(ctx, opts)
+	}
 	info.Extract = time.Since(t0)
 	if err != nil {
 		return Observation{}, info, err
@@ -362,6 +375,17 @@ func (e *Env) finishStep(ctx context.Context, info StepInfo, settleFrom time.Tim
 	obs.LastAction = last
 	obs.LastActionError = info.ActionError
 	return obs, info, nil
+}
+
+// readable reports whether the active tab has a page that could be read
+// (it exists and has not crashed).
+func (e *Env) readable() bool {
+	t, _, _ := e.snapshotTabs()
+	if t == nil {
+		return false
+	}
+	_, _, crashed := t.loadState()
+	return !crashed
 }
 
 // observe extracts the active tab's observation and the environment's parts.

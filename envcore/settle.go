@@ -212,7 +212,7 @@ type pageSettle struct {
 
 // settleItem is one pending item of a pageSettle.
 type settleItem struct {
-	Kind   string `json:"kind"` // request, timer, frame, idle, message
+	Kind   string `json:"kind"` // request, timer, frame, idle, message, navigation
 	What   string `json:"what"`
 	Method string `json:"method"`
 	URL    string `json:"url"`

@@ -55,6 +55,10 @@ func TestMain(m *testing.M) {
 		time.Sleep(400 * time.Millisecond)
 		fmt.Fprint(w, `{"ok":true}`)
 	})
+	mux.HandleFunc("/nav/nothing", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		w.WriteHeader(http.StatusNoContent) // a navigation that replaces nothing
+	})
 	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, r.URL.Query().Get("html"))
 	})
@@ -218,6 +222,31 @@ func TestSettleCountsANewDocumentsStartUp(t *testing.T) {
 	eval(t, p, `() => __webserv.settle.begin(8)`)
 	if st := settleState(t, p, 8, 5000); st["pending"] != float64(0) {
 		t.Errorf("the start-up timer counted as action 8's: %v", st)
+	}
+}
+
+// A form submission the action caused is pending from the moment it
+// starts, before the browser reports a document loading; a same-document
+// navigation is not. A navigation that never replaces the document (204)
+// stops counting after the bridge.
+func TestSettleCountsANavigationFromItsStart(t *testing.T) {
+	p := open(t, `<p>submit</p><form action="/nav/nothing" method="post"><button id="go">Send</button></form>`)
+	// The submission's navigation starts in the task after the click.
+	st := eval(t, p, `() => { __webserv.settle.begin(1); document.getElementById('go').click();
+		return new Promise(r => setTimeout(() => r(__webserv.settle.state(1, 5000)), 20)); }`).(map[string]any)
+	items, _ := st["items"].([]any)
+	if st["pending"] != float64(1) || len(items) != 1 || items[0].(map[string]any)["kind"] != "navigation" {
+		t.Fatalf("the submission is not pending at once: %v", st)
+	}
+	eval(t, p, `() => new Promise(r => setTimeout(r, 1300))`)
+	if st := settleState(t, p, 1, 5000); st["pending"] != float64(0) {
+		t.Errorf("a navigation answered 204 is still pending after the bridge: %v", st)
+	}
+	q := open(t, `<p>routes</p>`)
+	st = eval(t, q, `() => { __webserv.settle.begin(2); history.pushState({}, '', '/route'); location.hash = 'x';
+		return __webserv.settle.state(2, 5000); }`).(map[string]any)
+	if st["pending"] != float64(0) {
+		t.Errorf("same-document navigations are pending: %v", st)
 	}
 }
 

@@ -401,6 +401,35 @@
     origAdd.call(window, INPUT_EVENTS[i], onInput, { capture: true, passive: true });
   }
 
+  // --- navigations -------------------------------------------------------
+  // Between a form submission or a link click and the browser reporting the
+  // navigation (Page.frameStartedLoading, which the Go side waits on) lies
+  // an IPC hop, long on a loaded machine. The Navigation API's `navigate`
+  // event fires synchronously in the document that starts the navigation,
+  // so a navigation the action caused is pending from that moment: until a
+  // same-document navigation (an SPA route, a fragment) finishes or fails,
+  // until the document is replaced, or at most NAV_BRIDGE ms, by when the
+  // browser has reported it (a navigation answered 204 never replaces the
+  // document and ends no other way).
+  const NAV_BRIDGE = 1000;
+  if (window.navigation && typeof window.navigation.addEventListener === 'function') {
+    let navItem = 0;
+    const navDone = function () { if (navItem) { untrack(navItem); navItem = 0; } };
+    origAdd.call(window.navigation, 'navigate', function (ev) {
+      // Same-document navigations (pushState, fragments) are done when the
+      // event is; downloads replace nothing.
+      if (ev.destination && ev.destination.sameDocument) return;
+      if (ev.downloadRequest !== null && ev.downloadRequest !== undefined) return;
+      navDone();
+      navItem = track(current(), {
+        kind: 'navigation', what: 'navigation to ' + String(ev.destination && ev.destination.url).slice(0, 120),
+        expires: now() + NAV_BRIDGE,
+      });
+    });
+    origAdd.call(window.navigation, 'navigatesuccess', navDone);
+    origAdd.call(window.navigation, 'navigateerror', navDone);
+  }
+
   function sameOriginFrames(win, fn) {
     for (let i = 0; i < win.frames.length; i++) {
       let w;

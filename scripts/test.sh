@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The test suites of `make test`: Go (every package, real Chromium and
+# incusd) and Python (pytest against a real `webserv serve`), run side by
+# side. Both spend most of their time waiting on browsers, containers and
+# idle windows, so together they take little more than the longer of the
+# two. Each suite's output is printed whole when it ends; the script fails
+# when either does.
+#
+#   scripts/test.sh GO BIN PYTEST
+set -uo pipefail
+go=${1:?go command}
+bin=${2:?webserv binary}
+pytest=${3:?pytest}
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+start=$SECONDS
+"$go" test -count=1 -timeout 30m ./... >"$out/go" 2>&1 &
+gopid=$!
+WEBSERV_BIN=$bin "$pytest" -q python/tests >"$out/py" 2>&1 &
+pypid=$!
+
+# report prints a finished suite's output and remembers a failure.
+failed=()
+report() {
+  local name=$1 pid=$2 file=$3
+  wait "$pid"
+  local rc=$?
+  echo "=== $name tests: exit $rc after $((SECONDS - start)) s"
+  cat "$file"
+  [ "$rc" -eq 0 ] || failed+=("$name")
+}
+# Whichever ends first is printed first.
+while kill -0 "$gopid" 2>/dev/null && kill -0 "$pypid" 2>/dev/null; do sleep 1; done
+if ! kill -0 "$gopid" 2>/dev/null; then
+  report Go "$gopid" "$out/go"; report Python "$pypid" "$out/py"
+else
+  report Python "$pypid" "$out/py"; report Go "$gopid" "$out/go"
+fi
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "=== failed: ${failed[*]} (the output above says which test and why)"
+  exit 1
+fi
+echo "=== all tests passed in $((SECONDS - start)) s"
