@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,7 +67,9 @@ type BrowserOptions struct {
 	// full browser: the headless shell has no window).
 	Show bool
 	// Flags are extra command-line switches, without the leading dashes
-	// ("lang=en-US", "disable-gpu").
+	// ("lang=en-US", "disable-gpu"). $WEBSERV_CHROMIUM_FLAGS adds more,
+	// separated by spaces, after these (for trying a switch on any
+	// command without rebuilding).
 	Flags []string
 	// WarmContexts is how many browser contexts (each with a blank tab) to
 	// keep ready, so resets and forks need not wait for Chromium to create
@@ -125,7 +129,8 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 	if os.Geteuid() == 0 {
 		l.Set("no-sandbox")
 	}
-	for _, f := range opts.Flags {
+	for _, f := range append(slices.Clone(opts.Flags), strings.Fields(os.Getenv("WEBSERV_CHROMIUM_FLAGS"))...) {
+		f = strings.TrimLeft(f, "-")
 		name, val, hasVal := cut(f, '=')
 		if hasVal {
 			l.Set(flagName(name), val)
