@@ -123,7 +123,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 		} else {
 			remaining := time.Until(deadline)
 			pctx, cancel := context.WithTimeout(ctx, max(min(2*time.Second, remaining), 50*time.Millisecond))
-			st, err := t.settleState(pctx, act, e.cfg.LongRequest)
+			st, err := t.settleState(pctx, act, e.cfg.LongRequest, t.load.loadedSince(actionStart))
 			cancel()
 			switch {
 			case errors.Is(err, errNoInjection):
@@ -227,10 +227,12 @@ func (it settleItem) String() string {
 	return fmt.Sprintf("%s (for %.1fs)", it.What, age)
 }
 
-// settleState asks t's page what action act caused that is still pending.
-func (t *tab) settleState(ctx context.Context, act uint64, long time.Duration) (pageSettle, error) {
+// settleState asks t's page what action act caused that is still pending;
+// loaded says Chromium reported a document load starting and ending since
+// the action, so the navigations the page saw start are over.
+func (t *tab) settleState(ctx context.Context, act uint64, long time.Duration, loaded bool) (pageSettle, error) {
 	var st pageSettle
-	err := t.evalJSON(ctx, inject.Call("settle.state", act, long.Milliseconds()), &st)
+	err := t.evalJSON(ctx, inject.Call("settle.state", act, long.Milliseconds(), loaded), &st)
 	return st, err
 }
 
@@ -244,6 +246,7 @@ type loadWatch struct {
 	mu      sync.Mutex
 	loading map[proto.PageFrameID]struct{}
 	last    time.Time
+	stopped time.Time // the last frameStoppedLoading
 }
 
 func newLoadWatch() *loadWatch {
@@ -267,6 +270,7 @@ func (l *loadWatch) onEvent(msg *rod.Message) bool {
 		l.mu.Lock()
 		delete(l.loading, ev.FrameID)
 		l.last = time.Now()
+		l.stopped = l.last
 		l.mu.Unlock()
 	case "Page.frameDetached":
 		var ev proto.PageFrameDetached
@@ -295,6 +299,13 @@ func (l *loadWatch) state() (loading int, last time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.loading), l.last
+}
+
+// loadedSince reports whether a frame stopped loading after t.
+func (l *loadWatch) loadedSince(t time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stopped.After(t)
 }
 
 // loadState reports how many frames of t are loading, when the last

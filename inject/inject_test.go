@@ -238,6 +238,11 @@ func TestSettleCountsANavigationFromItsStart(t *testing.T) {
 	if st["pending"] != float64(1) || len(items) != 1 || items[0].(map[string]any)["kind"] != "navigation" {
 		t.Fatalf("the submission is not pending at once: %v", st)
 	}
+	// Once the browser has reported a load starting and ending since the
+	// action, the navigation is over whatever the document did.
+	if st := eval(t, p, `() => __webserv.settle.state(1, 5000, true)`).(map[string]any); st["pending"] != float64(0) {
+		t.Errorf("a navigation the browser reported over is still pending: %v", st)
+	}
 	eval(t, p, `() => new Promise(r => setTimeout(r, 1300))`)
 	if st := settleState(t, p, 1, 5000); st["pending"] != float64(0) {
 		t.Errorf("a navigation answered 204 is still pending after the bridge: %v", st)

@@ -408,9 +408,10 @@
   // event fires synchronously in the document that starts the navigation,
   // so a navigation the action caused is pending from that moment: until a
   // same-document navigation (an SPA route, a fragment) finishes or fails,
-  // until the document is replaced, or at most NAV_BRIDGE ms, by when the
-  // browser has reported it (a navigation answered 204 never replaces the
-  // document and ends no other way).
+  // until the document is replaced, until the Go side has seen the browser
+  // start and stop loading since the action (state(k, longMs, loaded): a
+  // navigation answered 204 never replaces the document), or at most
+  // NAV_BRIDGE ms.
   const NAV_BRIDGE = 1000;
   if (window.navigation && typeof window.navigation.addEventListener === 'function') {
     let navItem = 0;
@@ -439,7 +440,7 @@
   }
 
   // own(k, longMs) is this document's part of state(k, longMs).
-  function own(k, longMs, acc) {
+  function own(k, longMs, acc, loaded) {
     const act = seen.has(k) ? k : 0;
     const t = now();
     for (const item of pending.values()) {
@@ -448,6 +449,7 @@
         continue;
       }
       if (item.act !== act) continue;
+      if (item.kind === 'navigation' && loaded) continue; // the browser saw it start and end
       const age = t - item.start;
       if (item.kind === 'request') {
         if (age > longMs) { acc.long++; continue; }
@@ -489,11 +491,13 @@
     // reports its start-up work instead); requests open longer than longMs
     // apart as `long`; requests of other chains as `background`; quiet_ms
     // since a followed request last started or ended; `tracked`, how many
-    // items the action has caused in all.
-    state: function (k, longMs) {
+    // items the action has caused in all. `loaded` says the browser has
+    // reported a document load starting and ending since the action: the
+    // navigations the action started are over.
+    state: function (k, longMs, loaded) {
       acting = false;
       const acc = { pending: 0, requests: 0, long: 0, background: 0, quiet: Infinity, tracked: 0, items: [] };
-      const walk = function (s) { s.own(k, longMs || 5000, acc); s.frames(walk); };
+      const walk = function (s) { s.own(k, longMs || 5000, acc, !!loaded); s.frames(walk); };
       walk(W.settle);
       return {
         pending: acc.pending,
@@ -506,9 +510,9 @@
         ready: document.readyState,
       };
     },
-    own: function (k, longMs, acc) {
+    own: function (k, longMs, acc, loaded) {
       acting = false;
-      own(k, longMs, acc);
+      own(k, longMs, acc, loaded);
     },
     frames: function (fn) { sameOriginFrames(window, fn); },
   };
