@@ -6,6 +6,7 @@ toolchain go1.26.8
 
 require (
 	github.com/go-rod/rod v0.116.2
+	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/temoto/robotstxt v1.1.2
 	go.uber.org/zap v1.28.0

@@ -51,8 +51,11 @@ type ScaleRow struct {
 	// while stepping (chromium browser, renderers, gpu/utility, the site
 	// processes, this process, other).
 	CPUShare map[string]float64 `json:"cpu_share"`
-	Errors   int                `json:"errors"`
-	Note     string             `json:"note,omitempty"`
+	// GoCPU is this process's share (envcore, CDP, the shop's proxying
+	// aside) by phase of the step and by kind of work.
+	GoCPU  GoProfile `json:"go_cpu"`
+	Errors int       `json:"errors"`
+	Note   string    `json:"note,omitempty"`
 }
 
 // ScaleReport is the scale suite's output.
@@ -156,12 +159,42 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleReport, error) {
 		}
 		md.WriteString("\n")
 	}
+	md.WriteString("\nThe Go side (this process) by phase of the step, outermost first, and by kind of work, innermost (shares of its CPU profile):\n\n| N | Go CPU ms per step | by phase | by kind |\n|---|---|---|---|\n")
+	for _, r := range rep.Rows {
+		perStep := 0.0
+		if r.Steps > 0 {
+			perStep = r.GoCPU.CPUms / float64(r.Steps)
+		}
+		fmt.Fprintf(&md, "| %d | %.1f | %s | %s |\n", r.N, perStep, shares(r.GoCPU.Phases), shares(r.GoCPU.Kinds))
+	}
 	rep.Headline = fmt.Sprintf("This machine holds %d environments with p95 step latency under twice the single-environment p95 (%.0f ms); throughput peaks at %.1f steps/s.",
 		rep.Largest, base, peak(rep.Rows))
 	if err := write(o.Out, &rep.Header, rep, md.String()); err != nil {
 		return nil, err
 	}
 	return rep, plotScale(o.Out, rep.Rows)
+}
+
+// shares writes a share map largest first: "settle polling 41%, ...".
+func shares(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if m[a] != m[b] {
+			if m[a] > m[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.0f%%", k, 100*m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func peak(rows []ScaleRow) float64 {
@@ -223,6 +256,7 @@ func scaleOne(ctx context.Context, b *envcore.Browser, local *hosting.Local, sit
 	var lat []float64
 	var errs atomic.Int64
 	cpu0, procs0 := cpuTimes(), procCPU()
+	stopProfile := startGoProfile()
 	deadline := time.Now().Add(o.Run)
 	bar = progress(o.Log, int(o.Run.Seconds()), fmt.Sprintf("scale N=%d: run", n))
 	done := make(chan struct{})
@@ -248,6 +282,7 @@ func scaleOne(ctx context.Context, b *envcore.Browser, local *hosting.Local, sit
 		}()
 	}
 	wg.Wait()
+	row.GoCPU = stopProfile()
 	close(done)
 	elapsed := o.Run.Seconds() + max(0, time.Since(deadline).Seconds())
 	busy, total := cpuTimes().sub(cpu0)
