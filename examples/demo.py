@@ -49,19 +49,24 @@ async def random_episode(client: webserv.AsyncClient, seed: int, max_steps: int 
     start = time.perf_counter()
     async with client.env("shopping", idle_ms=300) as env:
         obs, info = await env.reset(seed=seed)
-        reward, steps = 0.0, 0
-        for _ in range(max_steps):
-            ids = [i for i in obs["clickable"] if "sign-out" not in i]
+        first = time.perf_counter() - start
+        reward, steps, step_ms = 0.0, 0, []
+        for i in range(max_steps + 1):
+            ids = [c for c in obs["clickable"] if "sign-out" not in c]
             action = f'click("{rng.choice(ids)}")' if ids else "noop()"
+            if i == max_steps:
+                action = 'stop("I do not know")'
+            t0 = time.perf_counter()
             obs, reward, terminated, truncated, info = await env.step(action)
+            step_ms.append((time.perf_counter() - t0) * 1000)
             steps += 1
-        obs, reward, terminated, truncated, info = await env.step('stop("I do not know")')
-        steps += 1
     return {
         "task": info.get("task_id"),
         "goal": obs["goal"],
         "reward": reward,
         "steps": steps,
+        "reset_s": first,
+        "step_ms": sorted(step_ms)[len(step_ms) // 2],
         "total_s": time.perf_counter() - start,
     }
 
@@ -82,8 +87,8 @@ async def main() -> None:
         )
         for r in results:
             print(
-                f"{r['task']:12} {r['reward']:6.1f} {r['steps']:5d} {r.get('reset_s', float('nan')):8.2f} "
-                f"{r.get('step_ms', float('nan')):11.0f} {r['total_s']:8.1f}  {r['goal'][:70]}"
+                f"{r['task']:12} {r['reward']:6.1f} {r['steps']:5d} {r['reset_s']:8.2f} "
+                f"{r['step_ms']:11.0f} {r['total_s']:8.1f}  {r['goal'][:70]}"
             )
         print(
             f"\n{len(PICKS)} oracle episodes and 1 random-policy episode (last row) in {wall:.1f}s wall clock"
