@@ -257,27 +257,19 @@ func newLoadWatch() *loadWatch {
 // whether msg was one of them.
 func (l *loadWatch) onEvent(msg *rod.Message) bool {
 	switch msg.Method {
-	case "Page.frameStartedLoading":
-		var ev proto.PageFrameStartedLoading
-		msg.Load(&ev)
+	case "Page.frameStartedLoading", "Page.frameStoppedLoading", "Page.frameDetached":
+		id := eventFrame(msg)
 		l.mu.Lock()
-		l.loading[ev.FrameID] = struct{}{}
 		l.last = time.Now()
-		l.mu.Unlock()
-	case "Page.frameStoppedLoading":
-		var ev proto.PageFrameStoppedLoading
-		msg.Load(&ev)
-		l.mu.Lock()
-		delete(l.loading, ev.FrameID)
-		l.last = time.Now()
-		l.stopped = l.last
-		l.mu.Unlock()
-	case "Page.frameDetached":
-		var ev proto.PageFrameDetached
-		msg.Load(&ev)
-		l.mu.Lock()
-		delete(l.loading, ev.FrameID)
-		l.last = time.Now()
+		switch msg.Method {
+		case "Page.frameStartedLoading":
+			l.loading[id] = struct{}{}
+		case "Page.frameStoppedLoading":
+			delete(l.loading, id)
+			l.stopped = l.last
+		default:
+			delete(l.loading, id)
+		}
 		l.mu.Unlock()
 	case "Page.frameNavigated", "Page.navigatedWithinDocument", "Page.frameRequestedNavigation":
 		l.touch()
@@ -285,6 +277,21 @@ func (l *loadWatch) onEvent(msg *rod.Message) bool {
 		return false
 	}
 	return true
+}
+
+// eventFrame is the frame a frame*Loading or frameDetached event is about.
+func eventFrame(msg *rod.Message) proto.PageFrameID {
+	var started proto.PageFrameStartedLoading
+	if msg.Load(&started) {
+		return started.FrameID
+	}
+	var stopped proto.PageFrameStoppedLoading
+	if msg.Load(&stopped) {
+		return stopped.FrameID
+	}
+	var detached proto.PageFrameDetached
+	msg.Load(&detached)
+	return detached.FrameID
 }
 
 // touch records an event that restarts the idle window: a navigation the
