@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"image/jpeg"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -172,6 +174,23 @@ func TestLayoutCuesOnTheShop(t *testing.T) {
 	t.Logf("cues %v", regexp.MustCompile(`<[a-z]+[^>]* cols="\d+"`).FindAllString(home, -1))
 	t.Logf("product grid: cols=%s; home page %d chars plain, %d with cues", grid[1], len(plain), len(home))
 	base := strings.TrimSuffix(obsOf(made)["url"].(string), "/")
+	if dir := os.Getenv("WEBSERV_LAYOUT_DUMP"); dir != "" {
+		// The pages bench/README.md counts the cues' tokens on.
+		for _, page := range []string{"/", "/category/clothing", "/search?q=kestrel", "/account/orders"} {
+			cl.call("step", env, map[string]any{"action": `goto("` + base + page + `")`})
+			for name, o := range map[string]any{"plain": nil, "layout": withCues} {
+				args := map[string]any{}
+				if o != nil {
+					args = o.(map[string]any)
+				}
+				html := obsOf(cl.call("observe", env, args))["html"].(string)
+				f := filepath.Join(dir, strings.Trim(regexp.MustCompile(`\W+`).ReplaceAllString(page, "-"), "-")+"."+name+".html")
+				if err := os.WriteFile(f, []byte(html), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 	res := cl.call("step", env, map[string]any{"action": `goto("` + base + `/account/addresses")`, "observe": withCues["observe"]})
 	html := obsOf(res)["html"].(string)
 	if !strings.Contains(html, "<ul>\n<li>") || cues.MatchString(regexp.MustCompile(`(?s)<ul>\n<li>.*</ul>`).FindString(html)) {
