@@ -7,6 +7,8 @@ import (
 	"image/jpeg"
 	"image/png"
 	"math"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/webserv-rl/webserv/envcore"
@@ -236,5 +238,30 @@ func TestScreenshotSizeAndFormat(t *testing.T) {
 	}
 	if _, err := env.Observe(testCtx(t), envcore.ObserveOptions{Screenshot: true, Format: "webp"}); err == nil {
 		t.Errorf("format webp accepted")
+	}
+}
+
+// Layout cues say how many children sit side by side where they do (a
+// 4-column grid of 8, a flex row of 3) and nothing on a one-column list or
+// a flex column; they are the only difference from the plain HTML.
+func TestLayoutCues(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envcore.Config{})
+	plain := mustReset(t, env, "/geometry.html").HTML
+	obs, err := env.Observe(testCtx(t), envcore.ObserveOptions{Layout: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cues := regexp.MustCompile(` cols="\d+"`)
+	if got := cues.FindAllString(obs.HTML, -1); len(got) != 2 {
+		t.Errorf("cues %v, want two (the grid and the toolbar):\n%s", got, obs.HTML)
+	}
+	for _, want := range []string{"<ul cols=\"4\">\n<li><button data-semantic-id=\"alpha\"", `<nav aria-label="Tools" cols="3">`, "<ul>\n<li><a href=\"#one\""} {
+		if !strings.Contains(obs.HTML, want) {
+			t.Errorf("html lacks %q:\n%s", want, obs.HTML)
+		}
+	}
+	if cues.ReplaceAllString(obs.HTML, "") != plain || cues.MatchString(plain) {
+		t.Errorf("layout cues changed more than the cues, or appear unasked")
 	}
 }
