@@ -93,7 +93,7 @@ func report(b *testing.B, name string, d []time.Duration) {
 
 // BenchmarkSeeing measures what the optional parts of the observation cost
 // a step, in one run on one page: a noop step (the idle window is 100ms)
-// on /big.html (300 elements with ids, about 60 of them in the viewport)
+// on /big.html (100 cards, 200 elements with ids)
 // with nothing extra, geometry only, layout cues, a plain screenshot, and
 // set-of-marks (PNG at full size; JPEG shrunk to 1024 pixels).
 //
