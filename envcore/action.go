@@ -6,8 +6,9 @@ import (
 	"strings"
 )
 
-// ActionType names an action (WebServ paper, 3.2.2). There is no scroll
-// action: targets are scrolled into view before every element action.
+// ActionType names an action (WebServ paper, 3.2.2). Element actions need
+// no scrolling: targets are scrolled into view before every element
+// action. The coordinate actions (coords.go) act on viewport points.
 type ActionType string
 
 // The actions.
@@ -46,6 +47,18 @@ type Action struct {
 	// (BrowserGym's report_infeasible, WebArena's "stop [N/A]").
 	Infeasible bool `json:"infeasible,omitempty"`
 	WaitMs     int  `json:"wait_ms,omitempty"`
+
+	// X and Y are the point of a coordinate action (a drag's start), ToX
+	// and ToY a drag's end, in CSS pixels of the viewport; DeltaX and
+	// DeltaY a scroll's wheel deltas in CSS pixels. Button is a click's
+	// button: "left" (the default), "middle" or "right".
+	X      float64 `json:"x,omitempty"`
+	Y      float64 `json:"y,omitempty"`
+	ToX    float64 `json:"to_x,omitempty"`
+	ToY    float64 `json:"to_y,omitempty"`
+	DeltaX float64 `json:"delta_x,omitempty"`
+	DeltaY float64 `json:"delta_y,omitempty"`
+	Button string  `json:"button,omitempty"`
 }
 
 // MaxNoopWait bounds a noop's wait.
@@ -55,6 +68,9 @@ const MaxNoopWait = 10000
 func (a Action) Validate() error {
 	need := func(field, what string) error {
 		return fmt.Errorf("%s needs %s (%s)", a.Type, field, what)
+	}
+	if c, ok := coordActionOf(a.Type); ok {
+		return c.validate(a)
 	}
 	switch a.Type {
 	case Click, Hover, Clear:
@@ -101,13 +117,20 @@ func (a Action) Validate() error {
 }
 
 func actionNames() string {
-	return "click, hover, press, type, clear, select, goto, back, forward, refresh, new_tab, switch_tab, close_tab, terminate, noop, send_msg"
+	names := "click, hover, press, type, clear, select, goto, back, forward, refresh, new_tab, switch_tab, close_tab, terminate, noop, send_msg"
+	for _, c := range coordActions {
+		names += ", " + string(c.typ)
+	}
+	return names
 }
 
 // String returns the action in the BrowserGym-style call form that
 // ParseAction reads back: click("buy"), fill("q", "shoes", enter=True), ...
 func (a Action) String() string {
 	q := quote
+	if c, ok := coordActionOf(a.Type); ok {
+		return c.format(a)
+	}
 	switch a.Type {
 	case Click:
 		return "click(" + q(a.Target) + ")"

@@ -90,3 +90,44 @@ func report(b *testing.B, name string, d []time.Duration) {
 	b.ReportMetric(ms(0.5), name+"-p50-ms")
 	b.ReportMetric(ms(0.9), name+"-p90-ms")
 }
+
+// BenchmarkSeeing measures what the optional parts of the observation cost
+// a step, in one run on one page: a noop step (the idle window is 100ms)
+// on /big.html (100 cards, 200 elements with ids)
+// with nothing extra, geometry only, layout cues, a plain screenshot, and
+// set-of-marks (PNG at full size; JPEG shrunk to 1024 pixels).
+//
+//	go test ./envcore -run '^$' -bench Seeing -benchtime 30x
+func BenchmarkSeeing(b *testing.B) {
+	env := newEnv(b, envcore.Config{IdleWindow: 100 * time.Millisecond})
+	mustReset(b, env, "/big.html")
+	for _, c := range []struct {
+		name string
+		o    envcore.ObserveOptions
+	}{
+		{"none", envcore.ObserveOptions{}},
+		{"geometry", envcore.ObserveOptions{Geometry: true}},
+		{"layout", envcore.ObserveOptions{Layout: true}},
+		{"screenshot", envcore.ObserveOptions{Screenshot: true}},
+		{"marks-png", envcore.ObserveOptions{Marks: true}},
+		{"marks-jpeg-1024", envcore.ObserveOptions{Marks: true, Format: "jpeg", MaxSide: 1024}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var step, extract []time.Duration
+			var size int
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				obs, info, err := env.StepTextObserve(testCtx(b), "noop()", c.o)
+				if err != nil || info.ActionError != "" {
+					b.Fatal(err, info.ActionError)
+				}
+				step = append(step, time.Since(t0))
+				extract = append(extract, info.Extract)
+				size = len(obs.Screenshot) + len(obs.ScreenshotSOM)
+			}
+			report(b, "step", step)
+			report(b, "extract", extract)
+			b.ReportMetric(float64(size), "image-bytes")
+		})
+	}
+}

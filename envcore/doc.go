@@ -29,8 +29,13 @@
 // can target; the Clickable and Hoverable ids; Inputs and Selects with their
 // live state. Ids are readable slugs ("add-to-cart", "login.email",
 // "size.large") that stay the same across steps while the page does not
-// change. ObserveOptions adds a PNG screenshot and an accessibility-tree
-// text view with the same ids.
+// change. ObserveOptions adds, only when asked: an accessibility-tree text
+// view with the same ids; a screenshot (PNG or JPEG, shrunk to MaxSide);
+// element geometry per id in BrowserGym's extra_element_properties shape
+// (bbox in CSS pixels of the viewport, visibility, clickable); a
+// set-of-marks copy of the screenshot, drawn in Go from that geometry so
+// that nothing enters the page, labelled with numbers that SOMLabels maps
+// to ids; and layout cues (cols="N" on grids and flex rows) in the HTML.
 //
 // # Actions
 //
@@ -39,6 +44,11 @@
 // commands (click [buy], type [q] [shoes] [1], stop [answer]):
 //
 //	obs, info, err = env.StepText(ctx, `fill("search", "blue shirt", enter=True)`)
+//
+// Coordinate actions (mouse_click(x, y), mouse_dblclick, mouse_move,
+// mouse_drag_and_drop, scroll(dx, dy), keyboard_type, keyboard_press) are
+// for policies that act on pixels: BrowserGym's names and argument order,
+// CSS pixels of the viewport, real CDP input, the same settle rule.
 //
 // Element actions resolve the id, check the element is visible, enabled
 // and not covered, scroll it into view and send real mouse and keyboard

@@ -28,14 +28,14 @@ type ActionError struct {
 // answers a subset of them (act.codes); tests keep the Go side, the
 // injected scripts and the docs in agreement.
 var actionErrorCodes = []string{
-	"missing", "stale", "hidden", "covered", "disabled", "not_editable", "readonly",
+	"missing", "stale", "hidden", "covered", "out_of_viewport", "disabled", "not_editable", "readonly",
 	"no_option", "not_select", "bad_value", "bad_url", "navigation", "refused",
 	"no_history", "bad_tab", "too_many_tabs", "bad_action", "timeout",
 }
 
 // ActionErrorCodes returns the closed set of codes an ActionError (and
 // StepInfo.ActionErrorCode) can have: missing, stale, hidden, covered,
-// disabled, not_editable, readonly, no_option, not_select, bad_value,
+// out_of_viewport (a coordinate action's point), disabled, not_editable, readonly, no_option, not_select, bad_value,
 // bad_url, navigation, refused (the environment's network policy),
 // no_history, bad_tab, too_many_tabs, bad_action, timeout. A client can
 // rely on no other code appearing.
@@ -73,6 +73,9 @@ func (e *Env) execute(ctx context.Context, a Action) (int, error) {
 		e.act++
 		t.beginAction(ctx, e.act, evaluatesFirst(a))
 	}
+	if c, ok := coordActionOf(a.Type); ok {
+		return 1, c.execute(ctx, e, t, a)
+	}
 	switch a.Type {
 	case Click:
 		p, n, err := e.target(ctx, t, a.Target, "click")
@@ -88,7 +91,7 @@ func (e *Env) execute(ctx context.Context, a Action) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		return n, t.mouse(ctx, proto.InputDispatchMouseEventTypeMouseMoved, p.X, p.Y, 0)
+		return n, t.mouse(ctx, proto.InputDispatchMouseEventTypeMouseMoved, p.X, p.Y, "", 0)
 	case Press:
 		kc, err := parseKeyCombo(a.Key)
 		if err != nil {
@@ -180,13 +183,7 @@ func evaluatesFirst(a Action) bool {
 }
 
 func (e *Env) click(ctx context.Context, t *tab, x, y float64) error {
-	if err := t.mouse(ctx, proto.InputDispatchMouseEventTypeMouseMoved, x, y, 0); err != nil {
-		return err
-	}
-	if err := t.mouse(ctx, proto.InputDispatchMouseEventTypeMousePressed, x, y, 1); err != nil {
-		return err
-	}
-	return t.mouse(ctx, proto.InputDispatchMouseEventTypeMouseReleased, x, y, 1)
+	return t.clickAt(ctx, x, y, "left", 1)
 }
 
 // target resolves and checks an element for mode (click, hover, focus,

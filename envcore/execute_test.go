@@ -85,7 +85,9 @@ func TestActionErrorsTheAgentCanActOn(t *testing.T) {
 		{`go_forward()`, "no_history", "no later page"},
 		{`go_back()`, "no_history", "no earlier page"},
 		{`goto("file:///etc/passwd")`, "bad_url", "http and https"},
-		{`scroll(0, 200)`, "bad_action", "no scroll action"},
+		{`scroll [down]`, "bad_action", "scroll(delta_x, delta_y)"},
+		{`mouse_click(1280, 10)`, "out_of_viewport", "outside the viewport, which is 1280x720"},
+		{`mouse_drag_and_drop(10, 10, 10, -1)`, "out_of_viewport", "(10, -1) is outside"},
 		{`click(`, "bad_action", "cannot parse"},
 	}
 	for _, c := range cases {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-rod/rod/lib/proto"
-
 	"github.com/webserv-rl/webserv/inject"
 )
 
@@ -35,11 +33,29 @@ type Observation struct {
 	Tabs      []Tab `json:"tabs"`
 	ActiveTab int   `json:"active_tab"`
 
+	// Viewport is the active tab's viewport: its size in CSS pixels, the
+	// device scale factor and how far the page is scrolled.
+	Viewport ViewportState `json:"viewport"`
+
 	// AXTree is an accessibility-tree style text view with the same ids
 	// (only when asked for with ObserveOptions.AXTree).
 	AXTree string `json:"axtree,omitempty"`
-	// Screenshot is a PNG of the viewport (only when asked for).
+	// Screenshot is the viewport as a PNG or JPEG (ObserveOptions.Screenshot
+	// or Marks), without marks.
 	Screenshot []byte `json:"screenshot,omitempty"`
+	// ScreenshotSOM is the same picture with set-of-marks: every visible
+	// element with a semantic id boxed and labelled with a short number
+	// (ObserveOptions.Marks). SOMLabels maps each number to its id.
+	ScreenshotSOM []byte            `json:"screenshot_som,omitempty"`
+	SOMLabels     map[string]string `json:"som_labels,omitempty"`
+	// ScreenshotScale is the screenshots' pixels per CSS pixel: the device
+	// scale factor, less when ObserveOptions.MaxSide shrank them. Divide
+	// a point of the picture by it to get the coordinates mouse_click takes.
+	ScreenshotScale float64 `json:"screenshot_scale,omitempty"`
+	// ExtraElementProperties holds the geometry of every element with a
+	// semantic id, keyed by id, in BrowserGym's extra_element_properties
+	// shape (ObserveOptions.Geometry or Marks).
+	ExtraElementProperties map[string]ElementProperties `json:"extra_element_properties,omitempty"`
 
 	// Dialogs lists alert/confirm/prompt dialogs the page opened since the
 	// last observation; WebServ accepts them.
@@ -128,10 +144,76 @@ type ObservationStats struct {
 	JSMs    float64 `json:"ms"`      // time the walk took inside the page
 }
 
-// ObserveOptions asks for the optional parts of an observation.
+// ViewportState is the viewport an observation was taken in.
+type ViewportState struct {
+	Width             int     `json:"width"`  // CSS pixels
+	Height            int     `json:"height"` // CSS pixels
+	DeviceScaleFactor float64 `json:"device_scale_factor"`
+	ScrollX           float64 `json:"scroll_x"`
+	ScrollY           float64 `json:"scroll_y"`
+}
+
+// ElementProperties is the geometry of one element, in the shape of
+// BrowserGym's extra_element_properties (visibility, bbox, clickable,
+// set_of_marks) plus the two parts visibility is made of.
+type ElementProperties struct {
+	// Visibility is the share of the element's area a person sees: the
+	// share inside the viewport times the share of sample points (a 3x3
+	// grid) where the element, not something on top of it, is hit.
+	Visibility float64 `json:"visibility"`
+	// BBox is [x, y, width, height] in CSS pixels of the top-level
+	// viewport, as the element's getBoundingClientRect (plus its frame's
+	// offset) says; x and y may be negative or beyond the viewport.
+	BBox [4]float64 `json:"bbox"`
+	// Clickable is set for the ids in Observation.Clickable.
+	Clickable bool `json:"clickable"`
+	// SetOfMarks is set for the elements boxed in ScreenshotSOM: those with
+	// some visibility.
+	SetOfMarks bool `json:"set_of_marks"`
+	// InViewport is the share of the element's area inside the viewport.
+	InViewport float64 `json:"in_viewport"`
+	// Covered is set when other elements hide most of the element's part
+	// in the viewport (fewer than half of the sample points hit it).
+	Covered bool `json:"covered"`
+}
+
+// ObserveOptions asks for the optional parts of an observation. Each costs
+// nothing unless asked for.
 type ObserveOptions struct {
 	Screenshot bool `json:"screenshot,omitempty"`
 	AXTree     bool `json:"axtree,omitempty"`
+	// Geometry adds ExtraElementProperties.
+	Geometry bool `json:"geometry,omitempty"`
+	// Marks adds ScreenshotSOM and SOMLabels; it implies Screenshot and
+	// Geometry.
+	Marks bool `json:"marks,omitempty"`
+	// Layout adds cols="N" to containers in HTML whose children sit side
+	// by side (N in the widest row): product grids, flex rows.
+	Layout bool `json:"layout,omitempty"`
+	// Format of the screenshots: "png" (the default) or "jpeg".
+	Format string `json:"format,omitempty"`
+	// Quality of JPEG screenshots, 1 to 100; 0 means 80.
+	Quality int `json:"quality,omitempty"`
+	// MaxSide, if set, shrinks the screenshots so that their longer side
+	// is at most this many pixels (marks are drawn after, so their labels
+	// stay legible).
+	MaxSide int `json:"max_side,omitempty"`
+}
+
+// Validate checks the options' values.
+func (o ObserveOptions) Validate() error {
+	switch o.Format {
+	case "", "png", "jpeg":
+	default:
+		return fmt.Errorf("screenshot format must be \"png\" or \"jpeg\", got %q", o.Format)
+	}
+	if o.Quality < 0 || o.Quality > 100 {
+		return fmt.Errorf("screenshot quality must be between 1 and 100 (0 for the default 80), got %d", o.Quality)
+	}
+	if o.MaxSide < 0 || (o.MaxSide > 0 && o.MaxSide < 64) {
+		return fmt.Errorf("max_side must be 64 pixels or more (0: full size), got %d", o.MaxSide)
+	}
+	return nil
 }
 
 // pageObservation is what parser.observeJSON returns.
@@ -145,16 +227,30 @@ type pageObservation struct {
 	Selects   []SelectField    `json:"selects"`
 	Focused   *string          `json:"focused"`
 	AXTree    string           `json:"axtree"`
+	Viewport  ViewportState    `json:"viewport"`
+	Geometry  []elementBox     `json:"geometry"`
 	Stats     ObservationStats `json:"stats"`
+}
+
+// elementBox is one element's geometry as parser.js reports it, in
+// document order.
+type elementBox struct {
+	ID string `json:"id"`
+	ElementProperties
 }
 
 // extract runs the DOM parser in the tab and fills the page parts of obs.
 func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation) error {
 	// The parser answers one JSON string: CDP carries a string cheaply,
 	// and it is decoded once, here.
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("observe: %w", err)
+	}
 	var raw string
 	var p pageObservation
-	err := t.evalJSON(ctx, inject.Call("parser.observeJSON", map[string]bool{"axtree": opts.AXTree}), &raw)
+	err := t.evalJSON(ctx, inject.Call("parser.observeJSON", map[string]bool{
+		"axtree": opts.AXTree, "geometry": opts.Geometry || opts.Marks, "layout": opts.Layout,
+	}), &raw)
 	if err == nil {
 		if err = json.Unmarshal([]byte(raw), &p); err != nil {
 			err = fmt.Errorf("decode: %w", err)
@@ -169,10 +265,20 @@ func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation
 	default:
 		obs.URL, obs.Title, obs.HTML = p.URL, p.Title, p.HTML
 		obs.Clickable, obs.Hoverable, obs.Inputs, obs.Selects = p.Clickable, p.Hoverable, p.Inputs, p.Selects
-		obs.AXTree, obs.Stats = p.AXTree, p.Stats
+		obs.AXTree, obs.Stats, obs.Viewport = p.AXTree, p.Stats, p.Viewport
 		if p.Focused != nil {
 			obs.Focused = *p.Focused
 		}
+		if opts.Geometry || opts.Marks {
+			obs.ExtraElementProperties = make(map[string]ElementProperties, len(p.Geometry))
+			for _, g := range p.Geometry {
+				obs.ExtraElementProperties[g.ID] = g.ElementProperties
+			}
+		}
+	}
+	if obs.Viewport.Width == 0 { // no injected script: the configured viewport
+		vp := t.owner().cfg.Viewport
+		obs.Viewport = ViewportState{Width: vp.Width, Height: vp.Height, DeviceScaleFactor: 1}
 	}
 	if obs.URL == errorPageURL {
 		t.describeFailedLoad(ctx, opts, obs)
@@ -189,12 +295,8 @@ func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation
 	if obs.Selects == nil {
 		obs.Selects = []SelectField{}
 	}
-	if opts.Screenshot {
-		shot, err := proto.PageCaptureScreenshot{Format: proto.PageCaptureScreenshotFormatPng}.Call(t.client(ctx))
-		if err != nil {
-			return fmt.Errorf("screenshot: %w", err)
-		}
-		obs.Screenshot = shot.Data
+	if opts.Screenshot || opts.Marks {
+		return t.screenshot(ctx, opts, p.Geometry, obs)
 	}
 	return nil
 }

@@ -358,6 +358,9 @@ func callAction(name string, args callArgs) (Action, error) {
 		return &n, nil
 	}
 
+	if c, ok := coordActionOf(ActionType(name)); ok {
+		return c.parse(name, args)
+	}
 	var a Action
 	var err error
 	switch name {
@@ -486,11 +489,9 @@ func callAction(name string, args callArgs) (Action, error) {
 			}
 			a.WaitMs = n
 		}
-	case "scroll", "mouse_wheel":
-		return a, errNoScroll
-	case "mouse_click", "mouse_move", "mouse_dblclick", "mouse_down", "mouse_up", "mouse_drag_and_drop", "drag_and_drop", "mouse_upload_file":
-		return a, fmt.Errorf("%s: coordinate and drag actions are not supported; target elements by their semantic id", name)
-	case "upload_file", "focus", "keyboard_type", "keyboard_insert_text", "keyboard_down", "keyboard_up":
+	case "mouse_down", "mouse_up", "drag_and_drop", "mouse_upload_file":
+		return a, fmt.Errorf("%s is not supported; use mouse_click(x, y) or mouse_drag_and_drop(from_x, from_y, to_x, to_y)", name)
+	case "upload_file", "focus", "keyboard_insert_text", "keyboard_down", "keyboard_up":
 		return a, fmt.Errorf("%s is not supported; use one of %s", name, stringActionNames)
 	default:
 		return a, fmt.Errorf("unknown action %q; use one of %s", name, stringActionNames)
@@ -501,9 +502,15 @@ func callAction(name string, args callArgs) (Action, error) {
 	return a, a.Validate()
 }
 
-const stringActionNames = `click, hover, press, keyboard_press, fill, type, clear, select_option, goto, go_back, go_forward, refresh, new_tab, tab_focus, tab_close, stop, report_infeasible, send_msg_to_user, noop`
+var stringActionNames = func() string {
+	s := `click, hover, press, keyboard_press, fill, type, clear, select_option, goto, go_back, go_forward, refresh, new_tab, tab_focus, tab_close, stop, report_infeasible, send_msg_to_user, noop`
+	for _, c := range coordActions {
+		s += ", " + string(c.typ) + "(" + c.signature() + ")"
+	}
+	return s
+}()
 
-var errNoScroll = fmt.Errorf("there is no scroll action: WebServ scrolls every target into view before acting on it")
+var errNoScroll = fmt.Errorf(`the WebArena scroll command is not supported: element actions scroll their target into view; to scroll the page use scroll(delta_x, delta_y), for example scroll(0, 600)`)
 
 // ---- WebArena command form ------------------------------------------------
 

@@ -62,6 +62,15 @@ func TestParseAction(t *testing.T) {
 		{`stop`, envcore.Action{Type: envcore.Terminate}},
 		{`select [size] [Large]`, envcore.Action{Type: envcore.Select, Target: "size", Options: []string{"Large"}}},
 		{`clear [q]`, envcore.Action{Type: envcore.Clear, Target: "q"}},
+		// Coordinate actions, in BrowserGym's argument order or by name.
+		{`mouse_click(10, 20.5)`, envcore.Action{Type: envcore.MouseClick, X: 10, Y: 20.5}},
+		{`mouse_click(x=10, y=20, button="right")`, envcore.Action{Type: envcore.MouseClick, X: 10, Y: 20, Button: "right"}},
+		{`mouse_dblclick(3, 4)`, envcore.Action{Type: envcore.MouseDblClick, X: 3, Y: 4}},
+		{`mouse_move(0, 0)`, envcore.Action{Type: envcore.MouseMove}},
+		{`mouse_drag_and_drop(1, 2, 3, 4)`, envcore.Action{Type: envcore.MouseDrag, X: 1, Y: 2, ToX: 3, ToY: 4}},
+		{`mouse_drag_and_drop(from_x=1, from_y=2, to_x=3, to_y=4)`, envcore.Action{Type: envcore.MouseDrag, X: 1, Y: 2, ToX: 3, ToY: 4}},
+		{`scroll(0, -300)`, envcore.Action{Type: envcore.Scroll, DeltaY: -300}},
+		{`keyboard_type("hello")`, envcore.Action{Type: envcore.KeyboardType, Text: "hello"}},
 	}
 	for _, c := range cases {
 		got, err := envcore.ParseAction(c.in)
@@ -78,13 +87,17 @@ func TestParseAction(t *testing.T) {
 func TestParseActionErrors(t *testing.T) {
 	cases := []struct{ in, says string }{
 		{``, "empty action"},
-		{`scroll(0, 300)`, "no scroll action"},
-		{`scroll [down]`, "no scroll action"},
+		{`scroll(0)`, "needs delta_y"},
+		{`scroll [down]`, "scroll(0, 600)"},
+		{`mouse_click("buy")`, "must be a number"},
+		{`mouse_click(1, 2, button="side")`, "button must be"},
+		{`mouse_move(1, 2, 3)`, "takes 2 argument"},
+		{`keyboard_type()`, "needs the text"},
 		{`click()`, "needs an element id"},
 		{`click("a", "b", "c") extra`, "one action per step"},
 		{`click("unterminated)`, "unterminated string"},
 		{`fly("away")`, `unknown action "fly"`},
-		{`mouse_click(10, 20)`, "coordinate"},
+		{`mouse_down(10, 20)`, "not supported"},
 		{`tab_focus("one")`, "must be an integer"},
 		{`select_option("s")`, "needs the option"},
 		{`press("Hyper+x")`, "unknown modifier"},
@@ -109,6 +122,10 @@ func TestActionStringRoundTrips(t *testing.T) {
 		{Type: envcore.CloseTab, Tab: tab(0)},
 		{Type: envcore.Terminate, Answer: "N/A", Infeasible: true},
 		{Type: envcore.Noop, WaitMs: 250},
+		{Type: envcore.MouseClick, X: 1.5, Y: 2, Button: "middle"},
+		{Type: envcore.MouseDrag, X: 1, Y: 2, ToX: 300, ToY: 4},
+		{Type: envcore.Scroll, DeltaX: -10, DeltaY: 600},
+		{Type: envcore.KeyboardType, Text: "a \"b\""},
 	}
 	for _, a := range actions {
 		back, err := envcore.ParseAction(a.String())
@@ -122,7 +139,7 @@ func TestActionStringRoundTrips(t *testing.T) {
 // action it accepts prints to a string that parses back to the same action.
 // The seeds in testdata/fuzz/FuzzParseAction run as part of go test.
 func FuzzParseAction(f *testing.F) {
-	for _, s := range []string{`click("a")`, `fill("q", "x", enter=True)`, `type [q] [t] [0]`, `select_option("s", ["a","b"])`, `stop [x]`, `tab_focus(1)`, `noop(5)`} {
+	for _, s := range []string{`click("a")`, `fill("q", "x", enter=True)`, `type [q] [t] [0]`, `select_option("s", ["a","b"])`, `stop [x]`, `tab_focus(1)`, `noop(5)`, `mouse_click(1, 2.5, button="right")`, `mouse_drag_and_drop(1, 2, 3, 4)`, `scroll(0, -5)`, `keyboard_type("x")`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -232,16 +232,27 @@ func firstLine(s string) string {
 	return s
 }
 
-// mouse sends one mouse event at (x, y) in viewport coordinates.
-func (t *tab) mouse(ctx context.Context, typ proto.InputDispatchMouseEventType, x, y float64, clicks int) error {
+// mouse sends one mouse event at (x, y) in viewport coordinates. Presses
+// and releases are of button ("" is the left one) with click count clicks;
+// a move with a button is a move while that button is held.
+func (t *tab) mouse(ctx context.Context, typ proto.InputDispatchMouseEventType, x, y float64, button string, clicks int) error {
 	ev := proto.InputDispatchMouseEvent{Type: typ, X: x, Y: y}
-	if typ == proto.InputDispatchMouseEventTypeMousePressed || typ == proto.InputDispatchMouseEventTypeMouseReleased {
-		ev.Button = proto.InputMouseButtonLeft
+	mb, held := mouseButtons[button]
+	switch typ {
+	case proto.InputDispatchMouseEventTypeMousePressed, proto.InputDispatchMouseEventTypeMouseReleased:
+		if !held {
+			mb = mouseButtons["left"]
+		}
+		ev.Button = mb.b
 		ev.ClickCount = clicks
 		if typ == proto.InputDispatchMouseEventTypeMousePressed {
-			ev.Buttons = intPtr(1)
+			ev.Buttons = intPtr(mb.bit)
 		} else {
 			ev.Buttons = intPtr(0)
+		}
+	case proto.InputDispatchMouseEventTypeMouseMoved:
+		if held {
+			ev.Button, ev.Buttons = mb.b, intPtr(mb.bit)
 		}
 	}
 	if err := ev.Call(t.client(ctx)); err != nil {

@@ -9,8 +9,19 @@
 //   inputs     text fields, checkboxes, textareas, contenteditable: live state
 //   selects    <select> elements with every option and its own id
 //
-// plus url, title, the focused element's id and, when asked, an
-// accessibility-tree style text view that uses the same ids.
+// plus url, title, the viewport, the focused element's id and, when asked:
+//
+//   axtree     an accessibility-tree style text view that uses the same ids
+//   geometry   per id, its box in CSS pixels of the top-level viewport, how
+//              much of it a person sees (share inside the viewport times the
+//              share of sample points where it is the topmost element), and
+//              whether it is clickable: what a vision agent needs to tie
+//              pixels to ids (BrowserGym's extra_element_properties)
+//   layout     a cols="N" attribute on containers that lay their children
+//              out side by side (grids, flex rows, inline-block or floated
+//              children): N is how many sit in the widest row
+//
+// Geometry and layout read the rendered boxes and change nothing in the page.
 //
 // The walk, in one pass per element: drop tags nobody sees (script, style,
 // media, ...), drop what CSS hides (display:none, visibility, opacity:0,
@@ -246,6 +257,7 @@
     const de = doc.documentElement;
     return {
       st: parent.st, targets: parent.targets, view: view, scope: parent.scope, pointer: false, scroller: false,
+      layout: parent.layout,
       sx: view.scrollX, sy: view.scrollY, vw: view.innerWidth, vh: view.innerHeight,
       docW: Math.max(de.scrollWidth, view.innerWidth), docH: Math.max(de.scrollHeight, view.innerHeight),
     };
@@ -326,6 +338,7 @@
       if (!node.kind && !node.hover) ctx.targets.splice(targetAt, 1);
     }
     node.a = attrsOf(el, tag);
+    if (ctx.layout && node.c.length > 1) node.cols = layoutCols(node, st);
     const interactive = node.kind || node.click || node.hover;
     if (!interactive) {
       if (node.c.length === 0) {
@@ -333,13 +346,112 @@
         if (tag === 'img' && !node.a.length) return null; // an image with no alt or title tells nothing
       }
       if (!shown && node.c.length === 0) return null;
-      if (WRAPPER.has(tag) && !node.a.some(blocksFlatten)) {
+      if (WRAPPER.has(tag) && !node.a.some(blocksFlatten) && !node.cols) {
         if (node.c.length === 1 && typeof node.c[0] !== 'string') return node.c[0];
         if (INLINE_WRAPPER.has(tag)) return node.c;
       }
     }
     ctx.st.kept++;
     return node;
+  }
+
+  // ---- layout cues -----------------------------------------------------
+
+  // layoutCols answers how many element children of node sit side by side
+  // in its widest row when its element lays them out in rows (a grid, a
+  // flex row, inline-block or floated children), else 0. A child starts a
+  // new row when it begins below the bottom of the shortest box of the row
+  // so far, or left of the box before it (a wrap).
+  function layoutCols(node, st) {
+    const d = st.display;
+    let rows = d === 'grid' || d === 'inline-grid' ||
+      ((d === 'flex' || d === 'inline-flex') && st.flexDirection.indexOf('column') < 0);
+    const kids = [];
+    for (const c of node.c) if (typeof c !== 'string' && c.el) kids.push(c.el);
+    if (kids.length < 2) return 0;
+    if (!rows) {
+      const k = kids[0];
+      if (k.parentElement !== node.el) return 0;
+      const ks = k.ownerDocument.defaultView.getComputedStyle(k);
+      rows = ks.display === 'inline-block' || ks.display === 'inline-flex' || ks.cssFloat !== 'none';
+      if (!rows) return 0;
+    }
+    let best = 0, inRow = 0, rowBottom = 0, lastLeft = 0;
+    for (const k of kids) {
+      const r = k.getBoundingClientRect();
+      if (r.width === 0 && r.height === 0) continue;
+      if (inRow === 0 || r.top >= rowBottom - 1 || r.left < lastLeft) {
+        inRow = 1;
+        rowBottom = r.bottom;
+      } else {
+        inRow++;
+        rowBottom = Math.min(rowBottom, r.bottom);
+      }
+      lastLeft = r.left;
+      if (inRow > best) best = inRow;
+    }
+    return best >= 2 ? best : 0;
+  }
+
+  // ---- geometry --------------------------------------------------------
+
+  // Sample points per axis of the covered test: a 3x3 grid of cell centres
+  // over the part of the box inside the viewport.
+  const SAMPLES = 3;
+
+  function round2(x) { return Math.round(x * 100) / 100; }
+
+  // Offset of a frame's viewport inside the top-level viewport.
+  function frameOffset(win) {
+    let x = 0, y = 0;
+    while (win !== window.top) {
+      const fe = win.frameElement;
+      if (!fe) break;
+      const r = fe.getBoundingClientRect();
+      x += r.left + fe.clientLeft;
+      y += r.top + fe.clientTop;
+      win = win.parent;
+    }
+    return [x, y];
+  }
+
+  // geometry describes a target's box: bbox [x, y, width, height] in CSS
+  // pixels of the top-level viewport; in_viewport, the share of its area
+  // inside the viewport (and inside its frame's); covered, whether other
+  // elements hide most of that part (fewer than half the sample points hit
+  // it or its descendants); visibility, the share of its area a person
+  // sees: in_viewport times the share of sample points that hit it.
+  function geometry(n) {
+    const el = n.el;
+    const view = el.ownerDocument.defaultView;
+    const off = frameOffset(view);
+    const r = el.getBoundingClientRect();
+    const g = {
+      id: n.id, bbox: [round2(r.left + off[0]), round2(r.top + off[1]), round2(r.width), round2(r.height)],
+      visibility: 0, in_viewport: 0, covered: false, clickable: n.click, set_of_marks: false,
+    };
+    const area = r.width * r.height;
+    if (area <= 0) return g;
+    // The visible part, in the frame's own coordinates.
+    const x0 = Math.max(r.left, 0, -off[0]), y0 = Math.max(r.top, 0, -off[1]);
+    const x1 = Math.min(r.right, view.innerWidth, window.innerWidth - off[0]);
+    const y1 = Math.min(r.bottom, view.innerHeight, window.innerHeight - off[1]);
+    if (x1 <= x0 || y1 <= y0) return g;
+    const share = ((x1 - x0) * (y1 - y0)) / area;
+    const root = el.getRootNode();
+    const probe = typeof root.elementFromPoint === 'function' ? root : el.ownerDocument;
+    let hits = 0;
+    for (let i = 0; i < SAMPLES; i++) {
+      for (let j = 0; j < SAMPLES; j++) {
+        const h = probe.elementFromPoint(x0 + (x1 - x0) * (i + 0.5) / SAMPLES, y0 + (y1 - y0) * (j + 0.5) / SAMPLES);
+        if (h && (h === el || el.contains(h))) hits++;
+      }
+    }
+    g.in_viewport = round2(share);
+    g.covered = hits * 2 < SAMPLES * SAMPLES;
+    g.visibility = round2(share * hits / (SAMPLES * SAMPLES));
+    g.set_of_marks = g.visibility > 0;
+    return g;
   }
 
   function blocksFlatten(a) {
@@ -437,6 +549,7 @@
     if (node.id) out.push(' data-semantic-id="', escAttr(node.id), '"');
     if (node.click) out.push(' data-clickable="true"');
     if (node.hover) out.push(' data-maybe-hoverable="true"');
+    if (node.cols) out.push(' cols="', String(node.cols), '"');
     out.push('>');
     if (VOID.has(tag)) return;
     if (node.options) {
@@ -589,7 +702,7 @@
     opts = opts || {};
     const t0 = W.now();
     const st = { visited: 0, kept: 0, frames: 0 };
-    const ctx = Object.assign(frameCtx(document, { st: st, scope: '' }), { targets: [] });
+    const ctx = Object.assign(frameCtx(document, { st: st, scope: '', layout: !!opts.layout }), { targets: [] });
     ctx.st = st;
     const root = { t: 'body', el: document.body, a: [], c: [], kind: null, click: false, hover: false };
     if (document.body) walkChildren(document.body, ctx, root.c, true);
@@ -601,6 +714,10 @@
     const out = {
       url: location.href, title: document.title, html: '', clickable: [], hoverable: [],
       inputs: [], selects: [], focused: null,
+      viewport: {
+        width: window.innerWidth, height: window.innerHeight, device_scale_factor: window.devicePixelRatio,
+        scroll_x: round2(window.scrollX), scroll_y: round2(window.scrollY),
+      },
     };
     for (const n of targets) {
       registry.set(n.id, n.el);
@@ -624,6 +741,7 @@
       for (const c of root.c) axtree(c, 1, lines);
       out.axtree = lines.join('\n');
     }
+    if (opts.geometry) out.geometry = targets.map(geometry);
     out.stats = { visited: st.visited, kept: st.kept, frames: st.frames, targets: targets.length, ms: Math.round((W.now() - t0) * 100) / 100 };
     return out;
   }

@@ -269,11 +269,33 @@ func observeOptions(a args) (envcore.ObserveOptions, *Error) {
 		return envcore.ObserveOptions{}, e
 	}
 	var opts envcore.ObserveOptions
-	if opts.Screenshot, e = o.boolean("screenshot"); e != nil {
+	for key, field := range map[string]*bool{
+		"screenshot": &opts.Screenshot, "axtree": &opts.AXTree, "geometry": &opts.Geometry,
+		"marks": &opts.Marks, "layout": &opts.Layout,
+	} {
+		if *field, e = o.boolean(key); e != nil {
+			return opts, e
+		}
+	}
+	if opts.Format, e = o.str("format"); e != nil {
 		return opts, e
 	}
-	if opts.AXTree, e = o.boolean("axtree"); e != nil {
-		return opts, e
+	for key, field := range map[string]*int{"quality": &opts.Quality, "max_side": &opts.MaxSide} {
+		n, _, e := o.num(key)
+		if e != nil {
+			return opts, e
+		}
+		*field = int(n)
+	}
+	for key := range o {
+		switch key {
+		case "screenshot", "axtree", "geometry", "marks", "layout", "format", "quality", "max_side":
+		default:
+			return opts, errorf(CodeBadArgs, false, "observe has no option %q; options are screenshot, axtree, geometry, marks, layout, format, quality, max_side", key)
+		}
+	}
+	if err := opts.Validate(); err != nil {
+		return opts, errorf(CodeBadArgs, false, "observe: %v", err)
 	}
 	return opts, nil
 }
@@ -349,7 +371,7 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 		var action envcore.Action
 		raw, _ := json.Marshal(act)
 		if jerr := json.Unmarshal(raw, &action); jerr != nil {
-			return nil, errorf(CodeBadArgs, false, "action map does not match the action schema (type, target, text, key, url, options, enter, tab, answer, wait_ms): %v", jerr)
+			return nil, errorf(CodeBadArgs, false, "action map does not match the action schema (type, target, text, key, url, options, enter, tab, answer, wait_ms, x, y, to_x, to_y, delta_x, delta_y, button): %v", jerr)
 		}
 		obs, info, err = x.env.StepObserve(ctx, action, opts)
 	case nil:

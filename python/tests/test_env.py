@@ -122,3 +122,21 @@ def test_spaces() -> None:
     assert webserv.WebEnv.metadata["render_modes"] == ["ansi"]
     with pytest.raises(ValueError, match="render_mode"):
         webserv.WebEnv(start_url="http://127.0.0.1:1/", render_mode="human")
+
+
+def test_vision_observe_options_pass_through(server: str, pages: str) -> None:
+    observe = {"marks": True, "format": "jpeg", "quality": 70, "max_side": 640, "layout": True}
+    env = webserv.WebEnv(start_url=f"{pages}/page?n=4", observe=observe, wallclock=False)
+    try:
+        obs, _ = env.reset()
+        assert env.observation_space.contains(obs)
+        assert set(obs) == set(env.observation_space.spaces)
+        assert obs["screenshot"].startswith(b"\xff\xd8") and obs["screenshot_som"].startswith(b"\xff\xd8")
+        assert obs["screenshot_scale"] == 0.5 and obs["viewport"]["width"] == 1280
+        props = obs["extra_element_properties"]
+        assert obs["som_labels"]["1"] == "load" and props["load"]["set_of_marks"] is True
+        x, y, w, h = props["load"]["bbox"]
+        obs, *_ = env.step(f"mouse_click({x + w / 2}, {y + h / 2})")
+        assert obs["last_action_error"] == "" and "loaded" in obs["html"]
+    finally:
+        env.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar
 
 import gymnasium as gym
@@ -60,6 +60,7 @@ def make_args(
     screenshot: bool,
     axtree: bool,
     extra: dict[str, Any],
+    observe: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """make's arguments from the gymnasium constructors' keywords."""
     args = dict(extra)
@@ -69,7 +70,7 @@ def make_args(
         task=task,
         max_steps=max_steps,
         idle_ms=idle_ms,
-        observe={"screenshot": screenshot, "axtree": axtree},
+        observe={"screenshot": screenshot, "axtree": axtree, **(observe or {})},
     )
     if episode_timeout is not None:
         args["episode_timeout_ms"] = int(episode_timeout * 1000)
@@ -104,6 +105,10 @@ class WebEnv(gym.Env[dict[str, Any], str]):
         episode_timeout: seconds after which an episode is truncated.
         idle_ms: network idle window before an observation (server default 500).
         screenshot, axtree: optional observation parts.
+        observe: further observe options of the protocol, passed through: ``geometry``
+            (``extra_element_properties``), ``marks`` (``screenshot_som``, ``som_labels``),
+            ``layout`` (``cols="N"`` cues in the HTML), ``format`` (``"png"``/``"jpeg"``),
+            ``quality``, ``max_side``; the observation space lists the keys they add.
         wallclock: include wall-clock quantities: BrowserGym's ``elapsed_time`` in
             observations and the step timings (``action_ms``, ``settle_ms``,
             ``extract_ms``, ``elapsed_s``, ``obs_stats``) in info. They are the only parts that
@@ -130,6 +135,7 @@ class WebEnv(gym.Env[dict[str, Any], str]):
         idle_ms: int | None = None,
         screenshot: bool = False,
         axtree: bool = True,
+        observe: Mapping[str, Any] | None = None,
         wallclock: bool = True,
         render_mode: str | None = None,
         **extra: Any,
@@ -139,11 +145,11 @@ class WebEnv(gym.Env[dict[str, Any], str]):
                 f"render_mode {render_mode!r} is not supported; use one of {self.metadata['render_modes']}"
             )
         self.render_mode = render_mode
-        self.observation_space = observation_space(screenshot, wallclock)
+        self.observation_space = observation_space(screenshot, wallclock, observe)
         self._wallclock = wallclock
         self.action_space = action_space()
         args = make_args(
-            start_url, goal, task, max_steps, episode_timeout, idle_ms, screenshot, axtree, extra
+            start_url, goal, task, max_steps, episode_timeout, idle_ms, screenshot, axtree, extra, observe
         )
         self._env = AsyncEnv(_Loop.client(url, token), site, **args)
         self._last: dict[str, Any] = {}

@@ -90,10 +90,11 @@ class AsyncEnv:
         self.last_obs, self.last_info = obs, info
         return obs, reward, bool(res["terminated"]), bool(res["truncated"]), info
 
-    async def observe(self, *, screenshot: bool = False, axtree: bool = True) -> Obs:
-        """The current observation, without acting."""
+    async def observe(self, *, screenshot: bool = False, axtree: bool = True, **options: Any) -> Obs:
+        """The current observation, without acting; ``options`` are further observe options
+        (``geometry``, ``marks``, ``layout``, ``format``, ``quality``, ``max_side``)."""
         res = await self.client.request(
-            "observe", self._require(), observe={"screenshot": screenshot, "axtree": axtree}
+            "observe", self._require(), observe={"screenshot": screenshot, "axtree": axtree, **options}
         )
         return to_gym(res["obs"], elapsed=0.0)
 

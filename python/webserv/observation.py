@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gymnasium import spaces
@@ -43,9 +44,17 @@ def to_gym(raw: dict[str, Any], *, elapsed: float) -> dict[str, Any]:
         "selects": list(raw.get("selects") or []),
         "tabs": list(tabs),
         "dialogs": list(raw.get("dialogs") or []),
+        "viewport": dict(raw.get("viewport") or {}),
     }
     if raw.get("screenshot"):
-        obs["screenshot"] = bytes(raw["screenshot"])  # PNG bytes
+        obs["screenshot"] = bytes(raw["screenshot"])  # PNG or JPEG bytes, without marks
+        obs["screenshot_scale"] = float(raw.get("screenshot_scale", 1.0))
+    if raw.get("screenshot_som"):
+        obs["screenshot_som"] = bytes(raw["screenshot_som"])  # the same picture with set-of-marks
+        obs["som_labels"] = dict(raw.get("som_labels") or {})  # label -> semantic id
+    if "extra_element_properties" in raw:
+        # BrowserGym's shape: {id: {visibility, bbox, clickable, set_of_marks}} (+ in_viewport, covered)
+        obs["extra_element_properties"] = dict(raw["extra_element_properties"] or {})
     return obs
 
 
@@ -100,9 +109,18 @@ class Anything(spaces.Space[Any]):
         return isinstance(other, Anything) and other.types == self.types
 
 
-def observation_space(screenshot: bool = False, elapsed_time: bool = True) -> spaces.Dict:
-    """The space of the observations to_gym returns."""
-    text, lst = Unicode(), Anything(list)
+def observation_space(
+    screenshot: bool = False, elapsed_time: bool = True, observe: Mapping[str, Any] | None = None
+) -> spaces.Dict:
+    """The space of the observations to_gym returns, for the observe options asked for.
+
+    ``observe`` holds the protocol's further options (``geometry``, ``marks``, ``layout``,
+    ``format``, ``quality``, ``max_side``); ``screenshot`` may be given either way.
+    """
+    opts = dict(observe or {})
+    screenshot = screenshot or bool(opts.get("screenshot"))
+    marks = bool(opts.get("marks"))
+    text, lst, rec = Unicode(), Anything(list), Anything(dict)
     d: dict[str, spaces.Space[Any]] = {
         "goal": text,
         "goal_object": lst,
@@ -125,9 +143,16 @@ def observation_space(screenshot: bool = False, elapsed_time: bool = True) -> sp
         "selects": lst,
         "tabs": lst,
         "dialogs": lst,
+        "viewport": rec,
     }
-    if screenshot:
+    if screenshot or marks:
         d["screenshot"] = Anything(bytes)
+        d["screenshot_scale"] = Anything(float)
+    if marks:
+        d["screenshot_som"] = Anything(bytes)
+        d["som_labels"] = rec
+    if marks or opts.get("geometry"):
+        d["extra_element_properties"] = rec
     if not elapsed_time:
         del d["elapsed_time"]
     return spaces.Dict(d)

@@ -25,7 +25,7 @@ leaves it to ``reset(options={"reset_mask": mask})``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ class WebVectorEnv(VectorEnv):
     """``num_envs`` WebServ environments stepped concurrently over one connection.
 
     Takes ``WebEnv``'s arguments (site, start_url, goal, task, url, token,
-    max_steps, episode_timeout, idle_ms, screenshot, axtree, wallclock,
+    max_steps, episode_timeout, idle_ms, screenshot, axtree, observe, wallclock,
     render_mode, and any ``make`` argument) plus:
 
     Args:
@@ -71,6 +71,7 @@ class WebVectorEnv(VectorEnv):
         idle_ms: int | None = None,
         screenshot: bool = False,
         axtree: bool = True,
+        observe: Mapping[str, Any] | None = None,
         wallclock: bool = True,
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
@@ -86,7 +87,7 @@ class WebVectorEnv(VectorEnv):
         self.render_mode = render_mode
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
-        self.single_observation_space = observation_space(screenshot, wallclock)
+        self.single_observation_space = observation_space(screenshot, wallclock, observe)
         self.single_action_space = action_space()
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
@@ -101,6 +102,7 @@ class WebVectorEnv(VectorEnv):
             screenshot,
             axtree,
             extra,
+            observe,
         )
         self.client = _Loop.client(url, token)
         self.envs = [AsyncEnv(self.client, site, **args) for _ in range(num_envs)]
