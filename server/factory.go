@@ -93,7 +93,10 @@ type Episode struct {
 	// environment's sites at their canonical origins. A nil result means
 	// no grade at this step (reward 0). everyStep asks for a grade before
 	// the agent stops, where the task allows it.
-	Evaluate func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool) (*tasks.Result, error)
+	// trace is the episode's network trace (nil unless Trace or recording).
+	Evaluate func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool, trace *netroute.Recorder) (*tasks.Result, error)
+	// Trace asks for the episode's network trace (HAR), for Evaluate.
+	Trace bool
 }
 
 // backendError is a site that failed to start, reset or sign in: the

@@ -372,7 +372,7 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	var evalErr string
 	var scores map[string]float64
 	if ev := x.episode.Evaluate; ev != nil {
-		res, err := ev(ctx, x.env, x.net.Client(), info, x.limits.everyStep)
+		res, err := ev(ctx, x.env, x.net.Client(), info, x.limits.everyStep, x.trace)
 		switch {
 		case err != nil:
 			// Not a silent 0: the reward is missing and the reply says why.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/tasks"
 )
 
@@ -145,7 +146,7 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 	for r, o := range origins {
 		sites[r] = tasks.Site{BaseURL: o, Admin: st.Admin, EvalToken: st.EvalToken}
 	}
-	ep.Evaluate = func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool) (*tasks.Result, error) {
+	ep.Evaluate = func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool, _ *netroute.Recorder) (*tasks.Result, error) {
 		if !info.Terminated && !(everyStep && everyStepOK) {
 			return nil, nil
 		}
