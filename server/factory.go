@@ -46,8 +46,11 @@ type TaskInfo struct {
 
 // MakeSpec is what a make request asks for.
 type MakeSpec struct {
-	Site     string
-	Task     string
+	Site string
+	Task string
+	// TaskSet names the site's task set when it has several (like
+	// "webarena-verified"); a task id's prefix ("verified.") picks it too.
+	TaskSet  string
 	StartURL string
 	Goal     string
 	// Allow lists hosts the environment may reach besides its sites

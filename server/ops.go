@@ -87,6 +87,9 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 	} else if len(names) > 0 {
 		spec.Site = strings.Join(names, multiSep)
 	}
+	if spec.TaskSet, e = a.str("task_set"); e != nil {
+		return nil, e
+	}
 	if spec.Task, e = a.str("task"); e != nil {
 		return nil, e
 	}
