@@ -295,7 +295,7 @@ func (st *SiteTasks) verifiedEpisode(ep *Episode, t *tasks.Task, origins map[str
 		if err != nil {
 			return nil, err
 		}
-		return &tasks.Result{Reward: res.Score, Scores: map[string]float64{"verified": res.Score}}, nil
+		return &tasks.Result{Reward: res.Score, Scores: res.scores()}, nil
 	}
 }
 
@@ -303,4 +303,20 @@ func (st *SiteTasks) verifiedEpisode(ep *Episode, t *tasks.Task, origins map[str
 // Python that has the webserv package and webarena-verified installed.
 func VerifiedCommand(python string) []string {
 	return []string{python, "-m", "webserv.verified", "serve"}
+}
+
+// scores are the grading's score and each evaluator's, like
+// {"verified": 0, "verified.NetworkEventEvaluator": 0, ...}.
+func (r VerifiedResult) scores() map[string]float64 {
+	out := map[string]float64{"verified": r.Score}
+	var evs []struct {
+		Name  string  `json:"evaluator_name"`
+		Score float64 `json:"score"`
+	}
+	if json.Unmarshal(r.Evaluators, &evs) == nil {
+		for _, e := range evs {
+			out["verified."+e.Name] = e.Score
+		}
+	}
+	return out
 }

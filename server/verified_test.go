@@ -178,7 +178,7 @@ func TestVerifiedBundledTasksAgreeWithNativeGraders(t *testing.T) {
 
 func verifiedSet(t *testing.T, site string) *tasks.Set {
 	t.Helper()
-	sets, err := bundled.VerifiedSets(map[string]*server.SiteTasks{site: {}}, nil)
+	sets, err := bundled.VerifiedSets(map[string]*server.SiteTasks{site: {Set: &tasks.Set{}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
