@@ -53,7 +53,7 @@ class Grader:
         key = json.dumps(environments, sort_keys=True)
         wa = self._facades.get(key)
         if wa is None:
-            envs = {WebArenaSite(site): EnvironmentConfig(urls=list(urls)) for site, urls in environments.items()}
+            envs = {WebArenaSite(s): EnvironmentConfig(urls=list(u)) for s, u in environments.items()}
             wa = WebArenaVerified(config=WebArenaVerifiedConfig(environments=envs))
             self._facades[key] = wa
         return wa
