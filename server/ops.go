@@ -374,6 +374,7 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	terminated := info.Terminated
 	var evalErr string
 	var scores map[string]float64
+	var grading any
 	if ev := x.episode.Evaluate; ev != nil {
 		res, err := ev(ctx, x.env, x.net.Client(), info, x.limits.everyStep, x.trace)
 		switch {
@@ -382,7 +383,7 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 			reward, evalErr = nil, err.Error()
 			s.log.Warn("grading failed", zap.String("env", x.id), zap.String("task", x.episode.TaskID), zap.Error(err))
 		case res != nil:
-			reward, scores = res.Reward, res.Scores
+			reward, scores, grading = res.Reward, res.Scores, res.Grading
 		}
 	}
 	truncated := false
@@ -412,6 +413,9 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	}
 	if scores != nil {
 		wi["scores"] = scores
+	}
+	if grading != nil {
+		wi["grading"] = grading
 	}
 	res := &StepReply{Obs: wireObs(obs, x), Reward: reward, Terminated: terminated, Truncated: truncated, Info: wi}
 	s.notify(func(o Observer) {

@@ -157,6 +157,9 @@ type VerifiedRequest struct {
 	// Verified's structured form.
 	AgentResponse string        `json:"agent_response"`
 	HAR           *netroute.HAR `json:"har"`
+	// HARPath, instead of HAR, is a HAR file the grader reads itself
+	// (NetworkTrace.from_har), as offline re-grading does.
+	HARPath string `json:"har_path,omitempty"`
 }
 
 // Grade grades one episode. The process is restarted if it died.
@@ -171,10 +174,12 @@ func (g *VerifiedGrader) Grade(ctx context.Context, req VerifiedRequest) (Verifi
 			return VerifiedResult{}, err
 		}
 	}
-	req.HAR = withEntries(req.HAR)
+	if req.HARPath == "" {
+		req.HAR = withEntries(req.HAR)
+	}
 	var res VerifiedResult
 	if err := g.roundTrip(map[string]any{"op": "grade", "task_id": req.TaskID, "task": req.Task, "environments": req.Environments,
-		"agent_response": req.AgentResponse, "har": req.HAR}, &res); err != nil {
+		"agent_response": req.AgentResponse, "har": req.HAR, "har_path": req.HARPath}, &res); err != nil {
 		g.stop()
 		return VerifiedResult{}, err
 	}
@@ -295,7 +300,8 @@ func (st *SiteTasks) verifiedEpisode(ep *Episode, t *tasks.Task, origins map[str
 		if err != nil {
 			return nil, err
 		}
-		return &tasks.Result{Reward: res.Score, Scores: res.scores()}, nil
+		return &tasks.Result{Reward: res.Score, Scores: res.scores(), Grading: verifiedGrading{Evaluator: "webarena-verified " + g.Hello().Version,
+			TaskID: req.TaskID, Task: req.Task, Environments: envs}}, nil
 	}
 }
 

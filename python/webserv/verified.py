@@ -12,7 +12,9 @@ Lines with it on stdin/stdout, one request and one reply per line:
   A task of the package's dataset is graded by ``WebArenaVerified(config)
   .evaluate_task(task_id=..., agent_response=..., network_trace=...)``; a task
   given inline (the bundled shop's Verified-style tasks) by the same evaluator
-  class on that task. The trace is the episode's HAR entries.
+  class on that task. The trace is the episode's HAR, sent inline (online
+  grading) or as ``"har_path"``, a HAR file read with ``NetworkTrace.from_har``
+  (offline re-grading).
 
 Grading runs here, beside the server, so every client (Python, TRL, verl, a raw
 WebSocket) gets the same reward in the final step, from the same trace and the
@@ -26,6 +28,7 @@ import json
 import logging
 import sys
 from importlib import metadata, resources
+from pathlib import Path
 from typing import Any
 
 VERSION = "1.2.3"
@@ -65,9 +68,12 @@ class Grader:
         from webarena_verified.types.tracing import NetworkTrace
 
         wa = self._facade(req.get("environments") or {})
-        entries = (req.get("har") or {}).get("log", {}).get("entries", [])
         answer = req.get("agent_response")
-        trace = NetworkTrace.from_content(entries) if entries else None
+        if req.get("har_path"):
+            trace = NetworkTrace.from_har(Path(req["har_path"]))
+        else:
+            entries = (req.get("har") or {}).get("log", {}).get("entries", [])
+            trace = NetworkTrace.from_content(entries) if entries else None
         if req.get("task") is None:
             result = wa.evaluate_task(task_id=int(req["task_id"]), agent_response=answer, network_trace=trace)
         else:
