@@ -109,10 +109,10 @@ func readExportedEpisode(path string) (ExportedEpisode, error) {
 	sc.Buffer(make([]byte, 1<<20), 256<<20)
 	for sc.Scan() {
 		var line struct {
-			Kind    string          `json:"kind"`
-			TaskID  string          `json:"task_id"`
-			Reward  *float64        `json:"reward"`
-			Info    json.RawMessage `json:"info"`
+			Kind   string          `json:"kind"`
+			TaskID string          `json:"task_id"`
+			Reward *float64        `json:"reward"`
+			Info   json.RawMessage `json:"info"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			return ep, fmt.Errorf("%s: %w", path, err)
