@@ -124,6 +124,9 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 	if err != nil {
 		return Episode{}, err
 	}
+	if t.Eval.Verified != nil && st.VerifiedByID {
+		origins = verifiedOrigins(origins)
+	}
 	inst, err := tasks.Instantiate(t, origins)
 	if err != nil {
 		return Episode{}, err

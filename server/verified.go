@@ -326,3 +326,17 @@ func (r VerifiedResult) scores() map[string]float64 {
 	}
 	return out
 }
+
+// verifiedOrigins are the base URLs WebArena-Verified's placeholders stand
+// for, given the roles' origins: as in WebArena's own setup,
+// __SHOPPING_ADMIN__ is the admin panel, <origin>/admin.
+func verifiedOrigins(origins map[string]string) map[string]string {
+	out := make(map[string]string, len(origins))
+	for role, o := range origins {
+		if role == "shopping_admin" && !strings.HasSuffix(o, "/admin") {
+			o += "/admin"
+		}
+		out[role] = o
+	}
+	return out
+}
