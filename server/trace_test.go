@@ -20,11 +20,17 @@ import (
 func shopServer(t *testing.T, cfg server.Config, extra func(f *server.HostedFactory, sets map[string]*server.SiteTasks)) *client {
 	t.Helper()
 	dir := t.TempDir()
-	sites, sets, err := bundled.Sites(context.Background(), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}})
+	return shopServerOn(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}}, cfg, extra)
+}
+
+// shopServerOn is shopServer on backend with the shop run as opts says.
+func shopServerOn(t *testing.T, backend hosting.Backend, opts bundled.Options, cfg server.Config, extra func(f *server.HostedFactory, sets map[string]*server.SiteTasks)) *client {
+	t.Helper()
+	sites, sets, err := bundled.Sites(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := server.NewHostedFactory(sites, []hosting.Backend{localBackend(t)}, nil)
+	f := server.NewHostedFactory(sites, []hosting.Backend{backend}, nil)
 	for name, st := range sets {
 		f.SetTasks(name, st)
 	}

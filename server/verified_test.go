@@ -11,6 +11,7 @@ import (
 
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
+	"github.com/webserv-rl/webserv/sites/shop"
 	"github.com/webserv-rl/webserv/tasks"
 )
 
@@ -96,7 +97,31 @@ func withAnswer(seq []string, answer string) []string {
 func TestVerifiedBundledTasksAgreeWithNativeGraders(t *testing.T) {
 	t.Parallel()
 	g := verifiedGrader(t)
-	cl := shopServer(t, server.Config{}, func(f *server.HostedFactory, sets map[string]*server.SiteTasks) {
+	verifiedAgreement(t, shopServer(t, server.Config{}, withVerified(t, g)))
+}
+
+// The same on the Incus backend.
+func TestVerifiedBundledTasksAgreeWithNativeGradersIncus(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "shop-data")
+	if err := bundled.EnsureData(ctx, data); err != nil {
+		t.Fatal(err)
+	}
+	img, err := shop.Image(buildShop(t, dir), nil, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const alias = "webserv-test-shop-verified"
+	m := incusWith(t, img, alias)
+	g := verifiedGrader(t)
+	verifiedAgreement(t, shopServerOn(t, m, bundled.Options{IncusImage: alias}, server.Config{}, withVerified(t, g)))
+}
+
+// withVerified adds the bundled shop's Verified-style sets graded by g.
+func withVerified(t *testing.T, g *server.VerifiedGrader) func(f *server.HostedFactory, sets map[string]*server.SiteTasks) {
+	return func(f *server.HostedFactory, sets map[string]*server.SiteTasks) {
 		vs, err := bundled.VerifiedSets(sets, g)
 		if err != nil {
 			t.Fatal(err)
@@ -104,7 +129,12 @@ func TestVerifiedBundledTasksAgreeWithNativeGraders(t *testing.T) {
 		for name, st := range vs {
 			f.AddTaskSet(name, st)
 		}
-	})
+	}
+}
+
+// verifiedAgreement plays every Verified-style task's oracle and wrong
+// sequence under both task sets and compares the rewards.
+func verifiedAgreement(t *testing.T, cl *client) {
 	native := map[string]tasks.Task{}
 	for _, bt := range bundledTasks(t) {
 		native[fmt.Sprintf("%s.%d", bt.site, bt.task.ID)] = bt.task
@@ -192,15 +222,7 @@ func TestVerifiedEpisodesRegradeOfflineToTheSameRewards(t *testing.T) {
 	t.Parallel()
 	g := verifiedGrader(t)
 	dir := t.TempDir()
-	cl := shopServer(t, server.Config{TrajectoryDir: dir}, func(f *server.HostedFactory, sets map[string]*server.SiteTasks) {
-		vs, err := bundled.VerifiedSets(sets, g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for name, st := range vs {
-			f.AddTaskSet(name, st)
-		}
-	})
+	cl := shopServer(t, server.Config{TrajectoryDir: dir}, withVerified(t, g))
 	native := map[string]tasks.Task{}
 	for _, bt := range bundledTasks(t) {
 		native[fmt.Sprintf("%s.%d", bt.site, bt.task.ID)] = bt.task
