@@ -12,7 +12,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-rl bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-all fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-rl bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-trace bench-all fuzz lint clean
 
 all: build
 
@@ -83,10 +83,15 @@ bench-settle: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/settle_bench.py
 
 # make_vec N=8 against eight gymnasium.make envs stepped from threads (and SyncVectorEnv), same run.
+# Step latency with each episode's network trace (HAR) recorded, against
+# without, same run.
+bench-trace: build venv
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/trace_bench.py
+
 bench-vec: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/vector_bench.py --sync
 
-bench-all: bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-protocol bench-rl
+bench-all: bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-trace bench-protocol bench-rl
 
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s

@@ -39,7 +39,7 @@ func (rt *Route) forward(w http.ResponseWriter, req *http.Request, t *Table) {
 		rt.serveLong(w, req, t, e.proxy)
 		return
 	}
-	e.proxy.ServeHTTP(w, req)
+	t.through(w, req, e.proxy)
 }
 
 // forwardWeb proxies a request for a host outside the table, as decided.
@@ -68,7 +68,7 @@ func (rt *Route) forwardWeb(w http.ResponseWriter, req *http.Request, t *Table, 
 		rt.serveLong(w, req, t, t.webProxy)
 		return
 	}
-	t.webProxy.ServeHTTP(w, req)
+	t.through(w, req, t.webProxy)
 }
 
 // rewriteWeb prepares a request to a live site: as the browser sent it,

@@ -52,6 +52,8 @@ type Table struct {
 
 	refMu   sync.Mutex
 	refused []Refusal
+
+	rec atomic.Pointer[Recorder] // the episode's network trace, or nil (har.go)
 }
 
 // state is a table's routing at one moment; it is never changed once

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/netroute"
 )
 
 // How an episode began: the cause in EpisodeEvent and in the reply's
@@ -59,7 +60,8 @@ type EpisodeEvent struct {
 	Reply     *EpisodeReply
 	Time      time.Time
 
-	record *recordSpec // the environment's recording settings
+	record *recordSpec        // the environment's recording settings
+	trace  *netroute.Recorder // the episode's network trace, or nil
 }
 
 // StepEvent is one step.
@@ -90,6 +92,7 @@ func (s *Server) start(ctx context.Context, x *session, cause string, inst Insta
 	load func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error)) (*EpisodeReply, *Error) {
 	s.bind(x, inst)
 	x.net.NewEpisode()
+	s.traceEpisode(x, ep)
 	obs, info, err := load(ctx)
 	if err != nil {
 		return nil, envError(err)
@@ -122,7 +125,7 @@ func (s *Server) begin(x *session, cause string, ep Episode, obs envcore.Observa
 	r.Info["cause"] = cause
 	r.Obs = Observation{Observation: obs, Goal: ep.Goal}
 	s.notify(func(o Observer) {
-		o.Began(EpisodeEvent{Env: x.id, Site: x.site, Cause: cause, Episode: ep, Reply: r, Time: time.Now(), record: x.limits.record})
+		o.Began(EpisodeEvent{Env: x.id, Site: x.site, Cause: cause, Episode: ep, Reply: r, Time: time.Now(), record: x.limits.record, trace: x.trace})
 	})
 	return r
 }

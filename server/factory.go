@@ -46,8 +46,11 @@ type TaskInfo struct {
 
 // MakeSpec is what a make request asks for.
 type MakeSpec struct {
-	Site     string
-	Task     string
+	Site string
+	Task string
+	// TaskSet names the site's task set when it has several (like
+	// "webarena-verified"); a task id's prefix ("verified.") picks it too.
+	TaskSet  string
 	StartURL string
 	Goal     string
 	// Allow lists hosts the environment may reach besides its sites
@@ -93,7 +96,10 @@ type Episode struct {
 	// environment's sites at their canonical origins. A nil result means
 	// no grade at this step (reward 0). everyStep asks for a grade before
 	// the agent stops, where the task allows it.
-	Evaluate func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool) (*tasks.Result, error)
+	// trace is the episode's network trace (nil unless Trace or recording).
+	Evaluate func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool, trace *netroute.Recorder) (*tasks.Result, error)
+	// Trace asks for the episode's network trace (HAR), for Evaluate.
+	Trace bool
 }
 
 // backendError is a site that failed to start, reset or sign in: the

@@ -30,7 +30,8 @@ type HostedFactory struct {
 	backends map[string]hosting.Backend
 	missing  map[string]string // backend name -> why it is not available
 	tasks    map[string]*SiteTasks
-	absent   map[string]SiteInfo // sites listed but not servable here
+	sets     map[string][]*SiteTasks // further named task sets by site (verified.go)
+	absent   map[string]SiteInfo     // sites listed but not servable here
 }
 
 // SetUnavailable lists a site that cannot start on this server, with why
@@ -117,16 +118,18 @@ func (f *HostedFactory) Tasks(site string) ([]TaskInfo, error) {
 			if st := f.tasks[name]; st != nil {
 				out = append(out, st.infos(name)...)
 			}
+			out = append(out, f.listedSets(name)...)
 		}
 		return out, nil
 	}
 	if !f.known(site) {
 		return nil, fmt.Errorf("unknown site %q", site)
 	}
+	out := []TaskInfo{}
 	if st := f.tasks[site]; st != nil {
-		return st.infos(site), nil
+		out = st.infos(site)
 	}
-	return []TaskInfo{}, nil
+	return append(out, f.listedSets(site)...), nil
 }
 
 // Make starts an instance of the site.
@@ -142,7 +145,10 @@ func (f *HostedFactory) Make(ctx context.Context, spec MakeSpec) (Instance, erro
 		names := append([]string{"open"}, f.order...)
 		return nil, fmt.Errorf("unknown site %q; this server has: %s (and combinations like a%sb)", spec.Site, strings.Join(names, ", "), multiSep)
 	}
-	st := f.tasks[spec.Site]
+	st, err := f.taskSet(spec)
+	if err != nil {
+		return nil, err
+	}
 	if spec.Task != "" {
 		if st == nil {
 			return nil, fmt.Errorf("site %s has no tasks", spec.Site)

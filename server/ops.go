@@ -87,6 +87,9 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 	} else if len(names) > 0 {
 		spec.Site = strings.Join(names, multiSep)
 	}
+	if spec.TaskSet, e = a.str("task_set"); e != nil {
+		return nil, e
+	}
 	if spec.Task, e = a.str("task"); e != nil {
 		return nil, e
 	}
@@ -393,15 +396,16 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	terminated := info.Terminated
 	var evalErr string
 	var scores map[string]float64
+	var grading any
 	if ev := x.episode.Evaluate; ev != nil {
-		res, err := ev(ctx, x.env, x.net.Client(), info, x.limits.everyStep)
+		res, err := ev(ctx, x.env, x.net.Client(), info, x.limits.everyStep, x.trace)
 		switch {
 		case err != nil:
 			// Not a silent 0: the reward is missing and the reply says why.
 			reward, evalErr = nil, err.Error()
 			s.log.Warn("grading failed", zap.String("env", x.id), zap.String("task", x.episode.TaskID), zap.Error(err))
 		case res != nil:
-			reward, scores = res.Reward, res.Scores
+			reward, scores, grading = res.Reward, res.Scores, res.Grading
 		}
 	}
 	truncated := false
@@ -431,6 +435,9 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	}
 	if scores != nil {
 		wi["scores"] = scores
+	}
+	if grading != nil {
+		wi["grading"] = grading
 	}
 	res := &StepReply{Obs: wireObs(obs, x), Reward: reward, Terminated: terminated, Truncated: truncated, Info: wi}
 	s.notify(func(o Observer) {

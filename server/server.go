@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/netroute"
 )
 
 // Config configures a Server. Zero values mean the defaults.
@@ -38,6 +39,9 @@ type Config struct {
 	// TrajectoryDir is where make's record option writes episodes; empty
 	// means recording is off.
 	TrajectoryDir string
+	// Trace bounds the network traces of recorded and Verified-graded
+	// episodes (bodies, entries); zero values are netroute's defaults.
+	Trace netroute.RecordOptions
 	// Observers are told of every episode, step and close (see Observer).
 	Observers []Observer
 }
@@ -107,7 +111,7 @@ func New(log *zap.Logger, browser *envcore.Browser, factory Factory, cfg Config)
 	}
 	s.observers = append(s.observers, cfg.Observers...)
 	if cfg.TrajectoryDir != "" {
-		s.observers = append(s.observers, newRecorder(log))
+		s.observers = append(s.observers, newRecorder(log), newHARWriter(log))
 	}
 	go s.reap()
 	return s

@@ -28,6 +28,7 @@ type session struct {
 	env      *envcore.Env
 	inst     Instance
 	net      *netroute.Table
+	trace    *netroute.Recorder // the episode's network trace, or nil (trace.go)
 	jobs     chan func()
 	done     chan struct{}
 	lastUsed atomic.Int64 // unix nanoseconds

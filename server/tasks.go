@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/tasks"
 )
 
@@ -39,6 +40,17 @@ type SiteTasks struct {
 	AuthDir string
 	// Grader scores episodes.
 	Grader *tasks.Grader
+	// IDPrefix starts the set's task ids ("verified." for
+	// verified.shopping.21) when the site has other sets.
+	IDPrefix string
+	// Verified grades the set's WebArena-Verified tasks; VerifiedByID
+	// grades them as tasks of the package's dataset (by id) rather than
+	// by their inline definitions (the bundled shop's Verified-style set).
+	Verified     *VerifiedGrader
+	VerifiedByID bool
+	// Unlisted keeps the set out of the tasks op (a subset of another
+	// listed set, like the Verified Hard subset).
+	Unlisted bool
 }
 
 // ids lists the task ids in order.
@@ -55,7 +67,7 @@ func (st *SiteTasks) ids() []int {
 // seed (the same seed always gives the same task), else at random.
 func (st *SiteTasks) pick(site, id string, seed *int64) (*tasks.Task, error) {
 	if id != "" {
-		raw := strings.TrimPrefix(id, site+".")
+		raw := strings.TrimPrefix(strings.TrimPrefix(id, st.IDPrefix), site+".")
 		n, err := strconv.Atoi(raw)
 		if err != nil {
 			return nil, fmt.Errorf("task id %q: want a number like 17 or %s.17", id, site)
@@ -95,7 +107,7 @@ func (st *SiteTasks) infos(site string) []TaskInfo {
 	out := make([]TaskInfo, 0, len(st.Set.Tasks))
 	for _, id := range st.ids() {
 		t := st.Set.ByID[id]
-		out = append(out, TaskInfo{ID: site + "." + strconv.Itoa(t.ID), Site: site, Goal: t.Intent, StartURL: t.StartURL, Category: t.Category, Oracle: t.Oracle})
+		out = append(out, TaskInfo{ID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), Site: site, Goal: t.Intent, StartURL: t.StartURL, Category: t.Category, Oracle: t.Oracle})
 	}
 	return out
 }
@@ -112,6 +124,9 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 	if err != nil {
 		return Episode{}, err
 	}
+	if t.Eval.Verified != nil && st.VerifiedByID {
+		origins = verifiedOrigins(origins)
+	}
 	inst, err := tasks.Instantiate(t, origins)
 	if err != nil {
 		return Episode{}, err
@@ -121,7 +136,7 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 	if len(t.Sites) > 0 && origins[t.Sites[0]] != "" {
 		origin = origins[t.Sites[0]]
 	}
-	ep := Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
+	ep := Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
 	if inst.Login == nil && inst.RequireLogin && inst.StorageState != "" {
 		if ep.Cookies, err = st.storageCookies(origins, origin, inst.StorageState); err != nil {
 			return Episode{}, failed(fmt.Errorf("sign in for task %s: %w", ep.TaskID, err))
@@ -135,6 +150,10 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 			return Episode{}, failed(fmt.Errorf("sign in for task %s: %w", ep.TaskID, err))
 		}
 	}
+	if t.Eval.Verified != nil {
+		st.verifiedEpisode(&ep, t, origins)
+		return ep, nil
+	}
 	everyStepOK := true
 	for _, typ := range t.Eval.Types {
 		if typ != "url_match" && typ != "state" {
@@ -145,7 +164,7 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 	for r, o := range origins {
 		sites[r] = tasks.Site{BaseURL: o, Admin: st.Admin, EvalToken: st.EvalToken}
 	}
-	ep.Evaluate = func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool) (*tasks.Result, error) {
+	ep.Evaluate = func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool, _ *netroute.Recorder) (*tasks.Result, error) {
 		if !info.Terminated && !(everyStep && everyStepOK) {
 			return nil, nil
 		}

@@ -35,6 +35,9 @@ type Grader struct {
 type Result struct {
 	Reward float64            `json:"reward"`
 	Scores map[string]float64 `json:"scores"`
+	// Grading, when set, is what re-grades the episode offline (info.grading
+	// in the step reply and the trajectory): WebArena-Verified's request.
+	Grading any `json:"grading,omitempty"`
 }
 
 // Grade scores a task after the agent stopped with answer. sites maps each

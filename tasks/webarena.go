@@ -59,6 +59,10 @@ type Eval struct {
 	ProgramHTML      json.RawMessage   `json:"program_html"`
 	// State are the native state evaluator's checks (bundled sites).
 	State []StateCheck `json:"state,omitempty"`
+	// Verified is a WebArena-Verified task as its package reads it (eval
+	// type "verified", verified.go). It is not instantiated: the package's
+	// evaluator maps URLs to placeholders itself.
+	Verified json.RawMessage `json:"-"`
 }
 
 // ReferenceAnswers are string_match's references. MustInclude and
@@ -177,8 +181,12 @@ func (t *Task) Validate() error {
 					return fmt.Errorf("eval.state[%d].sql: empty", k)
 				}
 			}
+		case "verified":
+			if len(t.Eval.Verified) == 0 {
+				return fmt.Errorf("eval: a verified task needs its WebArena-Verified definition")
+			}
 		default:
-			return fmt.Errorf("eval.eval_types: unknown type %q (string_match, url_match, program_html, state)", typ)
+			return fmt.Errorf("eval.eval_types: unknown type %q (string_match, url_match, program_html, state, verified)", typ)
 		}
 	}
 	if t.Login != nil && t.Login.As != "customer" && t.Login.As != "admin" {

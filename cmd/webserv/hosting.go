@@ -32,6 +32,8 @@ type hostingFlags struct {
 	judgeURL  string
 	judgeMod  string
 	webarena  webarenaOptions
+	// verifiedPython runs the WebArena-Verified grader (verified.go).
+	verifiedPython string
 }
 
 func (h *hostingFlags) register(fs *flag.FlagSet) {
@@ -49,6 +51,7 @@ func (h *hostingFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.webarena.host, "webarena-host", defaultWebArenaHost, "the host WebArena's images have baked into their base URLs; their sites' origins are http://HOST:7770 (shopping), :7780 (shopping_admin), :8023 (gitlab), :9999 (reddit)")
 	fs.StringVar(&h.webarena.authDir, "webarena-auth", "", "directory of WebArena's storage states (<site>_state.json) for tasks that start signed in")
 	fs.StringVar(&h.judgeURL, "judge-url", os.Getenv("WEBSERV_JUDGE_URL"), "OpenAI-compatible endpoint for fuzzy_match grading, like http://127.0.0.1:8000/v1 ($WEBSERV_JUDGE_URL)")
+	fs.StringVar(&h.verifiedPython, "verified-python", defaultVerifiedPython(), "a Python with webarena-verified==1.2.3 and the webserv package, which grades WebArena-Verified tasks beside the server (default $WEBSERV_PYTHON, else the repository's .venv; empty: no Verified task sets)")
 	fs.StringVar(&h.judgeMod, "judge-model", envOr("WEBSERV_JUDGE_MODEL", "gpt-4-1106-preview"), "the judge's model ($WEBSERV_JUDGE_MODEL)")
 }
 
@@ -83,6 +86,8 @@ func (h *hostingFlags) factory(ctx context.Context, log *zap.Logger) (server.Fac
 		grader.Judge = tasks.NewOpenAIJudge(h.judgeURL, h.judgeMod, os.Getenv("WEBSERV_JUDGE_KEY"))
 	}
 	sets := map[string]*server.SiteTasks{}
+	extra := map[string][]*server.SiteTasks{} // further task sets (WebArena-Verified)
+	verified := h.verifiedGrader(ctx, log)
 	// Roles with an imported WebArena image run it with WebArena's tasks;
 	// the others run the bundled shop.
 	if !h.noIncus {
@@ -96,6 +101,15 @@ func (h *hostingFlags) factory(ctx context.Context, log *zap.Logger) (server.Fac
 				for k, v := range waSets {
 					sets[k] = v
 				}
+				if verified != nil {
+					vs, err := webarenaVerifiedSets(verified, waSites, h.webarena.authDir)
+					if err != nil {
+						return nil, nil, err
+					}
+					for k, v := range vs {
+						extra[k] = append(extra[k], v...)
+					}
+				}
 			}
 		}
 	}
@@ -108,10 +122,19 @@ func (h *hostingFlags) factory(ctx context.Context, log *zap.Logger) (server.Fac
 		if err != nil {
 			return nil, nil, fmt.Errorf("bundled shop: %w", err)
 		}
+		var shopVerified map[string]*server.SiteTasks
+		if verified != nil {
+			if shopVerified, err = bundled.VerifiedSets(shopSets, verified); err != nil {
+				return nil, nil, err
+			}
+		}
 		for _, s := range shopSites {
 			if !hasSite(sites, s.Name) {
 				sites = append(sites, s)
 				sets[s.Name] = shopSets[s.Name]
+				if st := shopVerified[s.Name]; st != nil {
+					extra[s.Name] = append(extra[s.Name], st)
+				}
 			}
 		}
 	}
@@ -143,6 +166,9 @@ func (h *hostingFlags) factory(ctx context.Context, log *zap.Logger) (server.Fac
 		log.Info("site", zap.String("name", s.Name), zap.String("backend", s.Backend()))
 	}
 	closeAll := func() {
+		if verified != nil {
+			verified.Close()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		for _, b := range backends {
@@ -154,6 +180,11 @@ func (h *hostingFlags) factory(ctx context.Context, log *zap.Logger) (server.Fac
 	f := server.NewHostedFactory(sites, backends, missing)
 	for name, st := range sets {
 		f.SetTasks(name, st)
+	}
+	for name, more := range extra {
+		for _, st := range more {
+			f.AddTaskSet(name, st)
+		}
 	}
 	if !hasSite(sites, "gitlab") {
 		f.SetUnavailable("gitlab", "no GitLab image has been imported and there is no bundled forge yet; import WebArena's GitLab image with `webserv image import --alias webarena-gitlab gitlab-populated-final-port8023.tar` and give a site definition for it (docs/sites.md)")

@@ -5,7 +5,8 @@
 //	webserv serve       serve environments over MessagePack WebSockets
 //	webserv gc          remove containers leaked by servers that are gone
 //	webserv image import --alias NAME IMAGE   import a Docker/OCI image into Incus
-//	webserv export DIR  turn recorded trajectories into training datasets
+//	webserv export DIR  turn recorded trajectories into training datasets (or HAR traces)
+//	webserv regrade DIR grade exported HAR traces again with WebArena-Verified
 //	webserv image shop  build the bundled shop's Incus image
 //	webserv shop serve|generate   run the bundled shop, or make a catalog
 //	webserv bench SUITE run a benchmark suite (system, step, scale)
@@ -56,6 +57,8 @@ func main() {
 		run = imageCmd
 	case "export":
 		run = exportCmd
+	case "regrade":
+		run = regradeCmd
 	case "bench":
 		run = benchCmd
 	case "version", "--version":
@@ -94,7 +97,12 @@ commands:
   image shop [--alias webserv-shop]
             build the bundled shop's image (for serve --shop-image)
   export DIR
-            turn recorded trajectories into transition or demonstration datasets
+            turn recorded trajectories into transition or demonstration datasets;
+            --format har -o OUT: each episode's network trace, answer and grading
+            in WebArena-Verified's layout (OUT/<env>-<episode>/network.har)
+  regrade OUT
+            grade exported episodes again with WebArena-Verified's evaluators
+            and compare with the rewards given online
   shop serve|generate
             run the bundled shop, or generate a catalog (--seed, --scale)
   bench SUITE

@@ -84,3 +84,8 @@ def test_vector_bench_smoke(binary: str, tmp_path: Path) -> None:
     for variant in ("vector", "threads"):
         assert rep[variant]["actions"] == 2 * 3 and rep[variant]["actions_per_s"] > 0, rep
     assert rep["ratio_vector_over_threads"] > 0 and len(rep["load_average_before"]) == 3
+
+
+def test_trace_bench_smoke(binary: str, tmp_path: Path) -> None:
+    rep = _run_suite("trace_bench.py", binary, tmp_path)
+    assert rep["steps_per_arm"] > 0 and rep["off_p50_ms"] > 0 and rep["on_p50_ms"] > 0

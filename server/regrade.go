@@ -1,0 +1,219 @@
+package server
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/webserv-rl/webserv/netroute"
+)
+
+// Offline re-scoring. ExportHAR writes each recorded episode's trace in
+// WebArena-Verified's output layout, one directory per episode:
+//
+//	OUT/<env>-<episode>/network.har          the episode's HAR 1.2 trace
+//	OUT/<env>-<episode>/agent_response.json  the agent's final answer
+//	OUT/<env>-<episode>/episode.json         task, recorded reward, grading request
+//
+// and Regrade grades such directories again with the package's evaluators
+// (the trace read by NetworkTrace.from_har), for comparison with the
+// rewards given online.
+
+// verifiedGrading is what a Verified grading records (info.grading): all
+// Regrade needs besides the trace and the answer.
+type verifiedGrading struct {
+	Evaluator    string              `json:"evaluator"` // "webarena-verified 1.2.3"
+	TaskID       int                 `json:"task_id"`
+	Task         json.RawMessage     `json:"task,omitempty"` // inline definitions only
+	Environments map[string][]string `json:"environments"`
+}
+
+// ExportedEpisode is episode.json.
+type ExportedEpisode struct {
+	Env     string           `json:"env"`
+	Episode string           `json:"episode"` // "0001"
+	TaskID  string           `json:"task_id"`
+	TaskSet string           `json:"task_set"`
+	Answer  string           `json:"answer"`
+	Reward  *float64         `json:"reward"` // the final step's, nil when ungraded
+	Grading *verifiedGrading `json:"grading,omitempty"`
+}
+
+// ExportHAR writes every recorded episode under dirs that has a trace
+// (<n>.har.gz beside <n>.jsonl.gz) to out, and returns how many.
+func ExportHAR(out string, dirs []string) (int, error) {
+	n := 0
+	for _, d := range dirs {
+		var traces []string
+		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && !e.IsDir() && strings.HasSuffix(p, ".har.gz") {
+				traces = append(traces, p)
+			}
+			return err
+		})
+		if err != nil {
+			return n, fmt.Errorf("read recordings under %s: %w", d, err)
+		}
+		sort.Strings(traces)
+		for _, tr := range traces {
+			ep, err := readExportedEpisode(strings.TrimSuffix(tr, ".har.gz") + ".jsonl.gz")
+			if err != nil {
+				return n, err
+			}
+			ep.Env, ep.Episode = filepath.Base(filepath.Dir(tr)), strings.TrimSuffix(filepath.Base(tr), ".har.gz")
+			dir := filepath.Join(out, ep.Env+"-"+ep.Episode)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return n, fmt.Errorf("export the trace: %w", err)
+			}
+			h, err := readGzJSON[netroute.HAR](tr)
+			if err != nil {
+				return n, err
+			}
+			if err := WriteHAR(filepath.Join(dir, "network.har"), &h); err != nil {
+				return n, err
+			}
+			if err := writeJSON(filepath.Join(dir, "agent_response.json"), ep.Answer); err != nil {
+				return n, err
+			}
+			if err := writeJSON(filepath.Join(dir, "episode.json"), ep); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// readExportedEpisode reads what episode.json keeps from a trajectory file.
+func readExportedEpisode(path string) (ExportedEpisode, error) {
+	var ep ExportedEpisode
+	f, err := os.Open(path)
+	if err != nil {
+		return ep, fmt.Errorf("the trace's trajectory: %w", err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return ep, fmt.Errorf("%s: %w", path, err)
+	}
+	sc := bufio.NewScanner(gz)
+	sc.Buffer(make([]byte, 1<<20), 256<<20)
+	for sc.Scan() {
+		var line struct {
+			Kind   string          `json:"kind"`
+			TaskID string          `json:"task_id"`
+			Reward *float64        `json:"reward"`
+			Info   json.RawMessage `json:"info"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			return ep, fmt.Errorf("%s: %w", path, err)
+		}
+		switch line.Kind {
+		case "episode":
+			ep.TaskID = line.TaskID
+		case "step":
+			var info struct {
+				Answer  string           `json:"answer"`
+				TaskSet string           `json:"task_set"`
+				Grading *verifiedGrading `json:"grading"`
+			}
+			_ = json.Unmarshal(line.Info, &info)
+			ep.Reward, ep.Answer, ep.TaskSet = line.Reward, info.Answer, info.TaskSet
+			if info.Grading != nil {
+				ep.Grading = info.Grading
+			}
+		}
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) { // a file cut short keeps its lines
+		return ep, fmt.Errorf("%s: %w", path, err)
+	}
+	return ep, nil
+}
+
+// RegradeResult is one episode graded again.
+type RegradeResult struct {
+	Dir      string
+	TaskID   string
+	Recorded *float64 // the reward given online
+	Regraded float64
+}
+
+// Regrade grades again, with g, every exported episode directory under
+// dirs whose episode was graded by WebArena-Verified.
+func Regrade(ctx context.Context, g *VerifiedGrader, dirs []string) ([]RegradeResult, error) {
+	var out []RegradeResult
+	for _, d := range dirs {
+		var eps []string
+		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && !e.IsDir() && e.Name() == "episode.json" {
+				eps = append(eps, filepath.Dir(p))
+			}
+			return err
+		})
+		if err != nil {
+			return out, fmt.Errorf("read exported episodes under %s: %w", d, err)
+		}
+		sort.Strings(eps)
+		for _, dir := range eps {
+			var ep ExportedEpisode
+			raw, err := os.ReadFile(filepath.Join(dir, "episode.json"))
+			if err == nil {
+				err = json.Unmarshal(raw, &ep)
+			}
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", dir, err)
+			}
+			if ep.Grading == nil {
+				continue // not a Verified episode
+			}
+			har, err := filepath.Abs(filepath.Join(dir, "network.har"))
+			if err != nil {
+				return out, err
+			}
+			res, err := g.Grade(ctx, VerifiedRequest{TaskID: ep.Grading.TaskID, Task: ep.Grading.Task, Environments: ep.Grading.Environments,
+				AgentResponse: ep.Answer, HARPath: har})
+			if err != nil {
+				return out, fmt.Errorf("%s: %w", dir, err)
+			}
+			out = append(out, RegradeResult{Dir: dir, TaskID: ep.TaskID, Recorded: ep.Reward, Regraded: res.Score})
+		}
+	}
+	return out, nil
+}
+
+func readGzJSON[T any](path string) (T, error) {
+	var v T
+	f, err := os.Open(path)
+	if err != nil {
+		return v, err
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		return v, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := json.NewDecoder(gz).Decode(&v); err != nil {
+		return v, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("export: %w; check the output directory", err)
+	}
+	return nil
+}
