@@ -24,31 +24,62 @@ var procGroups = []string{procBrowser, procRenderer, procHelpers, procSite, proc
 // clockTick is USER_HZ, the unit of /proc's CPU times (100 on Linux).
 const clockTick = 100
 
-// procCPU sums the CPU time (in ticks) of every process, by group.
-func procCPU() map[string]float64 {
-	out := map[string]float64{}
+// eachProc calls fn with every process's /proc directory and group.
+func eachProc(fn func(dir, group string)) {
 	self := os.Getpid()
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
-		stat, err := os.ReadFile(d + "/stat")
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		cmd, err := os.ReadFile(d + "/cmdline")
 		if err != nil {
 			continue
+		}
+		fn(d, procGroup(pid, self, string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))))
+	}
+}
+
+// procCPU sums the CPU time (in ticks) of every process, by group.
+func procCPU() map[string]float64 {
+	out := map[string]float64{}
+	eachProc(func(d, group string) {
+		stat, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			return
 		}
 		// Fields after the command (which may hold spaces) in parentheses.
 		i := bytes.LastIndexByte(stat, ')')
 		if i < 0 {
-			continue
+			return
 		}
 		f := strings.Fields(string(stat[i+1:]))
 		if len(f) < 13 {
-			continue
+			return
 		}
 		ut, _ := strconv.ParseFloat(f[11], 64)
 		st, _ := strconv.ParseFloat(f[12], 64)
-		pid, _ := strconv.Atoi(filepath.Base(d))
-		cmd, _ := os.ReadFile(d + "/cmdline")
-		out[procGroup(pid, self, string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))] += ut + st
-	}
+		out[group] += ut + st
+	})
+	return out
+}
+
+// procPSS sums the proportional set size (shared pages split between the
+// processes that map them) of every process, in bytes, by group: what the
+// browser and the sites hold, whatever else the machine runs.
+func procPSS() map[string]float64 {
+	out := map[string]float64{}
+	eachProc(func(d, group string) {
+		b, err := os.ReadFile(d + "/smaps_rollup")
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				out[group] += kb * 1024
+				return
+			}
+		}
+	})
 	return out
 }
 

@@ -44,6 +44,10 @@ type ScaleRow struct {
 	StepsPerSec  float64 `json:"steps_per_s"`
 	Latency      Stats   `json:"step_ms"`
 	MemPerEnvMiB float64 `json:"memory_per_env_mib"`
+	// PSSPerEnvMiB is the proportional set size of the Chromium and site
+	// processes divided by N, sampled while stepping: memory that other
+	// processes on the machine do not move.
+	PSSPerEnvMiB float64 `json:"pss_per_env_mib"`
 	CPUPercent   float64 `json:"cpu_percent"`
 	// CPUmsPerStep is the machine's CPU time (all processes) per step.
 	CPUmsPerStep float64 `json:"cpu_ms_per_step"`
@@ -137,15 +141,15 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleReport, error) {
 		}
 	}
 	var md strings.Builder
-	md.WriteString("| N | steps/s | step p50 ms | step p95 ms | memory per env MiB | CPU % | CPU ms per step | errors |\n|---|---|---|---|---|---|---|---|\n")
+	md.WriteString("| N | steps/s | step p50 ms | step p95 ms | memory per env MiB | PSS per env MiB | CPU % | CPU ms per step | errors |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(&md, "| %d | %.1f | %.0f | %.0f | %.0f | %.0f | %.0f | %d |", r.N, r.StepsPerSec, r.Latency.P50, r.Latency.P95, r.MemPerEnvMiB, r.CPUPercent, r.CPUmsPerStep, r.Errors)
+		fmt.Fprintf(&md, "| %d | %.1f | %.0f | %.0f | %.0f | %.1f | %.0f | %.0f | %d |", r.N, r.StepsPerSec, r.Latency.P50, r.Latency.P95, r.MemPerEnvMiB, r.PSSPerEnvMiB, r.CPUPercent, r.CPUmsPerStep, r.Errors)
 		if r.Note != "" {
 			md.WriteString(" " + r.Note)
 		}
 		md.WriteString("\n")
 	}
-	fmt.Fprintf(&md, "\nEach environment is a browser context plus its own shop process (local backend), running `%s` in a loop at a %d ms idle window, for %s per N after a warm-up step. Memory per environment is the drop in the host's available memory divided by N.\n",
+	fmt.Fprintf(&md, "\nEach environment is a browser context plus its own shop process (local backend), running `%s` in a loop at a %d ms idle window, for %s per N after a warm-up step. Memory per environment is the drop in the host's available memory divided by N; PSS per environment is the proportional set size of the Chromium and site processes divided by N, read while they step.\n",
 		strings.Join(scalePolicy, "; "), o.IdleMs, o.Run)
 	md.WriteString("\nWhere the CPU went while stepping (share of all processes' CPU time, from /proc/<pid>/stat):\n\n| N |")
 	for _, g := range procGroups {
@@ -281,6 +285,7 @@ func scaleOne(ctx context.Context, b *envcore.Browser, local *hosting.Local, sit
 			stepUntil(ctx, m.env, m.in.URL(), deadline, &k, &mu, &lat, &errs)
 		}()
 	}
+	pss := procPSS() // while the n environments step, each holding its page
 	wg.Wait()
 	row.GoCPU = stopProfile()
 	close(done)
@@ -294,6 +299,7 @@ func scaleOne(ctx context.Context, b *envcore.Browser, local *hosting.Local, sit
 		row.CPUPercent = 100 * busy / total
 	}
 	row.CPUShare = cpuShares(procs0, procCPU())
+	row.PSSPerEnvMiB = (pss[procBrowser] + pss[procRenderer] + pss[procHelpers] + pss[procSite]) / float64(n) / (1 << 20)
 	if row.Steps > 0 {
 		row.CPUmsPerStep = busy * 1000 / clockTick / float64(row.Steps)
 	}

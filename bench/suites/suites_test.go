@@ -93,7 +93,7 @@ func TestScaleSmoke(t *testing.T) {
 		t.Fatalf("rows = %+v", rep.Rows)
 	}
 	for _, r := range rep.Rows {
-		if r.Steps == 0 || r.StepsPerSec <= 0 || r.Latency.P95 <= 0 || r.CPUPercent <= 0 {
+		if r.Steps == 0 || r.StepsPerSec <= 0 || r.Latency.P95 <= 0 || r.CPUPercent <= 0 || r.PSSPerEnvMiB <= 0 {
 			t.Errorf("row %+v", r)
 		}
 	}
