@@ -377,6 +377,9 @@ func (e *Env) finishStep(ctx context.Context, info StepInfo, settleFrom time.Tim
 	return obs, info, nil
 }
 
+// openTabTimeout bounds how long a new tab may take to be reported.
+const openTabTimeout = 30 * time.Second
+
 // readable reports whether the active tab has a page that could be read
 // (it exists and has not crashed).
 func (e *Env) readable() bool {
@@ -478,11 +481,17 @@ func (e *Env) setActive(t *tab) {
 
 // openTab creates a tab in the environment's context, waits until the
 // browser has prepared it, and makes it active.
+//
+// The wait is bounded by ctx and by openTabTimeout.
 func (e *Env) openTab(ctx context.Context) (*tab, error) {
 	res, err := proto.TargetCreateTarget{URL: "about:blank", BrowserContextID: e.ctxID}.Call(e.b.rod.Context(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("open tab: %w", err)
 	}
+	// One deadline for the whole wait: a browser busy creating many tabs
+	// at once reports each late, but reports it.
+	deadline := time.NewTimer(openTabTimeout)
+	defer deadline.Stop()
 	for {
 		e.tabMu.Lock()
 		for i, t := range e.tabs {
@@ -498,8 +507,8 @@ func (e *Env) openTab(ctx context.Context) (*tab, error) {
 		case <-ch:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("open tab: %w", ctx.Err())
-		case <-time.After(10 * time.Second):
-			return nil, fmt.Errorf("open tab: the browser did not report the new tab within 10s")
+		case <-deadline.C:
+			return nil, fmt.Errorf("open tab: the browser did not report the new tab within %s; it is overloaded: retry, or let fewer environments start at once (max_creating)", openTabTimeout)
 		}
 	}
 }
