@@ -166,7 +166,7 @@ class AsyncClient:
     ) -> tuple[dict[str, Any], float]:
         """request, also returning the milliseconds the server spent on it (the rest of the
         round trip is the protocol's and the network's)."""
-        url = await self._route(op, env, args)
+        url, placed = await self._route(op, env, args)
         conn = self.connection(url)
 
         async def send() -> tuple[dict[str, Any], float]:
@@ -182,6 +182,10 @@ class AsyncClient:
                     "the environment is lost with it: make a new one"
                 ) from e
             raise
+        finally:
+            settled = getattr(self.placement, "settled", None) if placed else None
+            if settled is not None:
+                settled(url)
         if op == "make":
             self._env_host[result["env"]] = url
         elif op == "fork":
@@ -196,21 +200,23 @@ class AsyncClient:
         args.pop("attempts", None)
         return await self.request(op, env, **args)
 
-    async def _route(self, op: str, env: str | None, args: dict[str, Any]) -> str:
+    async def _route(self, op: str, env: str | None, args: dict[str, Any]) -> tuple[str, bool]:
+        """The server of a request, and whether the placement chose it (then its optional
+        ``settled(url)`` hook hears when the make ended)."""
         if op == "make":
             key = (args.get("options") or {}).get("group_key")
             if key is not None and key in self._group_host:
-                return self._group_host[key]
+                return self._group_host[key], False
             url = await self.placement.place(
                 PlacementRequest(site=str(args.get("site", "open")), group_key=key, args=dict(args)),
                 self._probe,
             )
             if key is not None:
-                url = self._group_host.setdefault(key, url)
-            return url
+                self._group_host.setdefault(key, url)
+            return url, True
         if env is not None and env in self._env_host:
-            return self._env_host[env]
-        return self.url
+            return self._env_host[env], False
+        return self.url, False
 
     async def _probe(self, url: str) -> dict[str, Any] | None:
         try:
