@@ -111,7 +111,9 @@ class StaticHosts:
                 return float("inf")
             if st is None:
                 return float("inf")
-            return (float(st.get("envs_live", 0)) + self._making[url]) / max(float(st.get("max_envs", 1)), 1.0)
+            return (float(st.get("envs_live", 0)) + self._making[url]) / max(
+                float(st.get("max_envs", 1)), 1.0
+            )
 
         loads = await asyncio.gather(*(load(u) for u in urls))
         best = min(range(len(urls)), key=lambda i: loads[i])

@@ -29,18 +29,31 @@ except ImportError as e:  # pragma: no cover - depends on the install
         "webserv.ray needs Ray: pip install 'webserv[ray]' (or pip install ray) on every node"
     ) from e
 
+from .episode import Episode, EpisodeSpec, Policy, rollout, run_episode, run_episodes
 from .fleet import NAMESPACE, Fleet, FleetActor, FleetConfig
 from .placement import FleetPlacement, current_node
+from .pool import EnvironmentPool, Lease, RemoteEnvironmentPool, StepResult, page_text
 from .server import ServerInfo, ServerLoss, WebServServer
 
 __all__ = [
     "NAMESPACE",
+    "EnvironmentPool",
+    "Episode",
+    "EpisodeSpec",
     "Fleet",
     "FleetActor",
     "FleetConfig",
     "FleetPlacement",
+    "Lease",
+    "Policy",
+    "RemoteEnvironmentPool",
     "ServerInfo",
     "ServerLoss",
+    "StepResult",
     "WebServServer",
     "current_node",
+    "page_text",
+    "rollout",
+    "run_episode",
+    "run_episodes",
 ]

@@ -89,7 +89,11 @@ class FleetActor:
                 raise TimeoutError(
                     f"fleet {self.name!r}: servers not up after {timeout:.0f}s ({what}). "
                     f"Each server needs {self.config.cpus_per_server} free CPU on its node"
-                    + (f" and the node resource {self.config.node_resource!r}" if self.config.node_resource else "")
+                    + (
+                        f" and the node resource {self.config.node_resource!r}"
+                        if self.config.node_resource
+                        else ""
+                    )
                     + "; lower cpus_per_server, free CPUs, or read the actor's log (ray logs)."
                 )
             await asyncio.sleep(0.2)
@@ -199,7 +203,9 @@ class FleetActor:
         if info is None or not info.alive:
             return
         self._losses.append(
-            ServerLoss(slot=slot, node_id=info.node_id, url=info.url, at=time.time(), reason=reason, envs=info.envs)
+            ServerLoss(
+                slot=slot, node_id=info.node_id, url=info.url, at=time.time(), reason=reason, envs=info.envs
+            )
         )
         self._info[slot] = replace(info, alive=False)
 
@@ -347,6 +353,17 @@ class Fleet:
         return AsyncClient(
             placement=FleetPlacement(self, prefer_local=prefer_local), token=self.token, **client_args
         )
+
+    async def client_async(self, *, prefer_local: bool = True, **client_args: Any) -> AsyncClient:
+        """``client()`` without blocking the event loop (inside async actors: verl's workers)."""
+        from ..client import AsyncClient
+        from .placement import FleetPlacement
+
+        if self._token is None:
+            self._token = await self.actor.token.remote()
+        placement = FleetPlacement(self, prefer_local=prefer_local)
+        await placement.refresh()
+        return AsyncClient(placement=placement, token=self._token, **client_args)
 
     def shutdown(self) -> None:
         """Stops every server and the fleet's actor."""

@@ -1,4 +1,4 @@
-"""A Ray cluster of several nodes on this machine, every one on 127.0.0.1: for tests, benchmarks and trying a fleet.
+"""Several Ray nodes on this machine, all on 127.0.0.1: for tests, benchmarks and trying a fleet.
 
 Ray's own ``ray.cluster_utils.Cluster`` runs several nodes in one machine;
 two things keep it on loopback and quick to start on a small, busy host:
@@ -81,7 +81,7 @@ def loopback_cluster(
     try:
         for i in range(1, nodes):
             cluster.add_node(**node_args(num_cpus, {f"node{i}": 1, **extra}, object_store_memory))
-        ray.init(address=cluster.address, include_dashboard=False, logging_level="warning")
+        ray.init(address=cluster.address, logging_level="warning")
         yield cluster
     finally:
         ray.shutdown()

@@ -108,7 +108,9 @@ class FleetPlacement:
         if self._making[url] <= 0:
             del self._making[url]
 
-    async def _least_loaded(self, servers: list[ServerInfo], stats: StatsProbe, *, room_only: bool) -> str | None:
+    async def _least_loaded(
+        self, servers: list[ServerInfo], stats: StatsProbe, *, room_only: bool
+    ) -> str | None:
         async def load(s: ServerInfo) -> float:
             try:
                 st = await asyncio.wait_for(stats(s.url), self.probe_timeout)
