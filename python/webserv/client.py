@@ -75,6 +75,7 @@ class AsyncClient:
         self._conns: dict[str, Connection] = {}
         self._env_host: dict[str, str] = {}
         self._group_host: dict[str, str] = {}
+        self._group_placing: dict[str, asyncio.Future[None]] = {}
         self._registered: set[str] = set()  # servers whose offer this client registered
 
     # -- servers ------------------------------------------------------------------------------------
@@ -205,15 +206,25 @@ class AsyncClient:
         ``settled(url)`` hook hears when the make ended)."""
         if op == "make":
             key = (args.get("options") or {}).get("group_key")
-            if key is not None and key in self._group_host:
+            request = PlacementRequest(site=str(args.get("site", "open")), group_key=key, args=dict(args))
+            if key is None:
+                return await self.placement.place(request, self._probe), True
+            # A group is placed once: members made meanwhile wait for the first one's server.
+            while key not in self._group_host:
+                placing = self._group_placing.get(key)
+                if placing is None:
+                    break
+                await asyncio.shield(placing)
+            if key in self._group_host:
                 return self._group_host[key], False
-            url = await self.placement.place(
-                PlacementRequest(site=str(args.get("site", "open")), group_key=key, args=dict(args)),
-                self._probe,
-            )
-            if key is not None:
-                self._group_host.setdefault(key, url)
-            return url, True
+            placing = self._group_placing[key] = asyncio.get_running_loop().create_future()
+            try:
+                url = await self.placement.place(request, self._probe)
+                self._group_host[key] = url
+                return url, True
+            finally:
+                del self._group_placing[key]
+                placing.set_result(None)
         if env is not None and env in self._env_host:
             return self._env_host[env], False
         return self.url, False
