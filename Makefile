@@ -12,7 +12,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-rl bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-all fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-rl bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-ray bench-all fuzz lint clean
 
 all: build
 
@@ -83,7 +83,11 @@ bench-settle: build venv
 bench-vec: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/vector_bench.py --sync
 
-bench-all: bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-protocol bench-rl
+# ray: episodes/s through a webserv.ray fleet against the same servers as a URL list, same run.
+bench-ray: build venv
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/ray_bench.py --rounds 6
+
+bench-all: bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-protocol bench-rl bench-ray
 
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s

@@ -84,3 +84,21 @@ def test_vector_bench_smoke(binary: str, tmp_path: Path) -> None:
     for variant in ("vector", "threads"):
         assert rep[variant]["actions"] == 2 * 3 and rep[variant]["actions_per_s"] > 0, rep
     assert rep["ratio_vector_over_threads"] > 0 and len(rep["load_average_before"]) == 3
+
+
+def test_ray_bench_smoke(binary: str, tmp_path: Path) -> None:
+    out = tmp_path / "ray.json"
+    env = {**os.environ, "WEBSERV_BIN": binary}
+    env.pop("WEBSERV_URL", None)
+    run = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "ray_bench.py"), "--smoke", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    rep = json.loads(out.read_text())
+    assert {r["variant"] for r in rep["rounds"]} == {"fleet", "urls"}
+    assert all(r["solved"] == r["episodes"] for r in rep["rounds"]), rep["rounds"]
+    assert rep["ratio_fleet_over_urls"] > 0
