@@ -58,7 +58,7 @@ def main() -> None:
         for member in range(4):  # one group, its members made by two workers
             work[member % min(2, len(nodes))].append(wr.EpisodeSpec(task="shopping.3", group_key="g-1"))
         for k in range(6):
-            work[k % len(nodes)].append(wr.EpisodeSpec(task=f"shopping.{10 + k}"))
+            work[k % len(nodes)].append(wr.EpisodeSpec(task=f"shopping.{4 + k}"))
         refs = [
             wr.rollout.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
                 fleet.name, specs, policy
