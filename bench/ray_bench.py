@@ -97,10 +97,11 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=3, help="Ray nodes (one server each)")
     ap.add_argument("--concurrent", type=int, default=12, help="episodes at once per round")
     ap.add_argument("--rounds", type=int, default=4, help="rounds per variant")
-    ap.add_argument("--smoke", action="store_true", help="two small rounds, to check that it runs")
+    ap.add_argument("--smoke", action="store_true", help="2 nodes, one small round each way")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ray.json"))
     args = ap.parse_args()
     if args.smoke:
+        args.nodes = 2
         args.concurrent, args.rounds = args.nodes, 1
     binary = find_binary()
     if binary is None:

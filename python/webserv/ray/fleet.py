@@ -190,8 +190,9 @@ class FleetActor:
                 self._record_gone(slot, "its actor was started again by Ray")
             if info.restarts != self._seen_restarts.get(slot, 0):
                 self._seen_restarts[slot] = info.restarts
+                reported = await _awaitable(actor.lost.remote())
                 known = {(x.slot, x.url) for x in self._losses}
-                for loss in await _awaitable(actor.lost.remote()):
+                for loss in reported:
                     if (loss.slot, loss.url) not in known:
                         self._losses.append(loss)
             self._info[slot] = info
