@@ -12,7 +12,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-rl bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-trace bench-all fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-rl bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-trace bench-ray bench-all fuzz lint clean
 
 all: build
 
@@ -28,7 +28,7 @@ build: setup
 venv: setup
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q '.[test,bench]'
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q '.[test,bench,ray]'
 
 lint: venv
 	@out=$$($(GOFMT) -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -91,7 +91,11 @@ bench-trace: build venv
 bench-vec: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/vector_bench.py --sync
 
-bench-all: bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-trace bench-protocol bench-rl
+# ray: episodes/s through a webserv.ray fleet against the same servers as a URL list, same run.
+bench-ray: build venv
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/ray_bench.py --rounds 6
+
+bench-all: bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-trace bench-protocol bench-rl bench-ray
 
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s

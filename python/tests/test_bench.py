@@ -89,3 +89,21 @@ def test_vector_bench_smoke(binary: str, tmp_path: Path) -> None:
 def test_trace_bench_smoke(binary: str, tmp_path: Path) -> None:
     rep = _run_suite("trace_bench.py", binary, tmp_path)
     assert rep["steps_per_arm"] > 0 and rep["off_p50_ms"] > 0 and rep["on_p50_ms"] > 0
+
+
+def test_ray_bench_smoke(binary: str, tmp_path: Path) -> None:
+    out = tmp_path / "ray.json"
+    env = {**os.environ, "WEBSERV_BIN": binary}
+    env.pop("WEBSERV_URL", None)
+    run = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "ray_bench.py"), "--smoke", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    rep = json.loads(out.read_text())
+    assert {r["variant"] for r in rep["rounds"]} == {"fleet", "urls"}
+    assert all(r["solved"] == r["episodes"] for r in rep["rounds"]), rep["rounds"]
+    assert rep["ratio_fleet_over_urls"] > 0

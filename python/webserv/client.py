@@ -75,6 +75,7 @@ class AsyncClient:
         self._conns: dict[str, Connection] = {}
         self._env_host: dict[str, str] = {}
         self._group_host: dict[str, str] = {}
+        self._group_placing: dict[str, asyncio.Future[None]] = {}
         self._registered: set[str] = set()  # servers whose offer this client registered
 
     # -- servers ------------------------------------------------------------------------------------
@@ -166,7 +167,7 @@ class AsyncClient:
     ) -> tuple[dict[str, Any], float]:
         """request, also returning the milliseconds the server spent on it (the rest of the
         round trip is the protocol's and the network's)."""
-        url = await self._route(op, env, args)
+        url, placed = await self._route(op, env, args)
         conn = self.connection(url)
 
         async def send() -> tuple[dict[str, Any], float]:
@@ -182,6 +183,10 @@ class AsyncClient:
                     "the environment is lost with it: make a new one"
                 ) from e
             raise
+        finally:
+            settled = getattr(self.placement, "settled", None) if placed else None
+            if settled is not None:
+                settled(url)
         if op == "make":
             self._env_host[result["env"]] = url
         elif op == "fork":
@@ -196,21 +201,33 @@ class AsyncClient:
         args.pop("attempts", None)
         return await self.request(op, env, **args)
 
-    async def _route(self, op: str, env: str | None, args: dict[str, Any]) -> str:
+    async def _route(self, op: str, env: str | None, args: dict[str, Any]) -> tuple[str, bool]:
+        """The server of a request, and whether the placement chose it (then its optional
+        ``settled(url)`` hook hears when the make ended)."""
         if op == "make":
             key = (args.get("options") or {}).get("group_key")
-            if key is not None and key in self._group_host:
-                return self._group_host[key]
-            url = await self.placement.place(
-                PlacementRequest(site=str(args.get("site", "open")), group_key=key, args=dict(args)),
-                self._probe,
-            )
-            if key is not None:
-                url = self._group_host.setdefault(key, url)
-            return url
+            request = PlacementRequest(site=str(args.get("site", "open")), group_key=key, args=dict(args))
+            if key is None:
+                return await self.placement.place(request, self._probe), True
+            # A group is placed once: members made meanwhile wait for the first one's server.
+            while key not in self._group_host:
+                placing = self._group_placing.get(key)
+                if placing is None:
+                    break
+                await asyncio.shield(placing)
+            if key in self._group_host:
+                return self._group_host[key], False
+            placing = self._group_placing[key] = asyncio.get_running_loop().create_future()
+            try:
+                url = await self.placement.place(request, self._probe)
+                self._group_host[key] = url
+                return url, True
+            finally:
+                del self._group_placing[key]
+                placing.set_result(None)
         if env is not None and env in self._env_host:
-            return self._env_host[env]
-        return self.url
+            return self._env_host[env], False
+        return self.url, False
 
     async def _probe(self, url: str) -> dict[str, Any] | None:
         try:

@@ -68,12 +68,37 @@ def missing_binary_message() -> str:
     )
 
 
-class LocalServer:
-    """A ``webserv serve`` child process on a free loopback port, stopped at exit."""
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the thread that started it ends (Linux's PR_SET_PDEATHSIG)."""
+    import ctypes
 
-    def __init__(self, binary: str, args: list[str] | None = None, timeout: float = 60.0):
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+
+
+class LocalServer:
+    """A ``webserv serve`` child process on a free port, stopped at exit.
+
+    Args:
+        binary: the ``webserv`` executable.
+        args: more ``serve`` flags (``--token``, ``--max-envs``, ...).
+        listen: the address to bind (port 0 picks a free one); a non-loopback
+            address needs ``--token`` in ``args``.
+        die_with_parent: stop the server when the thread that started it ends
+            (Linux), so a server outlives no process that owns it, even one killed
+            with SIGKILL. Start it from a thread that lives as long as the owner.
+    """
+
+    def __init__(
+        self,
+        binary: str,
+        args: list[str] | None = None,
+        timeout: float = 60.0,
+        *,
+        listen: str = "127.0.0.1:0",
+        die_with_parent: bool = False,
+    ):
         self.log = tempfile.NamedTemporaryFile(prefix="webserv-", suffix=".log", delete=False)
-        cmd = [binary, "serve", "--listen", "127.0.0.1:0", *(args or [])]
+        cmd = [binary, "serve", "--listen", listen, *(args or [])]
         self.proc = subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,
@@ -81,6 +106,7 @@ class LocalServer:
             stdin=subprocess.DEVNULL,
             text=True,
             start_new_session=True,
+            preexec_fn=_die_with_parent if die_with_parent else None,
         )
         found: list[str] = []
 

@@ -15,11 +15,18 @@ Ray fleet whose actors each run ``webserv serve``::
             return await self.registry.least_loaded.remote(request.site)
 
     client = webserv.AsyncClient(placement=RayFleet(...))
+
+(``webserv.ray.FleetPlacement`` is the real one.) A placement may also have
+``settled(url)``: the client calls it when a make the placement sent to
+``url`` has ended, so the placement can count makes in flight (many
+environments made at once would otherwise all see the same loads and go
+to one server).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -62,7 +69,8 @@ class Placement(Protocol):
 class StaticHosts:
     """A fixed list of servers; each new environment goes to the least loaded one that answers.
 
-    Load is ``envs_live / max_envs`` from each server's ``stats``. With one
+    Load is ``envs_live / max_envs`` from each server's ``stats``, counting the
+    makes this placement sent there that have not ended yet. With one
     server there is nothing to choose and nothing is asked. Without URLs the
     servers are ``$WEBSERV_URL`` (comma-separated), or a local ``webserv serve``
     started on first use.
@@ -71,6 +79,8 @@ class StaticHosts:
     def __init__(self, urls: Sequence[str] | None = None, *, probe_timeout: float = 5.0):
         self._urls = [u for u in urls or () if u]
         self.probe_timeout = probe_timeout
+        self._making: Counter[str] = Counter()  # makes sent to each server and not ended yet
+        self._choosing = asyncio.Lock()  # one choice at a time: each sees the makes before it
 
     def urls(self) -> Sequence[str]:
         if not self._urls:
@@ -81,6 +91,18 @@ class StaticHosts:
         urls = list(self.urls())
         if len(urls) == 1:
             return urls[0]
+        async with self._choosing:
+            url = await self._least_loaded(urls, stats)
+            self._making[url] += 1
+            return url
+
+    def settled(self, url: str) -> None:
+        """A make this placement sent to ``url`` has ended."""
+        self._making[url] -= 1
+        if self._making[url] <= 0:
+            del self._making[url]
+
+    async def _least_loaded(self, urls: list[str], stats: StatsProbe) -> str:
 
         async def load(url: str) -> float:
             try:
@@ -89,7 +111,9 @@ class StaticHosts:
                 return float("inf")
             if st is None:
                 return float("inf")
-            return float(st.get("envs_live", 0)) / max(float(st.get("max_envs", 1)), 1.0)
+            return (float(st.get("envs_live", 0)) + self._making[url]) / max(
+                float(st.get("max_envs", 1)), 1.0
+            )
 
         loads = await asyncio.gather(*(load(u) for u in urls))
         best = min(range(len(urls)), key=lambda i: loads[i])
