@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/trajectory"
 )
 
 // How an episode began: the cause in EpisodeEvent and in the reply's
@@ -69,6 +70,9 @@ type StepEvent struct {
 	Action string // the action's string form
 	Reply  *StepReply
 	Time   time.Time
+	// Review is a person's verdict when the environment asks for approval
+	// (make's approve option); nil otherwise.
+	Review *trajectory.Review
 }
 
 // ClosedEvent is an environment that was closed.
