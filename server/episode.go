@@ -6,6 +6,7 @@ import (
 
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/trajectory"
+	"github.com/webserv-rl/webserv/ui"
 )
 
 // How an episode began: the cause in EpisodeEvent and in the reply's
@@ -61,6 +62,7 @@ type EpisodeEvent struct {
 	Time      time.Time
 
 	record *recordSpec // the environment's recording settings
+	live   ui.Options  // the environment's live-view settings
 }
 
 // StepEvent is one step.
@@ -126,7 +128,8 @@ func (s *Server) begin(x *session, cause string, ep Episode, obs envcore.Observa
 	r.Info["cause"] = cause
 	r.Obs = Observation{Observation: obs, Goal: ep.Goal}
 	s.notify(func(o Observer) {
-		o.Began(EpisodeEvent{Env: x.id, Site: x.site, Cause: cause, Episode: ep, Reply: r, Time: time.Now(), record: x.limits.record})
+		o.Began(EpisodeEvent{Env: x.id, Site: x.site, Cause: cause, Episode: ep, Reply: r, Time: time.Now(), record: x.limits.record,
+			live: ui.Options{Approve: x.limits.approve, PreviewMS: int(x.limits.preview.Milliseconds())}})
 	})
 	return r
 }

@@ -89,11 +89,8 @@ func (r *recorder) Began(ev EpisodeEvent) {
 		return
 	}
 	tf.w = w
-	ep := ev.Episode
-	obs := trajectory.Observation(ev.Reply.Obs)
-	r.write(tf, ev.Env, trajectory.Line{Kind: trajectory.KindEpisode, Version: TrajectoryVersion, Env: ev.Env, Episode: tf.episode,
-		Site: ev.Site, Goal: ep.Goal, TaskID: ep.TaskID, StartURL: ep.StartURL, Cause: ev.Cause})
-	r.write(tf, ev.Env, trajectory.Line{Kind: trajectory.KindReset, Obs: &obs, Info: ev.Reply.Info})
+	r.write(tf, ev.Env, headLine(ev, tf.episode))
+	r.write(tf, ev.Env, resetLine(ev))
 }
 
 // Stepped writes a step line.
@@ -104,14 +101,7 @@ func (r *recorder) Stepped(ev StepEvent) {
 	if tf == nil {
 		return
 	}
-	res := ev.Reply
-	obs := trajectory.Observation(res.Obs)
-	l := trajectory.Line{Kind: trajectory.KindStep, Step: ev.Step, Action: ev.Action, Obs: &obs,
-		Terminated: res.Terminated, Truncated: res.Truncated, Info: res.Info, Review: ev.Review}
-	if f, ok := res.Reward.(float64); ok {
-		l.Reward = &f
-	}
-	r.write(tf, ev.Env, l)
+	r.write(tf, ev.Env, stepLine(ev))
 }
 
 // Closed closes the environment's file.

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/ui"
 )
 
 // Config configures a Server. Zero values mean the defaults.
@@ -40,6 +41,9 @@ type Config struct {
 	TrajectoryDir string
 	// Observers are told of every episode, step and close (see Observer).
 	Observers []Observer
+	// NoUI turns the web UI at /ui off (the live view, approval and the
+	// replayer); make's approve then fails.
+	NoUI bool
 }
 
 func (c Config) withDefaults() Config {
@@ -79,6 +83,7 @@ type Server struct {
 	closing  bool
 
 	observers []Observer
+	board     *ui.Board // the live view's; nil with NoUI
 
 	stepsTotal atomic.Int64
 	stop       chan struct{}
@@ -109,16 +114,25 @@ func New(log *zap.Logger, browser *envcore.Browser, factory Factory, cfg Config)
 	if cfg.TrajectoryDir != "" {
 		s.observers = append(s.observers, newRecorder(log))
 	}
+	if !cfg.NoUI {
+		s.board = ui.NewBoard()
+		s.observers = append(s.observers, liveView{s.board})
+	}
 	go s.reap()
 	return s
 }
 
 // Handler serves /v1/ws (the protocol), /openenv/ws (OpenEnv's protocol),
-// /healthz and /metrics.
+// /ui (the web UI, unless NoUI), /healthz and /metrics.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/ws", s.serveWS)
 	mux.HandleFunc("/openenv/ws", s.serveOpenEnv)
+	if !s.cfg.NoUI {
+		ui := s.uiHandler()
+		mux.Handle("/ui", ui)
+		mux.Handle("/ui/", ui)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if !s.browser.Alive() {
 			http.Error(w, "browser process is gone; restart the server", http.StatusServiceUnavailable)
