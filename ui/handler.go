@@ -2,8 +2,8 @@ package ui
 
 import (
 	"context"
-	"encoding/base64"
 	"embed"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
