@@ -42,13 +42,21 @@ func (s *Server) uiHandler() http.Handler {
 		cfg.Replay = ui.NewReplay(s.cfg.TrajectoryDir)
 		cfg.Rerunner = s
 	}
-	h := http.StripPrefix("/ui", ui.Handler(cfg))
+	return MountUI(s.cfg.Token, ui.Handler(cfg))
+}
+
+// MountUI serves the UI handler h under /ui (a request for /ui itself is
+// sent to /ui/), letting through only requests whose ?token= is token, the
+// check of the WebSocket's hello; an empty token lets every request
+// through. `webserv replay` mounts its replayer with it too.
+func MountUI(token string, h http.Handler) http.Handler {
+	h = http.StripPrefix("/ui", h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.authorized(r.URL.Query().Get("token")) {
+		if !tokenOK(token, r.URL.Query().Get("token")) {
 			http.Error(w, "this server needs a token: add ?token=... to the URL", http.StatusUnauthorized)
 			return
 		}
-		if r.URL.Path == "/ui" {
+		if r.URL.Path == "/ui" || r.URL.Path == "/" {
 			u := *r.URL
 			u.Path = "/ui/"
 			http.Redirect(w, r, u.String(), http.StatusFound)

@@ -6,6 +6,7 @@
 //	webserv gc          remove containers leaked by servers that are gone
 //	webserv image import --alias NAME IMAGE   import a Docker/OCI image into Incus
 //	webserv export DIR  turn recorded trajectories into training datasets
+//	webserv replay DIR  serve the replayer of recorded trajectories (--rerun: run them again)
 //	webserv image shop  build the bundled shop's Incus image
 //	webserv shop serve|generate   run the bundled shop, or make a catalog
 //	webserv bench SUITE run a benchmark suite (system, step, scale)
@@ -54,6 +55,8 @@ func main() {
 		run = imageCmd
 	case "export":
 		run = exportCmd
+	case "replay":
+		run = replayCmd
 	case "bench":
 		run = benchCmd
 	case "shop":
@@ -82,7 +85,7 @@ commands:
   demo      run a scripted episode on a bundled demo shop and print every step
   serve     serve environments over MessagePack WebSockets (docs/protocol.md):
             the bundled shop (sites shopping and cms, docs/tasks.md) and
-            --sites DIR (docs/sites.md)
+            --sites DIR (docs/sites.md); the web UI at /ui (docs/ui.md)
   gc        remove Incus containers leaked by servers that are gone (--all: every one)
   image import --alias NAME IMAGE
             import a docker-save tarball or OCI layout as an Incus image
@@ -90,6 +93,9 @@ commands:
             build the bundled shop's image (for serve --shop-image)
   export DIR
             turn recorded trajectories into transition or demonstration datasets
+  replay DIR
+            serve the replayer of recorded trajectories (docs/ui.md); --rerun:
+            run them again and report the first step that differs
   shop serve|generate
             run the bundled shop, or generate a catalog (--seed, --scale)
   bench SUITE
