@@ -121,3 +121,49 @@ func TestScreencast(t *testing.T) {
 		t.Errorf("Screencast ended with %v", err)
 	}
 }
+
+// Two viewers share the page's one screencast: each gets a first picture
+// at once, and when one leaves the other still sees the page change.
+func TestScreencastTwoViewers(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envcore.Config{})
+	mustReset(t, env, "/a.html")
+	ctx := testCtx(t)
+	watch := func(ctx context.Context) (chan struct{}, chan error) {
+		got, done := make(chan struct{}, 64), make(chan error, 1)
+		go func() {
+			done <- env.Screencast(ctx, envcore.ScreencastOptions{Interval: 20 * time.Millisecond}, func([]byte) error {
+				select {
+				case got <- struct{}{}:
+				default:
+				}
+				return nil
+			})
+		}()
+		return got, done
+	}
+	ctxA, stopA := context.WithCancel(ctx)
+	gotA, doneA := watch(ctxA)
+	gotB, doneB := watch(ctx)
+	for _, got := range []chan struct{}{gotA, gotB} {
+		select {
+		case <-got:
+		case <-time.After(20 * time.Second):
+			t.Fatal("a viewer got no first picture")
+		}
+	}
+	stopA()
+	<-doneA
+	for len(gotB) > 0 {
+		<-gotB
+	}
+	if _, _, err := env.StepText(ctx, `goto [`+site.URL+`/b.html]`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gotB:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the remaining viewer got no frame after the other left and the page changed")
+	}
+	_ = doneB
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-rod/rod/lib/proto"
@@ -69,15 +70,17 @@ func (e *Env) screencastTab(ctx context.Context, t *tab, changed <-chan struct{}
 	defer cancel()
 	events := e.b.rod.Context(ctx).Event() // subscribed before the start, so no frame is missed
 	c := t.client(ctx)
-	start := proto.PageStartScreencast{Format: proto.PageStartScreencastFormatJpeg, Quality: &opts.Quality, MaxWidth: &opts.MaxWidth}
-	if err := start.Call(c); err != nil {
+	if err := casts.join(c, t, proto.PageStartScreencast{Format: proto.PageStartScreencastFormatJpeg, Quality: &opts.Quality, MaxWidth: &opts.MaxWidth}); err != nil {
 		return fmt.Errorf("start screencast: %w", err)
 	}
-	defer func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer scancel()
-		_ = proto.PageStopScreencast{}.Call(t.client(sctx))
-	}()
+	defer casts.leave(t)
+	// The browser sends frames as the page changes: a still page would
+	// send none, so the first picture is taken now.
+	if first, err := e.still(c, opts); err == nil {
+		if err := frame(first); err != nil {
+			return err
+		}
+	}
 	frames := make(chan proto.PageScreencastFrame, 1)
 	go func() {
 		for msg := range events {
@@ -120,4 +123,51 @@ func (e *Env) screencastTab(ctx context.Context, t *tab, changed <-chan struct{}
 			}
 		}
 	}
+}
+
+// still is a JPEG of the tab's viewport now, scaled to opts.MaxWidth.
+func (e *Env) still(c proto.Client, opts ScreencastOptions) ([]byte, error) {
+	vp := e.cfg.Viewport
+	req := proto.PageCaptureScreenshot{Format: proto.PageCaptureScreenshotFormatJpeg, Quality: &opts.Quality}
+	if vp.Width > opts.MaxWidth {
+		req.Clip = &proto.PageViewport{Width: float64(vp.Width), Height: float64(vp.Height), Scale: float64(opts.MaxWidth) / float64(vp.Width)}
+	}
+	res, err := req.Call(c)
+	if err != nil {
+		return nil, err
+	}
+	return res.Data, nil
+}
+
+// casts counts the screencasts of each tab: the browser has one per page,
+// so the first viewer starts it and the last one stops it.
+var casts = castCount{n: map[*tab]int{}}
+
+type castCount struct {
+	mu sync.Mutex
+	n  map[*tab]int
+}
+
+func (cc *castCount) join(c proto.Client, t *tab, start proto.PageStartScreencast) error {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.n[t] == 0 {
+		if err := start.Call(c); err != nil {
+			return err
+		}
+	}
+	cc.n[t]++
+	return nil
+}
+
+func (cc *castCount) leave(t *tab) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.n[t]--; cc.n[t] > 0 {
+		return
+	}
+	delete(cc.n, t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = proto.PageStopScreencast{}.Call(t.client(ctx))
 }
