@@ -32,6 +32,10 @@ func (a Action) Previewable() bool {
 // such element (the action itself will report that). Call Unpreview before
 // running the action: the outline is then gone from the page.
 func (e *Env) Preview(ctx context.Context, a Action) (*Box, error) {
+	return e.preview(ctx, a, "show")
+}
+
+func (e *Env) preview(ctx context.Context, a Action, op string) (*Box, error) {
 	if !a.Previewable() {
 		return nil, nil
 	}
@@ -45,13 +49,20 @@ func (e *Env) Preview(ctx context.Context, a Action) (*Box, error) {
 		Shown bool `json:"shown"`
 		Box
 	}
-	if err := t.evalJSON(ctx, inject.Preview("show", a.Target, a.String()), &r); err != nil {
+	if err := t.evalJSON(ctx, inject.Preview(op, a.Target, a.String()), &r); err != nil {
 		return nil, fmt.Errorf("action preview: %w", err)
 	}
 	if !r.Shown {
 		return nil, nil
 	}
 	return &r.Box, nil
+}
+
+// TargetBox is the box of a's target as the page is now, without
+// scrolling or drawing anything: where a screenshot taken now shows it.
+// Nil when a has no target or the target is not wholly in view.
+func (e *Env) TargetBox(ctx context.Context, a Action) (*Box, error) {
+	return e.preview(ctx, a, "measure")
 }
 
 // Unpreview removes the outline Preview drew on the active tab's page.

@@ -22,9 +22,16 @@ func TestPreviewOutlinesTarget(t *testing.T) {
 	}
 	ctx := testCtx(t)
 	act := envcore.Action{Type: envcore.Click, Target: obs.Clickable[0]}
+	measured, err := env.TargetBox(ctx, act)
+	if err != nil || measured == nil || measured.Width <= 0 {
+		t.Fatalf("TargetBox = %+v, %v", measured, err)
+	}
 	box, err := env.Preview(ctx, act)
 	if err != nil || box == nil || box.Width <= 0 {
 		t.Fatalf("Preview = %+v, %v", box, err)
+	}
+	if *box != *measured {
+		t.Errorf("the outlined box %+v is not where TargetBox measured %+v", *box, *measured)
 	}
 	shot, err := env.Observe(ctx, envcore.ObserveOptions{Screenshot: true})
 	if err != nil {

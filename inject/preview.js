@@ -2,6 +2,10 @@
 // injected bundle: the server evaluates this function expression only for
 // environments that ask for a preview, so pages of the others never see it.
 //
+// preview('measure', id) answers the element's box as the page is now,
+// without scrolling or drawing: {shown: false} when it is not wholly in
+// the viewport (a recorded screenshot would not show it).
+//
 // preview('show', id, label) outlines the element whose data-semantic-id is
 // id (in the page or a same-origin frame), after scrolling it into view,
 // with a label naming the action; preview('hide') removes the outline. The
@@ -35,10 +39,16 @@
   }
 
   hide();
-  if (op !== 'show') return { shown: false };
+  if (op !== 'show' && op !== 'measure') return { shown: false };
   const hit = find(document, 0, 0);
   if (!hit) return { shown: false };
   const el = hit.el;
+  if (op === 'measure') {
+    const m = el.getBoundingClientRect();
+    const x = m.left + hit.dx, y = m.top + hit.dy;
+    const inView = m.width > 0 && m.height > 0 && x >= 0 && y >= 0 && x + m.width <= innerWidth && y + m.height <= innerHeight;
+    return inView ? { shown: true, x: x, y: y, width: m.width, height: m.height } : { shown: false };
+  }
   if (el.scrollIntoViewIfNeeded) el.scrollIntoViewIfNeeded(true); else el.scrollIntoView({ block: 'center' });
   const r = el.getBoundingClientRect();
   const box = { x: r.left + hit.dx, y: r.top + hit.dy, width: r.width, height: r.height };

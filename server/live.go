@@ -119,17 +119,30 @@ func (s *Server) previewOption(a args, l *limits) *Error {
 	return nil
 }
 
-// vet runs before an action of an environment with a preview or approval:
-// it outlines the action's target, then waits preview_ms, or for a
-// person's verdict in the live view (the outline stays meanwhile). The
-// outline is removed before it returns. A nil review means the action
-// runs unasked.
-func (s *Server) vet(ctx context.Context, x *session, raw any) (*trajectory.Review, *Error) {
+// vet runs before an action. For a recording with screenshots it measures
+// the action's target where the last screenshot shows it (the replayer
+// outlines it there). With a preview or approval it outlines the target on
+// the page, then waits preview_ms, or for a person's verdict in the live
+// view (the outline stays meanwhile); the outline is removed before it
+// returns. A nil review means the action runs unasked.
+func (s *Server) vet(ctx context.Context, x *session, raw any) (*trajectory.Review, *envcore.Box, *Error) {
 	l := x.limits
-	if l.preview <= 0 && !l.approve {
-		return nil, nil
+	measure := l.record != nil && l.record.screenshots
+	if l.preview <= 0 && !l.approve && !measure {
+		return nil, nil, nil
 	}
-	if act, ok := parsedAction(raw); ok {
+	act, parsed := parsedAction(raw)
+	var target *envcore.Box
+	if parsed && measure {
+		var err error
+		if target, err = x.env.TargetBox(ctx, act); err != nil {
+			s.log.Debug("measuring the action's target", zap.String("env", x.id), zap.Error(err))
+		}
+	}
+	if l.preview <= 0 && !l.approve {
+		return nil, target, nil
+	}
+	if parsed {
 		box, err := x.env.Preview(ctx, act)
 		if err != nil {
 			s.log.Debug("action preview", zap.String("env", x.id), zap.Error(err))
@@ -146,15 +159,15 @@ func (s *Server) vet(ctx context.Context, x *session, raw any) (*trajectory.Revi
 		select {
 		case <-time.After(l.preview):
 		case <-ctx.Done():
-			return nil, envError(ctx.Err())
+			return nil, target, envError(ctx.Err())
 		}
-		return nil, nil
+		return nil, target, nil
 	}
 	r, err := s.board.Ask(ctx, x.id, x.steps+1, actionText(raw), l.approveTimeout)
 	if err != nil {
-		return nil, envError(err)
+		return nil, target, envError(err)
 	}
-	return &r, nil
+	return &r, target, nil
 }
 
 // parsedAction is a step's action in structured form, if it parses.

@@ -347,7 +347,7 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 		opts.Screenshot = opts.Screenshot || r.screenshots
 	}
 	action := a["action"]
-	review, e := s.vet(ctx, x, action) // preview_ms, approve (live.go)
+	review, target, e := s.vet(ctx, x, action) // preview_ms, approve (live.go)
 	if e != nil {
 		return nil, e
 	}
@@ -430,6 +430,9 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	}
 	if review != nil {
 		wi["review"] = review
+	}
+	if target != nil {
+		wi["target_box"] = target
 	}
 	res := &StepReply{Obs: wireObs(obs, x), Reward: reward, Terminated: terminated, Truncated: truncated, Info: wi}
 	s.notify(func(o Observer) {

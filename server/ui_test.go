@@ -233,6 +233,8 @@ func TestReplayerStepsThroughEpisode(t *testing.T) {
 	p.MustElement("body").MustType('j') // the next step
 	until(t, p, "step 1", `() => (document.getElementById('step-action') || {}).textContent === 'click("load")'`)
 	until(t, p, "step 1's screenshot", `() => { const i = document.getElementById('shot'); return i.src.includes('step=1') && i.naturalWidth > 0 }`)
+	// The step's "before" picture has its target outlined.
+	until(t, p, "the target outlined on the picture before step 1", `() => { const b = document.getElementById('target'); return !b.hidden && b.getBoundingClientRect().width > 10 }`)
 	added := p.MustEval(`() => [...document.querySelectorAll('#obs .add')].map(e => e.textContent).join('')`).Str()
 	removed := p.MustEval(`() => [...document.querySelectorAll('#obs .del')].map(e => e.textContent).join('')`).Str()
 	if !strings.Contains(added, "loaded 7") || !strings.Contains(removed, "empty") {

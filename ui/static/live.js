@@ -30,7 +30,7 @@
       const settle = e.settled ? num(e.settle_ms) + ' ms' : 'busy';
       body.append(el('tr', { class: 'row' + (e.id === selected ? ' sel' : ''), 'data-env': e.id, onclick: () => select(e.id) },
         el('td', {}, el('code', {}, e.id), e.pending ? el('span', { class: 'bad' }, ' ● waiting') : null),
-        el('td', {}, e.site), el('td', {}, e.task_id || ''), el('td', {}, e.goal || ''),
+        el('td', {}, e.site), el('td', {}, e.task_id || ''), el('td', { class: 'goal' }, e.goal || ''),
         el('td', { class: 'num' }, e.step), el('td', {}, el('code', {}, e.last_action || ''), e.last_error ? el('div', { class: 'bad' }, e.last_error) : null),
         el('td', { class: 'num' }, num(e.reward, 2)), el('td', { class: e.settled ? '' : 'bad' }, settle),
         el('td', { class: 'num' }, age(e.created))));

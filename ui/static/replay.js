@@ -103,6 +103,11 @@
     show(step);
   }
 
+  function stepInHash() {
+    const m = location.hash.match(/step=(\d+)/);
+    return m ? parseInt(m[1], 10) : 0;
+  }
+
   function current() {
     const m = location.hash.match(/step=(\d+)/);
     return m ? Math.min(parseInt(m[1], 10), ep ? ep.steps.length : 0) : 0;
@@ -127,10 +132,36 @@
     if (o.last_action_error) kv('error', o.last_action_error, 'bad');
     if (l && l.review) kv('verdict', `${l.review.verdict} by ${l.review.by || 'person'}${l.review.comment ? ': ' + l.review.comment : ''} (waited ${num(l.review.wait_ms / 1000, 1)} s)`, l.review.verdict === 'rejected' ? 'bad' : 'good');
     if (l && (l.terminated || l.truncated)) kv('end', l.terminated ? 'terminated' + (info.answer ? ': ' + info.answer : '') : 'truncated');
+    // After the step, and before it (the last observation's picture) with
+    // the action's target outlined where the page had it.
     const img = $('shot');
-    img.hidden = !ep.shots[i];
+    $('fig-after').hidden = !ep.shots[i];
+    $('after-caption').textContent = i === 0 ? 'the first observation' : 'after';
     if (ep.shots[i]) img.src = url('api/shot', { path: ep.summary.path, step: i });
+    const before = $('shot-before');
+    const hasBefore = i > 0 && ep.shots[i - 1];
+    $('fig-before').hidden = !hasBefore;
+    targetBox = (hasBefore && info.target_box) || null;
+    $('target').hidden = true;
+    if (hasBefore) before.src = url('api/shot', { path: ep.summary.path, step: i - 1 });
+    placeTarget();
     renderObs(i);
+  }
+
+  let targetBox = null; // the shown step's target, in the page's CSS pixels
+
+  // placeTarget draws targetBox over the "before" picture at its shown scale.
+  function placeTarget() {
+    const img = $('shot-before');
+    const t = $('target');
+    const b = targetBox;
+    if (!b || !img.complete || !img.naturalWidth) { t.hidden = true; return; }
+    const k = img.clientWidth / img.naturalWidth;
+    t.style.left = (b.x * k - 3) + 'px';
+    t.style.top = (b.y * k - 3) + 'px';
+    t.style.width = (b.width * k + 6) + 'px';
+    t.style.height = (b.height * k + 6) + 'px';
+    t.hidden = false;
   }
 
   function renderObs(i) {
@@ -179,7 +210,7 @@
   function route() {
     const p = new URLSearchParams(location.search).get('ep');
     if (p) {
-      if (!ep || ep.summary.path !== p) open(p, current_from_hash()); else show(current());
+      if (!ep || ep.summary.path !== p) open(p, stepInHash()); else show(current());
     } else {
       ep = null;
       $('list-view').hidden = false;
@@ -187,12 +218,13 @@
       loadList();
     }
   }
-  function current_from_hash() { const m = location.hash.match(/step=(\d+)/); return m ? parseInt(m[1], 10) : 0; }
 
   $('filter').addEventListener('input', renderList);
   for (const b of ['diff', 'html', 'axtree']) $('view-' + b).addEventListener('click', () => { view = b; renderObs(current()); });
   $('use-axtree').addEventListener('change', () => renderObs(current()));
   $('rerun').addEventListener('click', rerun);
+  $('shot-before').addEventListener('load', placeTarget);
+  window.addEventListener('resize', placeTarget);
   window.addEventListener('hashchange', () => show(current()));
   window.addEventListener('popstate', route);
   document.addEventListener('keydown', (e) => {
