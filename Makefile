@@ -72,6 +72,9 @@ bench-scale: build
 # route: netroute's per-context proxies against direct connections, same run.
 bench-route: build
 	./$(BIN) bench route
+# ui: step latency with the web UI off, on with nobody watching, and with one viewer.
+bench-ui: build
+	./$(BIN) bench ui
 # peer: the same episodes through BrowserGym and WebServ.
 bench-peer: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/peer_bench.py
@@ -83,7 +86,7 @@ bench-settle: build venv
 bench-vec: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/vector_bench.py --sync
 
-bench-all: bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-protocol bench-rl
+bench-all: bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-settle bench-protocol bench-rl
 
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s

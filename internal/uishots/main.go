@@ -137,6 +137,7 @@ func run(bin, out string) error {
 	if err := p.Navigate(hs.URL + "/ui/?env=" + askEnv); err != nil {
 		return err
 	}
+	_ = p.WaitLoad()
 	if err := p.Timeout(30 * time.Second).Wait(rod.Eval(`() => !document.getElementById('pending').hidden && (document.getElementById('screen').src || '').startsWith('data:')`)); err != nil {
 		return fmt.Errorf("live view: %w", err)
 	}
@@ -150,6 +151,7 @@ func run(bin, out string) error {
 	if err := p.Navigate(hs.URL + "/ui/replay.html"); err != nil {
 		return err
 	}
+	_ = p.WaitLoad()
 	if err := p.Timeout(30 * time.Second).Wait(rod.Eval(`() => document.querySelectorAll('#episodes tbody tr').length >= 4`)); err != nil {
 		return fmt.Errorf("replayer list: %w", err)
 	}
@@ -170,7 +172,8 @@ func run(bin, out string) error {
 	if err := p.Navigate(hs.URL + "/ui/replay.html?ep=" + url.QueryEscape(pick) + "#step=2"); err != nil {
 		return err
 	}
-	if err := p.Timeout(30 * time.Second).Wait(rod.Eval(`() => { const i = document.getElementById('shot'); return !i.hidden && i.naturalWidth > 0 }`)); err != nil {
+	_ = p.WaitLoad()
+	if err := p.Timeout(30 * time.Second).Wait(rod.Eval(`() => { const i = document.getElementById('shot'); return i.naturalWidth > 0 && !document.getElementById('target').hidden }`)); err != nil {
 		return fmt.Errorf("replayer step: %w", err)
 	}
 	return shot(p, filepath.Join(out, "ui-replay-step.png"))
