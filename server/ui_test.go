@@ -365,3 +365,37 @@ func TestRerunBundledShop(t *testing.T) {
 		t.Fatalf("re-run of shopping.0: %+v, %v", rep, err)
 	}
 }
+
+// The UI asks for the server's token exactly as the WebSocket does; a
+// server without its UI has no /ui.
+func TestUINeedsTheToken(t *testing.T) {
+	t.Parallel()
+	_, base := startServer(t, server.Config{Token: "s3cret"})
+	for path, want := range map[string]int{
+		"/ui/":                          http.StatusUnauthorized,
+		"/ui/api/envs":                  http.StatusUnauthorized,
+		"/ui/api/envs?token=wrong":      http.StatusUnauthorized,
+		"/ui/?token=s3cret":             http.StatusOK,
+		"/ui/replay.html?token=s3cret":  http.StatusOK,
+		"/ui/api/envs?token=s3cret":     http.StatusOK,
+		"/ui/api/episodes?token=s3cret": http.StatusNotFound, // no --trajectories: no replayer
+	} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s = %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	_, plain := startServer(t, server.Config{NoUI: true})
+	resp, err := http.Get(plain + "/ui/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /ui/ with --no-ui = %d", resp.StatusCode)
+	}
+}
