@@ -12,7 +12,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-rl bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-trace bench-ray bench-all fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-rl bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-settle bench-trace bench-ray bench-all fuzz lint clean
 
 all: build
 
@@ -75,6 +75,9 @@ bench-scale: build
 # route: netroute's per-context proxies against direct connections, same run.
 bench-route: build
 	./$(BIN) bench route
+# ui: step latency with the web UI off, on with nobody watching, and with one viewer.
+bench-ui: build
+	./$(BIN) bench ui
 # peer: the same episodes through BrowserGym and WebServ.
 bench-peer: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/peer_bench.py
@@ -95,7 +98,7 @@ bench-vec: build venv
 bench-ray: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/ray_bench.py --rounds 6
 
-bench-all: bench-system bench-step bench-scale bench-route bench-vec bench-peer bench-settle bench-trace bench-protocol bench-rl bench-ray
+bench-all: bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-settle bench-trace bench-protocol bench-rl bench-ray
 
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s

@@ -6,6 +6,8 @@ import (
 
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/netroute"
+	"github.com/webserv-rl/webserv/trajectory"
+	"github.com/webserv-rl/webserv/ui"
 )
 
 // How an episode began: the cause in EpisodeEvent and in the reply's
@@ -62,6 +64,7 @@ type EpisodeEvent struct {
 
 	record *recordSpec        // the environment's recording settings
 	trace  *netroute.Recorder // the episode's network trace, or nil
+	live   ui.Options         // the environment's live-view settings
 }
 
 // StepEvent is one step.
@@ -71,6 +74,9 @@ type StepEvent struct {
 	Action string // the action's string form
 	Reply  *StepReply
 	Time   time.Time
+	// Review is a person's verdict when the environment asks for approval
+	// (make's approve option); nil otherwise.
+	Review *trajectory.Review
 }
 
 // ClosedEvent is an environment that was closed.
@@ -125,7 +131,8 @@ func (s *Server) begin(x *session, cause string, ep Episode, obs envcore.Observa
 	r.Info["cause"] = cause
 	r.Obs = Observation{Observation: obs, Goal: ep.Goal}
 	s.notify(func(o Observer) {
-		o.Began(EpisodeEvent{Env: x.id, Site: x.site, Cause: cause, Episode: ep, Reply: r, Time: time.Now(), record: x.limits.record, trace: x.trace})
+		o.Began(EpisodeEvent{Env: x.id, Site: x.site, Cause: cause, Episode: ep, Reply: r, Time: time.Now(), record: x.limits.record, trace: x.trace,
+			live: ui.Options{Approve: x.limits.approve, PreviewMS: int(x.limits.preview.Milliseconds())}})
 	})
 	return r
 }

@@ -155,6 +155,10 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 		return nil, e
 	}
 	l := limits{maxSteps: int(maxSteps), timeLimit: timeLimit, stepLimit: stepLimit, everyStep: everyStep}
+	if e := s.liveOptions(a, &l); e != nil {
+		s.drop(x)
+		return nil, e
+	}
 	if record != nil {
 		if l.record, e = s.recordSpec(record); e != nil {
 			s.drop(x)
@@ -307,6 +311,9 @@ func observeOptions(a args) (envcore.ObserveOptions, *Error) {
 // a member of a group (options.group_key).
 func (s *Server) startEpisode(ctx context.Context, x *session, a args, cause string) (*EpisodeReply, *Error) {
 	var opts EpisodeOptions
+	if e := s.previewOption(a, &x.limits); e != nil {
+		return nil, e
+	}
 	o, e := a.sub("options")
 	if e != nil {
 		return nil, e
@@ -364,10 +371,18 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 		opts.AXTree = true
 		opts.Screenshot = opts.Screenshot || r.screenshots
 	}
+	action := a["action"]
+	review, target, e := s.vet(ctx, x, action) // preview_ms, approve (live.go)
+	if e != nil {
+		return nil, e
+	}
+	if rejected(review) {
+		action = noAction
+	}
 	var obs envcore.Observation
 	var info envcore.StepInfo
 	var err error
-	switch act := a["action"].(type) {
+	switch act := action.(type) {
 	case string:
 		obs, info, err = x.env.StepTextObserve(ctx, act, opts)
 	case map[string]any:
@@ -384,6 +399,9 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	}
 	if err != nil {
 		return nil, envError(err)
+	}
+	if rejected(review) {
+		refuse(&obs, &info, actionText(a["action"]), review)
 	}
 	x.steps++
 	s.stepsTotal.Add(1)
@@ -439,9 +457,15 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	if grading != nil {
 		wi["grading"] = grading
 	}
+	if review != nil {
+		wi["review"] = review
+	}
+	if target != nil {
+		wi["target_box"] = target
+	}
 	res := &StepReply{Obs: wireObs(obs, x), Reward: reward, Terminated: terminated, Truncated: truncated, Info: wi}
 	s.notify(func(o Observer) {
-		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a["action"]), Reply: res, Time: time.Now()})
+		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a["action"]), Reply: res, Time: time.Now(), Review: review})
 	})
 	return res, nil
 }

@@ -1,32 +1,26 @@
 package server
 
 import (
-	"compress/gzip"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/trajectory"
 )
 
 // Trajectory recording. make's `record: {}` writes every episode of the
 // environment to DIR/<env>/<episode>.jsonl.gz under the server's
 // --trajectories directory (or record.dir below it): one JSON object per
-// line, in the schema of docs/trajectories.md:
-//
-//	{"kind": "episode", "env", "episode", "site", "goal", "task_id", "start_url", "cause", "time"}
-//	{"kind": "reset", "obs": {...}, "info": {...}, "time"}
-//	{"kind": "step", "step": n, "action": "click(\"buy\")", "obs": {...}, "reward", "terminated", "truncated", "info": {...}, "time"}
+// line, in the format of package trajectory (docs/trajectories.md).
 //
 // Observations are the protocol's; a recording environment always observes
 // the accessibility-tree view too (record.screenshots adds PNGs).
 // `webserv export` turns recordings into training datasets.
 
 // TrajectoryVersion is the schema version written in each episode line.
-const TrajectoryVersion = 1
+const TrajectoryVersion = trajectory.Version
 
 // recordSpec is make's record option: where and what to record.
 type recordSpec struct {
@@ -56,7 +50,7 @@ func (s *Server) recordSpec(a args) (*recordSpec, *Error) {
 // recorder writes the episodes of recording environments: an Observer of
 // every environment that keeps a file open per recording one. Every
 // episode, however it began (make, reset, group member, restore, fork), is
-// a file of its own.
+// a file of its own, written by package trajectory.
 type recorder struct {
 	log *zap.Logger
 
@@ -67,9 +61,7 @@ type recorder struct {
 type trajectoryFile struct {
 	dir     string
 	episode int
-	f       *os.File
-	gz      *gzip.Writer
-	enc     *json.Encoder
+	w       *trajectory.Writer // nil between episodes or after a failure
 }
 
 func newRecorder(log *zap.Logger) *recorder {
@@ -90,23 +82,15 @@ func (r *recorder) Began(ev EpisodeEvent) {
 		r.files[ev.Env] = tf
 	}
 	tf.close()
-	if err := os.MkdirAll(tf.dir, 0o755); err != nil {
-		r.log.Warn("trajectory directory", zap.String("dir", tf.dir), zap.Error(err))
-		return
-	}
 	tf.episode++
-	path := filepath.Join(tf.dir, fmt.Sprintf("%04d.jsonl.gz", tf.episode))
-	f, err := os.Create(path)
+	w, err := trajectory.Create(filepath.Join(tf.dir, fmt.Sprintf("%04d%s", tf.episode, trajectory.Ext)))
 	if err != nil {
-		r.log.Warn("trajectory file", zap.String("path", path), zap.Error(err))
+		r.log.Warn("trajectory file", zap.String("env", ev.Env), zap.Error(err))
 		return
 	}
-	tf.f, tf.gz = f, gzip.NewWriter(f)
-	tf.enc = json.NewEncoder(tf.gz)
-	ep := ev.Episode
-	r.write(tf, ev.Env, map[string]any{"kind": "episode", "version": TrajectoryVersion, "env": ev.Env, "episode": tf.episode,
-		"site": ev.Site, "goal": ep.Goal, "task_id": ep.TaskID, "start_url": ep.StartURL, "cause": ev.Cause})
-	r.write(tf, ev.Env, map[string]any{"kind": "reset", "obs": ev.Reply.Obs, "info": ev.Reply.Info})
+	tf.w = w
+	r.write(tf, ev.Env, headLine(ev, tf.episode))
+	r.write(tf, ev.Env, resetLine(ev))
 }
 
 // Stepped writes a step line.
@@ -117,9 +101,7 @@ func (r *recorder) Stepped(ev StepEvent) {
 	if tf == nil {
 		return
 	}
-	res := ev.Reply
-	r.write(tf, ev.Env, map[string]any{"kind": "step", "step": ev.Step, "action": ev.Action, "obs": res.Obs, "reward": res.Reward,
-		"terminated": res.Terminated, "truncated": res.Truncated, "info": res.Info})
+	r.write(tf, ev.Env, stepLine(ev))
 }
 
 // Closed closes the environment's file.
@@ -132,22 +114,18 @@ func (r *recorder) Closed(ev ClosedEvent) {
 	}
 }
 
-func (r *recorder) write(tf *trajectoryFile, env string, v map[string]any) {
-	if tf.enc == nil {
+func (r *recorder) write(tf *trajectoryFile, env string, l trajectory.Line) {
+	if tf.w == nil {
 		return
 	}
-	v["time"] = time.Now().UTC().Format(time.RFC3339Nano)
-	if err := tf.enc.Encode(v); err != nil {
+	if err := tf.w.Write(l); err != nil {
 		r.log.Warn("trajectory write failed", zap.String("env", env), zap.Error(err))
 	}
-	// Flush the gzip stream per line, so a crash loses at most a line.
-	_ = tf.gz.Flush()
 }
 
 func (tf *trajectoryFile) close() {
-	if tf.gz != nil {
-		_ = tf.gz.Close()
-		_ = tf.f.Close()
-		tf.f, tf.gz, tf.enc = nil, nil, nil
+	if tf.w != nil {
+		_ = tf.w.Close()
+		tf.w = nil
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/trajectory"
 )
 
 // Episodes recorded through make's record option export as transitions and
@@ -43,13 +44,13 @@ func TestRecordAndExport(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	n, err := server.Export(&out, []string{dir}, server.ExportOptions{Format: "transitions", AXTree: true})
+	n, err := trajectory.Export(&out, []string{dir}, trajectory.ExportOptions{Format: "transitions", AXTree: true})
 	if err != nil || n != 4 {
 		t.Fatalf("transitions: %d rows, %v", n, err)
 	}
-	var rows []server.TransitionRow
+	var rows []trajectory.TransitionRow
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var r server.TransitionRow
+		var r trajectory.TransitionRow
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -64,11 +65,11 @@ func TestRecordAndExport(t *testing.T) {
 	}
 
 	out.Reset()
-	n, err = server.Export(&out, []string{dir}, server.ExportOptions{Format: "sft"})
+	n, err = trajectory.Export(&out, []string{dir}, trajectory.ExportOptions{Format: "sft"})
 	if err != nil || n != 4 {
 		t.Fatalf("sft: %d rows, %v", n, err)
 	}
-	var sft server.SFTRow
+	var sft trajectory.SFTRow
 	sc := bufio.NewScanner(&out)
 	for i := 0; sc.Scan(); i++ {
 		if i == 2 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/netroute"
+	"github.com/webserv-rl/webserv/ui"
 )
 
 // Config configures a Server. Zero values mean the defaults.
@@ -44,6 +45,9 @@ type Config struct {
 	Trace netroute.RecordOptions
 	// Observers are told of every episode, step and close (see Observer).
 	Observers []Observer
+	// NoUI turns the web UI at /ui off (the live view, approval and the
+	// replayer); make's approve then fails.
+	NoUI bool
 }
 
 func (c Config) withDefaults() Config {
@@ -83,6 +87,7 @@ type Server struct {
 	closing  bool
 
 	observers []Observer
+	board     *ui.Board // the live view's; nil with NoUI
 
 	stepsTotal atomic.Int64
 	stop       chan struct{}
@@ -113,16 +118,25 @@ func New(log *zap.Logger, browser *envcore.Browser, factory Factory, cfg Config)
 	if cfg.TrajectoryDir != "" {
 		s.observers = append(s.observers, newRecorder(log), newHARWriter(log))
 	}
+	if !cfg.NoUI {
+		s.board = ui.NewBoard()
+		s.observers = append(s.observers, liveView{s.board})
+	}
 	go s.reap()
 	return s
 }
 
 // Handler serves /v1/ws (the protocol), /openenv/ws (OpenEnv's protocol),
-// /healthz and /metrics.
+// /ui (the web UI, unless NoUI), /healthz and /metrics.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/ws", s.serveWS)
 	mux.HandleFunc("/openenv/ws", s.serveOpenEnv)
+	if !s.cfg.NoUI {
+		ui := s.uiHandler()
+		mux.Handle("/ui", ui)
+		mux.Handle("/ui/", ui)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if !s.browser.Alive() {
 			http.Error(w, "browser process is gone; restart the server", http.StatusServiceUnavailable)
@@ -231,8 +245,12 @@ func (s *Server) stats() Stats {
 	}
 }
 
-func (s *Server) authorized(token string) bool {
-	return s.cfg.Token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.Token)) == 1
+func (s *Server) authorized(token string) bool { return tokenOK(s.cfg.Token, token) }
+
+// tokenOK is whether got passes a server whose token is want (any does
+// when want is empty).
+func tokenOK(want, got string) bool {
+	return want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 var errNoBrowser = errors.New("the browser process is gone; restart the server")

@@ -58,6 +58,11 @@ type limits struct {
 	stepLimit time.Duration
 	everyStep bool        // grade after every step (make's evaluate_every_step)
 	record    *recordSpec // nil: not recorded
+	// The live view's (live.go): wait for a person's verdict on each
+	// action, or for preview with the target outlined.
+	approve        bool
+	approveTimeout time.Duration
+	preview        time.Duration
 }
 
 func (x *session) touch() { x.lastUsed.Store(time.Now().UnixNano()) }

@@ -125,3 +125,17 @@ func TestSystemSmoke(t *testing.T) {
 		t.Errorf("written per launch: cow %d, full copy %d", cow, full)
 	}
 }
+
+func TestUISmoke(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	if _, err := suites.UI(context.Background(), suites.UIOptions{Rounds: 1, Steps: 3, Out: out, Command: "test", Smoke: true}); err != nil {
+		t.Fatal(err)
+	}
+	var rep suites.UIReport
+	checkFiles(t, out, "ui", &rep)
+	checkHeader(t, rep.Header, "ui")
+	if len(rep.Rows) != 3 || rep.Rows[0].Latency.N != 3 || !rep.ViewerFrames {
+		t.Errorf("report = %+v", rep)
+	}
+}

@@ -16,7 +16,7 @@ import (
 	"github.com/webserv-rl/webserv/bench/suites"
 )
 
-const benchUsage = `usage: webserv bench SUITE [flags]   (suites: system, step, scale, route; add --smoke for a seconds-long check)
+const benchUsage = `usage: webserv bench SUITE [flags]   (suites: system, step, scale, route, ui; add --smoke for a seconds-long check)
 the peer (BrowserGym) and settle suites are Python: python bench/peer_bench.py, python bench/settle_bench.py`
 
 // benchCmd runs one Go benchmark suite and writes its JSON, Markdown and
@@ -30,7 +30,7 @@ func benchCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	out := fs.String("out", "bench/results", "results folder")
 	smoke := fs.Bool("smoke", false, "a few samples in seconds, to check the output")
 	work := fs.String("work", "/var/tmp/webserv-bench", "scratch directory (the system suite's full copies need a non-reflink filesystem)")
-	reps := fs.Int("reps", 10, "step: episodes per idle window")
+	reps := fs.Int("reps", 10, "step: episodes per idle window; route, ui: rounds")
 	idle := fs.String("idle", "500,200", "step: idle windows in ms; scale: the first is used")
 	ns := fs.String("n", "1,8,32,64,128", "scale: environment counts")
 	runFor := fs.Duration("run", 40*time.Second, "scale: measured time per N")
@@ -102,6 +102,26 @@ func benchCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 			return fmt.Errorf("--n: %w", ferr)
 		}
 		rep, err := suites.Route(ctx, o)
+		if err != nil {
+			return err
+		}
+		headline = rep.Headline
+	case "ui":
+		o := suites.UIOptions{Out: *out, Command: command, Smoke: *smoke, Log: os.Stderr}
+		if *smoke {
+			o.Rounds, o.Steps = 1, 3
+		}
+		// Only flags given on the command line override the suite's own
+		// defaults (10 rounds, 100 ms).
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "reps":
+				o.Rounds = *reps
+			case "idle":
+				o.IdleMs = idles[0]
+			}
+		})
+		rep, err := suites.UI(ctx, o)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/trajectory"
 )
 
 // exportCmd turns recorded trajectories into training datasets.
@@ -46,7 +46,7 @@ func exportCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Rea
 		w = f
 	}
 	bw := bufio.NewWriter(w)
-	n, err := server.Export(bw, fs.Args(), server.ExportOptions{Format: *format, AXTree: *axtree, MinReward: *minReward})
+	n, err := trajectory.Export(bw, fs.Args(), trajectory.ExportOptions{Format: *format, AXTree: *axtree, MinReward: *minReward})
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}

@@ -7,6 +7,8 @@
 //	webserv image import --alias NAME IMAGE   import a Docker/OCI image into Incus
 //	webserv export DIR  turn recorded trajectories into training datasets (or HAR traces)
 //	webserv regrade DIR grade exported HAR traces again with WebArena-Verified
+//	webserv export DIR  turn recorded trajectories into training datasets
+//	webserv replay DIR  serve the replayer of recorded trajectories (--rerun: run them again)
 //	webserv image shop  build the bundled shop's Incus image
 //	webserv shop serve|generate   run the bundled shop, or make a catalog
 //	webserv bench SUITE run a benchmark suite (system, step, scale)
@@ -59,6 +61,8 @@ func main() {
 		run = exportCmd
 	case "regrade":
 		run = regradeCmd
+	case "replay":
+		run = replayCmd
 	case "bench":
 		run = benchCmd
 	case "version", "--version":
@@ -90,7 +94,7 @@ commands:
   demo      run a scripted episode on a bundled demo shop and print every step
   serve     serve environments over MessagePack WebSockets (docs/protocol.md):
             the bundled shop (sites shopping and cms, docs/tasks.md) and
-            --sites DIR (docs/sites.md)
+            --sites DIR (docs/sites.md); the web UI at /ui (docs/ui.md)
   gc        remove Incus containers leaked by servers that are gone (--all: every one)
   image import --alias NAME IMAGE
             import a docker-save tarball or OCI layout as an Incus image
@@ -103,6 +107,9 @@ commands:
   regrade OUT
             grade exported episodes again with WebArena-Verified's evaluators
             and compare with the rewards given online
+  replay DIR
+            serve the replayer of recorded trajectories (docs/ui.md); --rerun:
+            run them again and report the first step that differs
   shop serve|generate
             run the bundled shop, or generate a catalog (--seed, --scale)
   bench SUITE

@@ -33,7 +33,8 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	fs.DurationVar(&cfg.TTL, "ttl", 10*time.Minute, "close an environment no request touched for this long")
 	fs.Int64Var(&cfg.MaxFrame, "max-frame", 64<<20, "largest request frame in bytes")
 	fs.DurationVar(&cfg.StepTimeout, "request-timeout", 2*time.Minute, "longest a request may run")
-	fs.StringVar(&cfg.TrajectoryDir, "trajectories", "", "directory where make's record option writes episodes (off when empty)")
+	fs.StringVar(&cfg.TrajectoryDir, "trajectories", "", "directory where make's record option writes episodes (off when empty); the UI's replayer shows them")
+	fs.BoolVar(&cfg.NoUI, "no-ui", false, "do not serve the web UI at /ui (live view, approval, replayer)")
 	fs.Lookup("warm-contexts").DefValue = "4"
 	ef.warm = 4
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +72,9 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	go func() { errc <- hs.Serve(l) }()
 	// Clients that start the server themselves read this line for the port.
 	fmt.Fprintf(stdout, "webserv: listening on http://%s (protocol ws://%s/v1/ws)\n", l.Addr(), l.Addr())
+	if !cfg.NoUI {
+		log.Info("web UI", zap.String("url", fmt.Sprintf("http://%s/ui/", l.Addr())))
+	}
 	log.Info("serving", zap.String("addr", l.Addr().String()), zap.Int("max_envs", cfg.MaxEnvs), zap.Bool("token", cfg.Token != ""))
 	select {
 	case <-ctx.Done():

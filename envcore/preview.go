@@ -1,0 +1,80 @@
+package envcore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/webserv-rl/webserv/inject"
+)
+
+// Box is a rectangle in viewport pixels.
+type Box struct {
+	X      float64 `json:"x"`
+	Y      float64 `json:"y"`
+	Width  float64 `json:"width"`
+	Height float64 `json:"height"`
+}
+
+// Previewable reports whether a's target is outlined by Preview: click,
+// type, select, hover, clear and press on a target.
+func (a Action) Previewable() bool {
+	switch a.Type {
+	case Click, Type, Select, Hover, Clear, Press:
+		return a.Target != ""
+	}
+	return false
+}
+
+// Preview outlines the target of a on the active tab's page (scrolled into
+// view, with a label naming the action), so a person watching the page, a
+// screenshot or the live picture sees what the action is about to do. It
+// answers the target's box, or nil when a has no target or the page has no
+// such element (the action itself will report that). Call Unpreview before
+// running the action: the outline is then gone from the page.
+func (e *Env) Preview(ctx context.Context, a Action) (*Box, error) {
+	return e.preview(ctx, a, "show")
+}
+
+func (e *Env) preview(ctx context.Context, a Action, op string) (*Box, error) {
+	if !a.Previewable() {
+		return nil, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.checkedTab()
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Shown bool `json:"shown"`
+		Box
+	}
+	if err := t.evalJSON(ctx, inject.Preview(op, a.Target, a.String()), &r); err != nil {
+		return nil, fmt.Errorf("action preview: %w", err)
+	}
+	if !r.Shown {
+		return nil, nil
+	}
+	return &r.Box, nil
+}
+
+// TargetBox is the box of a's target as the page is now, without
+// scrolling or drawing anything: where a screenshot taken now shows it.
+// Nil when a has no target or the target is not wholly in view.
+func (e *Env) TargetBox(ctx context.Context, a Action) (*Box, error) {
+	return e.preview(ctx, a, "measure")
+}
+
+// Unpreview removes the outline Preview drew on the active tab's page.
+func (e *Env) Unpreview(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t, err := e.checkedTab()
+	if err != nil {
+		return err
+	}
+	if err := t.evalJSON(ctx, inject.Preview("hide", "", ""), nil); err != nil {
+		return fmt.Errorf("remove the action preview: %w", err)
+	}
+	return nil
+}

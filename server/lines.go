@@ -1,0 +1,31 @@
+package server
+
+import "github.com/webserv-rl/webserv/trajectory"
+
+// The trajectory lines of the observer events: what the recorder writes
+// and what the live view shows.
+
+// headLine is the episode line of ev, its episode-th of the environment.
+func headLine(ev EpisodeEvent, episode int) trajectory.Line {
+	ep := ev.Episode
+	return trajectory.Line{Kind: trajectory.KindEpisode, Version: TrajectoryVersion, Env: ev.Env, Episode: episode,
+		Site: ev.Site, Goal: ep.Goal, TaskID: ep.TaskID, StartURL: ep.StartURL, Cause: ev.Cause, Time: ev.Time}
+}
+
+// resetLine is the first observation of ev's episode.
+func resetLine(ev EpisodeEvent) trajectory.Line {
+	obs := trajectory.Observation(ev.Reply.Obs)
+	return trajectory.Line{Kind: trajectory.KindReset, Obs: &obs, Info: ev.Reply.Info, Time: ev.Time}
+}
+
+// stepLine is the step line of ev.
+func stepLine(ev StepEvent) trajectory.Line {
+	res := ev.Reply
+	obs := trajectory.Observation(res.Obs)
+	l := trajectory.Line{Kind: trajectory.KindStep, Step: ev.Step, Action: ev.Action, Obs: &obs,
+		Terminated: res.Terminated, Truncated: res.Truncated, Info: res.Info, Review: ev.Review, Time: ev.Time}
+	if f, ok := res.Reward.(float64); ok {
+		l.Reward = &f
+	}
+	return l
+}

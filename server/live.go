@@ -1,0 +1,207 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/trajectory"
+	"github.com/webserv-rl/webserv/ui"
+)
+
+// The web UI (/ui, package ui): the live view of open environments fed by
+// the observer hook, live pictures of their pages, people's verdicts on
+// actions (make's approve), the action preview (preview_ms), and the
+// replayer of the --trajectories directory with re-runs.
+
+// DefaultApproveTimeout is how long an action waits for a person's verdict
+// when make's approve_timeout_ms is not given; then it is rejected.
+const DefaultApproveTimeout = 2 * time.Minute
+
+// liveView is the Observer that keeps the UI's board.
+type liveView struct{ board *ui.Board }
+
+func (v liveView) Began(ev EpisodeEvent) {
+	v.board.Began(ev.Env, ev.live, headLine(ev, 0), resetLine(ev))
+}
+
+func (v liveView) Stepped(ev StepEvent) { v.board.Stepped(ev.Env, stepLine(ev)) }
+
+func (v liveView) Closed(ev ClosedEvent) { v.board.Closed(ev.Env) }
+
+// uiHandler is the UI under /ui, behind the same token check as the
+// WebSocket: a page's URL carries ?token= and the pages pass it on.
+func (s *Server) uiHandler() http.Handler {
+	cfg := ui.Config{Log: s.log.Named("ui"), Board: s.board, Screens: screens{s}}
+	if s.cfg.TrajectoryDir != "" {
+		cfg.Replay = ui.NewReplay(s.cfg.TrajectoryDir)
+		cfg.Rerunner = s
+	}
+	return MountUI(s.cfg.Token, ui.Handler(cfg))
+}
+
+// MountUI serves the UI handler h under /ui (a request for /ui itself is
+// sent to /ui/), letting through only requests whose ?token= is token, the
+// check of the WebSocket's hello; an empty token lets every request
+// through. `webserv replay` mounts its replayer with it too.
+func MountUI(token string, h http.Handler) http.Handler {
+	h = http.StripPrefix("/ui", h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !tokenOK(token, r.URL.Query().Get("token")) {
+			http.Error(w, "this server needs a token: add ?token=... to the URL", http.StatusUnauthorized)
+			return
+		}
+		if r.URL.Path == "/ui" || r.URL.Path == "/" {
+			u := *r.URL
+			u.Path = "/ui/"
+			http.Redirect(w, r, u.String(), http.StatusFound)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// screens gives the UI live pictures of environments' pages.
+type screens struct{ s *Server }
+
+func (sc screens) Screencast(ctx context.Context, env string, frame func([]byte) error) error {
+	x, e := sc.s.session(env)
+	if e != nil {
+		return e
+	}
+	if x.env == nil {
+		return fmt.Errorf("environment %s has no page yet", env)
+	}
+	return x.env.Screencast(ctx, envcore.ScreencastOptions{}, frame)
+}
+
+// liveOptions reads make's approve, approve_timeout_ms and preview_ms.
+func (s *Server) liveOptions(a args, l *limits) *Error {
+	approve, e := a.boolean("approve")
+	if e != nil {
+		return e
+	}
+	if approve && s.board == nil {
+		return errorf(CodeNotSupported, false, "approve needs the server's web UI, where a person decides; this server runs with --no-ui")
+	}
+	timeout, e := a.ms("approve_timeout_ms")
+	if e != nil {
+		return e
+	}
+	if timeout <= 0 {
+		timeout = DefaultApproveTimeout
+	}
+	if approve && timeout >= s.cfg.StepTimeout {
+		return errorf(CodeBadArgs, false, "approve_timeout_ms (%s) must be shorter than the server's request timeout (%s)", timeout, s.cfg.StepTimeout)
+	}
+	l.approve, l.approveTimeout = approve, timeout
+	return s.previewOption(a, l)
+}
+
+// previewOption reads preview_ms (make and reset).
+func (s *Server) previewOption(a args, l *limits) *Error {
+	if _, ok := a["preview_ms"]; !ok {
+		return nil
+	}
+	d, e := a.ms("preview_ms")
+	if e != nil {
+		return e
+	}
+	if d < 0 || d > 10*time.Second {
+		return errorf(CodeBadArgs, false, "preview_ms must be between 0 (off) and 10000")
+	}
+	l.preview = d
+	return nil
+}
+
+// vet runs before an action. For a recording with screenshots it measures
+// the action's target where the last screenshot shows it (the replayer
+// outlines it there). With a preview or approval it outlines the target on
+// the page, then waits preview_ms, or for a person's verdict in the live
+// view (the outline stays meanwhile); the outline is removed before it
+// returns. A nil review means the action runs unasked.
+func (s *Server) vet(ctx context.Context, x *session, raw any) (*trajectory.Review, *envcore.Box, *Error) {
+	l := x.limits
+	measure := l.record != nil && l.record.screenshots
+	if l.preview <= 0 && !l.approve && !measure {
+		return nil, nil, nil
+	}
+	act, parsed := parsedAction(raw)
+	var target *envcore.Box
+	if parsed && measure {
+		var err error
+		if target, err = x.env.TargetBox(ctx, act); err != nil {
+			s.log.Debug("measuring the action's target", zap.String("env", x.id), zap.Error(err))
+		}
+	}
+	if l.preview <= 0 && !l.approve {
+		return nil, target, nil
+	}
+	if parsed {
+		box, err := x.env.Preview(ctx, act)
+		if err != nil {
+			s.log.Debug("action preview", zap.String("env", x.id), zap.Error(err))
+		}
+		if box != nil {
+			defer func() {
+				if err := x.env.Unpreview(context.WithoutCancel(ctx)); err != nil {
+					s.log.Debug("removing the action preview", zap.String("env", x.id), zap.Error(err))
+				}
+			}()
+		}
+	}
+	if !l.approve {
+		select {
+		case <-time.After(l.preview):
+		case <-ctx.Done():
+			return nil, target, envError(ctx.Err())
+		}
+		return nil, target, nil
+	}
+	r, err := s.board.Ask(ctx, x.id, x.steps+1, actionText(raw), l.approveTimeout)
+	if err != nil {
+		return nil, target, envError(err)
+	}
+	return &r, target, nil
+}
+
+// parsedAction is a step's action in structured form, if it parses.
+func parsedAction(raw any) (envcore.Action, bool) {
+	switch a := raw.(type) {
+	case string:
+		act, err := envcore.ParseAction(a)
+		return act, err == nil
+	case map[string]any:
+		var act envcore.Action
+		b, _ := json.Marshal(a)
+		return act, json.Unmarshal(b, &act) == nil
+	}
+	return envcore.Action{}, false
+}
+
+// rejected is whether r rejects the action.
+func rejected(r *trajectory.Review) bool {
+	return r != nil && r.Verdict == trajectory.VerdictRejected
+}
+
+// noAction stands in for an action a person rejected: the page is observed
+// as it is.
+var noAction = map[string]any{"type": string(envcore.Noop)}
+
+// refuse makes the observation of a rejected action say so.
+func refuse(obs *envcore.Observation, info *envcore.StepInfo, action string, r *trajectory.Review) {
+	msg := "a person rejected this action; it was not run"
+	if r.By == "timeout" {
+		msg = "nobody approved this action in time; it was not run"
+	}
+	if r.Comment != "" {
+		msg += ". Their comment: " + r.Comment
+	}
+	obs.LastAction, obs.LastActionError = action, msg
+	info.ActionError, info.ActionErrorCode = msg, "rejected"
+}

@@ -1,0 +1,86 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/webserv-rl/webserv/trajectory"
+)
+
+// Rerun runs a recorded episode's actions again on a fresh environment of
+// its site and task (or its start page, on the open site) and reports the
+// first step whose observation differs from the recording
+// (trajectory.Rerun). The environment is closed afterwards.
+func (s *Server) Rerun(ctx context.Context, ep *trajectory.Episode) (trajectory.RerunReport, error) {
+	return trajectory.Rerun(ctx, ep, &player{s: s})
+}
+
+// player is a trajectory.Player on this server's own environments.
+type player struct {
+	s *Server
+	x *session
+}
+
+func (p *player) Start(ctx context.Context, head trajectory.Line) (*trajectory.Observation, error) {
+	a := args{"goal": head.Goal}
+	switch {
+	case head.Site == "" || head.Site == "open":
+		a["start_url"] = head.StartURL
+	case strings.Contains(head.Site, multiSep):
+		sites := []any{}
+		for _, n := range siteNames(head.Site) {
+			sites = append(sites, n)
+		}
+		a["sites"] = sites
+	default:
+		a["site"] = head.Site
+	}
+	if head.TaskID != "" {
+		a["task"] = head.TaskID
+		delete(a, "goal")
+	}
+	res, e := p.s.makeEnv(ctx, a)
+	if e != nil {
+		return nil, e
+	}
+	r := res.(*EpisodeReply)
+	x, e := p.s.session(r.Env)
+	if e != nil {
+		return nil, e
+	}
+	p.x = x
+	o := trajectory.Observation(r.Obs)
+	return &o, nil
+}
+
+func (p *player) Step(ctx context.Context, action string) (*trajectory.Observation, error) {
+	type result struct {
+		v any
+		e *Error
+	}
+	done := make(chan result, 1)
+	if !p.x.enqueue(func() {
+		v, e := p.s.step(ctx, p.x, args{"action": action})
+		done <- result{v, e}
+	}) {
+		return nil, fmt.Errorf("the re-run's environment %s was closed", p.x.id)
+	}
+	select {
+	case r := <-done:
+		if r.e != nil {
+			return nil, r.e
+		}
+		o := trajectory.Observation(r.v.(*StepReply).Obs)
+		return &o, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *player) Close() error {
+	if p.x != nil {
+		p.s.closeSession(p.x, "re-run done")
+	}
+	return nil
+}

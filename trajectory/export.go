@@ -1,0 +1,126 @@
+package trajectory
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// ExportOptions choose what Export writes.
+type ExportOptions struct {
+	// Format is "transitions" (observation, action, next observation: the
+	// data web world models such as DynaWeb train on) or "sft"
+	// (instruction, observation, previous actions, action: NNetNav-style
+	// instruction-labelled demonstrations for fine-tuning).
+	Format string
+	// AXTree uses the accessibility-tree text view as the observation
+	// text instead of the stripped HTML.
+	AXTree bool
+	// MinReward keeps only episodes whose total reward is at least this
+	// (sft: successful demonstrations only, with 1).
+	MinReward float64
+}
+
+// TransitionRow is one line of the transitions format.
+type TransitionRow struct {
+	EpisodeID       string  `json:"episode_id"`
+	Step            int     `json:"step"`
+	Goal            string  `json:"goal"`
+	URL             string  `json:"url"`
+	Observation     string  `json:"observation"`
+	Action          string  `json:"action"`
+	ActionError     string  `json:"action_error"`
+	NextURL         string  `json:"next_url"`
+	NextObservation string  `json:"next_observation"`
+	Reward          float64 `json:"reward"`
+	Done            bool    `json:"done"`
+}
+
+// SFTRow is one line of the sft format.
+type SFTRow struct {
+	EpisodeID       string   `json:"episode_id"`
+	Step            int      `json:"step"`
+	Instruction     string   `json:"instruction"`
+	URL             string   `json:"url"`
+	Observation     string   `json:"observation"`
+	PreviousActions []string `json:"previous_actions"`
+	Action          string   `json:"action"`
+	EpisodeReward   float64  `json:"episode_reward"`
+}
+
+// Export reads the recorded episodes under dirs and writes one JSON object
+// per line to w, in a fixed schema per format, so Hugging Face
+// `datasets.load_dataset("json", ...)` loads it directly. It returns the
+// rows written.
+func Export(w io.Writer, dirs []string, opts ExportOptions) (int, error) {
+	if opts.Format != "transitions" && opts.Format != "sft" {
+		return 0, fmt.Errorf("export format %q: use transitions or sft", opts.Format)
+	}
+	files, err := Find(dirs...)
+	if err != nil {
+		return 0, err
+	}
+	enc := json.NewEncoder(w)
+	rows := 0
+	for _, f := range files {
+		ep, err := Read(f)
+		if err != nil {
+			return rows, err
+		}
+		n, err := exportEpisode(enc, ep, opts)
+		rows += n
+		if err != nil {
+			return rows, err
+		}
+	}
+	return rows, nil
+}
+
+func exportEpisode(enc *json.Encoder, ep *Episode, opts ExportOptions) (int, error) {
+	if ep.Reset == nil || ep.Reset.Obs == nil {
+		return 0, nil // an episode with no reset recorded
+	}
+	total := ep.Reward()
+	if total < opts.MinReward {
+		return 0, nil
+	}
+	if opts.Format == "sft" && ep.Head.Goal == "" {
+		return 0, nil // a demonstration needs its instruction
+	}
+	id := fmt.Sprintf("%s/%d", ep.Head.Env, ep.Head.Episode)
+	text := func(o *Observation) string {
+		if opts.AXTree {
+			return o.AXTree
+		}
+		return o.HTML
+	}
+	rows := 0
+	var actions []string
+	prev := ep.Reset.Obs
+	for i, l := range ep.Steps {
+		next := l.Obs
+		if next == nil {
+			next = &Observation{}
+		}
+		reward := 0.0
+		if l.Reward != nil {
+			reward = *l.Reward
+		}
+		var row any
+		if opts.Format == "transitions" {
+			row = TransitionRow{EpisodeID: id, Step: i + 1, Goal: ep.Head.Goal, URL: prev.URL, Observation: text(prev),
+				Action: l.Action, ActionError: next.LastActionError, NextURL: next.URL,
+				NextObservation: text(next), Reward: reward, Done: l.Terminated || l.Truncated}
+		} else {
+			row = SFTRow{EpisodeID: id, Step: i + 1, Instruction: ep.Head.Goal, URL: prev.URL, Observation: text(prev),
+				PreviousActions: append([]string{}, actions...), Action: l.Action, EpisodeReward: total}
+		}
+		if err := enc.Encode(row); err != nil {
+			return rows, err
+		}
+		rows++
+		actions = append(actions, l.Action)
+		prev = next
+	}
+	return rows, nil
+}

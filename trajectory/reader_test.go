@@ -1,0 +1,77 @@
+package trajectory_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/trajectory"
+)
+
+// A written episode reads back with its steps, reward and review.
+func TestWriteRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "env-1", "0001"+trajectory.Ext)
+	w, err := trajectory.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := 1.0
+	for _, l := range []trajectory.Line{
+		{Kind: trajectory.KindEpisode, Version: trajectory.Version, Env: "env-1", Episode: 1, Site: "shopping", TaskID: "shopping.0", Goal: "buy"},
+		{Kind: trajectory.KindReset, Obs: &trajectory.Observation{Observation: envcore.Observation{URL: "http://a/", HTML: "<p>a</p>"}}},
+		{Kind: trajectory.KindStep, Step: 1, Action: `click("x")`, Obs: &trajectory.Observation{Observation: envcore.Observation{URL: "http://a/", LastActionError: "rejected"}},
+			Review: &trajectory.Review{Verdict: trajectory.VerdictRejected, Comment: "no"}},
+		{Kind: trajectory.KindStep, Step: 2, Action: `stop("a")`, Obs: &trajectory.Observation{}, Reward: &one, Terminated: true},
+	} {
+		if err := w.Write(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files, err := trajectory.Find(filepath.Dir(filepath.Dir(path)))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("Find = %v, %v", files, err)
+	}
+	ep, err := trajectory.Read(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ep.Summarize()
+	if s.Steps != 2 || s.Reward != 1 || s.Errors != 1 || s.Rejected != 1 || !s.Done || s.Site != "shopping" || s.TaskID != "shopping.0" {
+		t.Errorf("summary = %+v", s)
+	}
+	if ep.Obs(1).HTML != "<p>a</p>" || ep.Obs(2).LastActionError != "rejected" || ep.Steps[0].Review.Comment != "no" {
+		t.Errorf("episode = %+v", ep)
+	}
+}
+
+// Files the recorder wrote before this package (maps, explicit nulls and
+// falses) and files cut short by a crash still read.
+func TestReadOldAndPartial(t *testing.T) {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	_, _ = gz.Write([]byte(`{"kind":"episode","version":1,"env":"env-a","episode":2,"site":"open","goal":"","task_id":"","start_url":"http://x/","cause":"reset","time":"2026-01-02T03:04:05.5Z"}
+{"kind":"reset","obs":{"url":"http://x/","title":"","html":"<p>x</p>","clickable":null,"hoverable":null,"inputs":null,"selects":null,"tabs":null,"active_tab":0,"goal":""},"info":{"settle_ms":501.5},"time":"2026-01-02T03:04:06Z"}
+{"kind":"step","step":1,"action":"click(\"a\")","obs":{"url":"http://x/b","html":"<p>b</p>"},"reward":null,"terminated":false,"truncated":false,"info":{"settled":true},"time":"2026-01-02T03:04:07.5Z"}
+`))
+	_ = gz.Flush() // no Close: the stream is cut short
+	path := filepath.Join(t.TempDir(), "0002"+trajectory.Ext)
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ep, err := trajectory.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ep.Partial || len(ep.Steps) != 1 || ep.Steps[0].Reward != nil || ep.Steps[0].Obs.URL != "http://x/b" || ep.Reset.InfoFloat("settle_ms") != 501.5 {
+		t.Errorf("episode = %+v partial=%v", ep, ep.Partial)
+	}
+	if d := ep.Duration().Seconds(); d != 2 {
+		t.Errorf("duration = %v s, want 2", d)
+	}
+}
