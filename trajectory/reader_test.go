@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/webserv-rl/webserv/envcore"
@@ -73,5 +74,20 @@ func TestReadOldAndPartial(t *testing.T) {
 	}
 	if d := ep.Duration().Seconds(); d != 2 {
 		t.Errorf("duration = %v s, want 2", d)
+	}
+}
+
+// Compare names the part that differs and shows it around the first
+// character that does.
+func TestCompare(t *testing.T) {
+	long := strings.Repeat("x", 500)
+	a := &trajectory.Observation{Observation: envcore.Observation{URL: "u", HTML: "<h1>same</h1>\n" + long + "<p>loaded v1</p>" + long}}
+	b := &trajectory.Observation{Observation: envcore.Observation{URL: "u", HTML: "<h1>same</h1>\n" + long + "<p>loaded v2</p>" + long}}
+	field, x, y, differs := trajectory.Compare(a, b)
+	if !differs || field != "html" || !strings.Contains(x, "loaded v1") || !strings.Contains(y, "loaded v2") || len(x) > 250 {
+		t.Errorf("Compare = %s %q %q %v", field, x, y, differs)
+	}
+	if _, _, _, d := trajectory.Compare(a, a); d {
+		t.Error("an observation differs from itself")
 	}
 }
