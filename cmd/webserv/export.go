@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/trajectory"
 )
 
