@@ -19,6 +19,7 @@ import (
 	"github.com/go-rod/rod/lib/launcher"
 	"github.com/go-rod/rod/lib/proto"
 
+	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
@@ -331,8 +332,10 @@ func TestRerunBundledShop(t *testing.T) {
 	for name, st := range sets {
 		f.SetTasks(name, st)
 	}
-	env := envConfig()
-	env.ActionTimeout, env.SettleTimeout = 30*time.Second, 30*time.Second
+	// The default idle window: the shop's search suggestions are debounced
+	// 250 ms, so with the tests' 150 ms a step may be observed before or
+	// after they arrive, and a re-run rightly reports that.
+	env := envcore.Config{IdleWindow: 500 * time.Millisecond, ActionTimeout: 30 * time.Second, SettleTimeout: 30 * time.Second}
 	dir := filepath.Join(tmp, "trajectories")
 	s := server.New(nil, browser, f, server.Config{Env: env, TrajectoryDir: dir})
 	cl := dial(t, serve(t, s))

@@ -195,7 +195,15 @@ func (b *Board) Detail(env string) (EnvDetail, bool) {
 	if e == nil {
 		return EnvDetail{}, false
 	}
-	return EnvDetail{EnvState: e.EnvState, History: append([]StepSummary(nil), e.history...), Obs: e.obs}, true
+	d := EnvDetail{EnvState: e.EnvState, History: append([]StepSummary(nil), e.history...)}
+	if e.obs != nil {
+		// The live picture shows the page; a recorded screenshot would
+		// only make every event of a recording environment larger.
+		o := *e.obs
+		o.Screenshot = nil
+		d.Obs = &o
+	}
+	return d, true
 }
 
 // ErrNoEnv is the error for an environment the board does not have.

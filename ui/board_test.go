@@ -23,7 +23,7 @@ func TestBoardFollowsEnvironments(t *testing.T) {
 	began(b, "env-a")
 	one := 1.0
 	b.Stepped("env-a", trajectory.Line{Kind: trajectory.KindStep, Step: 1, Action: `click("x")`, Reward: &one,
-		Obs: &trajectory.Observation{Observation: envcore.Observation{URL: "http://a/x", LastActionError: "covered"}}, Info: map[string]any{"settle_ms": 501.0}})
+		Obs: &trajectory.Observation{Observation: envcore.Observation{URL: "http://a/x", LastActionError: "covered", Screenshot: []byte("png")}}, Info: map[string]any{"settle_ms": 501.0}})
 	if b.Version() == v0 {
 		t.Error("the version did not move")
 	}
@@ -32,7 +32,7 @@ func TestBoardFollowsEnvironments(t *testing.T) {
 		t.Errorf("list = %+v", l)
 	}
 	d, ok := b.Detail("env-a")
-	if !ok || len(d.History) != 1 || d.History[0].SettleMS != 501 || d.Obs.URL != "http://a/x" {
+	if !ok || len(d.History) != 1 || d.History[0].SettleMS != 501 || d.Obs.URL != "http://a/x" || d.Obs.Screenshot != nil {
 		t.Errorf("detail = %+v", d)
 	}
 	began(b, "env-a") // a reset: a new episode, a fresh history
