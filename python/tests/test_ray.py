@@ -340,3 +340,23 @@ def test_verl_config_names_the_loop_and_actions_parse() -> None:
         timeout=120,
     )
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_servers_per_node_follow_its_cpus_and_resources() -> None:
+    gpu_node = {"Resources": {"CPU": 16.0, "GPU": 8.0}}
+    env_node = {"Resources": {"CPU": 16.0, "webserv": 1.0}}
+    assert wr.FleetConfig().slots(gpu_node) == 1
+    assert wr.FleetConfig(servers_per_node=2).slots(gpu_node) == 2
+    assert wr.FleetConfig(per_cpus=4).slots(env_node) == 4
+    assert wr.FleetConfig(per_cpus=32).slots(env_node) == 1
+    assert wr.FleetConfig(node_resource="webserv").slots(gpu_node) == 0
+    assert wr.FleetConfig(node_resource="webserv", per_cpus=8).slots(env_node) == 2
+
+
+def test_a_fleet_no_node_can_hold_says_why(cluster: Any, binary: str) -> None:
+    name = f"{FLEET}-nowhere"
+    try:
+        with pytest.raises(TimeoutError, match="node resource 'no-such-resource'"):
+            wr.Fleet.start(name, node_resource="no-such-resource", binary=binary, timeout=2)
+    finally:
+        ray.kill(ray.get_actor(name, namespace=wr.NAMESPACE))
