@@ -122,7 +122,9 @@ def browsergym_episode(base: str, tok: Any) -> list[dict[str, Any]]:
             pruned = prune_html(flatten_dom_to_str(obs["dom_object"]))
             bid = ""
             if css:
-                bid = env.unwrapped.page.locator(css).first.get_attribute("bid") or ""
+                # BrowserGym's step does not wait for the next page; on a
+                # loaded machine it can take longer than Playwright's 5 s.
+                bid = env.unwrapped.page.locator(css).first.get_attribute("bid", timeout=30_000) or ""
             present_ax = bool(bid) and f"[{bid}]" in axtree
             present_html = bool(bid) and f'bid="{bid}"' in pruned
             act = action(kind, bid, arg, base)

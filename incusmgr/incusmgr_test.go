@@ -114,8 +114,15 @@ func removeTestImages() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var errs []error
+	list, err := client.GetInstances(api.InstanceTypeContainer)
+	errs = append(errs, err)
 	for _, alias := range []string{dockerAlias, ociAlias} {
-		errs = append(errs, deleteContainer(ctx, "webserv-base-"+site(alias).Name), incusmgr.RemoveImage(ctx, client, alias))
+		for _, in := range list {
+			if in.Config["user.webserv.role"] == "base" && in.Config["user.webserv.site"] == site(alias).Name {
+				errs = append(errs, deleteContainer(ctx, in.Name))
+			}
+		}
+		errs = append(errs, incusmgr.RemoveImage(ctx, client, alias))
 	}
 	return errors.Join(errs...)
 }

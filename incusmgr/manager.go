@@ -329,12 +329,15 @@ func (m *Manager) base(ctx context.Context, site *hosting.Site) (string, error) 
 		return src, nil
 	}
 
-	name := "webserv-base-" + site.Name
 	var fingerprint string
 	if a, _, err := m.c.GetImageAlias(site.Incus.Image); err == nil {
 		fingerprint = a.Target
 	}
 	hash := siteHash(site, fingerprint)
+	// The name carries the definition's hash: two servers (or tests) with
+	// different definitions of one site name each keep their own base,
+	// instead of rebuilding, and so deleting, the other's under it.
+	name := "webserv-base-" + site.Name + "-" + hash[:12]
 	src = name + "/" + baseSnap
 	if in, _, err := m.c.GetInstance(name); err == nil {
 		if in.Config[labelHash] == hash {
