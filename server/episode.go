@@ -73,7 +73,8 @@ type StepEvent struct {
 	Step   int
 	Action string // the action's string form
 	Reply  *StepReply
-	Time   time.Time
+	Time   time.Time // when the reply was ready
+	Began  time.Time // when the action began to run (after preview and review)
 	// Review is a person's verdict when the environment asks for approval
 	// (make's approve option); nil otherwise.
 	Review *trajectory.Review

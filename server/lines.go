@@ -23,7 +23,7 @@ func stepLine(ev StepEvent) trajectory.Line {
 	res := ev.Reply
 	obs := trajectory.Observation(res.Obs)
 	l := trajectory.Line{Kind: trajectory.KindStep, Step: ev.Step, Action: ev.Action, Obs: &obs,
-		Terminated: res.Terminated, Truncated: res.Truncated, Info: res.Info, Review: ev.Review, Time: ev.Time}
+		Terminated: res.Terminated, Truncated: res.Truncated, Info: res.Info, Review: ev.Review, Time: ev.Time, Began: ev.Began}
 	if f, ok := res.Reward.(float64); ok {
 		l.Reward = &f
 	}

@@ -376,6 +376,7 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	if e != nil {
 		return nil, e
 	}
+	began := time.Now()
 	if rejected(review) {
 		action = noAction
 	}
@@ -465,7 +466,7 @@ func (s *Server) step(ctx context.Context, x *session, a args) (any, *Error) {
 	}
 	res := &StepReply{Obs: wireObs(obs, x), Reward: reward, Terminated: terminated, Truncated: truncated, Info: wi}
 	s.notify(func(o Observer) {
-		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a["action"]), Reply: res, Time: time.Now(), Review: review})
+		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a["action"]), Reply: res, Time: time.Now(), Began: began, Review: review})
 	})
 	return res, nil
 }

@@ -1,20 +1,16 @@
 package server
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/webserv-rl/webserv/netroute"
+	"github.com/webserv-rl/webserv/trajectory"
 )
 
 // Offline re-scoring. ExportHAR writes each recorded episode's trace in
@@ -55,7 +51,7 @@ func ExportHAR(out string, dirs []string) (int, error) {
 	for _, d := range dirs {
 		var traces []string
 		err := filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
-			if err == nil && !e.IsDir() && strings.HasSuffix(p, ".har.gz") {
+			if err == nil && !e.IsDir() && strings.HasSuffix(p, trajectory.TraceExt) {
 				traces = append(traces, p)
 			}
 			return err
@@ -65,20 +61,20 @@ func ExportHAR(out string, dirs []string) (int, error) {
 		}
 		sort.Strings(traces)
 		for _, tr := range traces {
-			ep, err := readExportedEpisode(strings.TrimSuffix(tr, ".har.gz") + ".jsonl.gz")
+			ep, err := readExportedEpisode(strings.TrimSuffix(tr, trajectory.TraceExt) + trajectory.Ext)
 			if err != nil {
 				return n, err
 			}
-			ep.Env, ep.Episode = filepath.Base(filepath.Dir(tr)), strings.TrimSuffix(filepath.Base(tr), ".har.gz")
+			ep.Env, ep.Episode = filepath.Base(filepath.Dir(tr)), strings.TrimSuffix(filepath.Base(tr), trajectory.TraceExt)
 			dir := filepath.Join(out, ep.Env+"-"+ep.Episode)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return n, fmt.Errorf("export the trace: %w", err)
 			}
-			h, err := readGzJSON[netroute.HAR](tr)
+			h, err := trajectory.ReadTrace(tr)
 			if err != nil {
 				return n, err
 			}
-			if err := WriteHAR(filepath.Join(dir, "network.har"), &h); err != nil {
+			if err := trajectory.WriteTrace(filepath.Join(dir, "network.har"), h); err != nil {
 				return n, err
 			}
 			if err := writeJSON(filepath.Join(dir, "agent_response.json"), ep.Answer); err != nil {
@@ -93,48 +89,27 @@ func ExportHAR(out string, dirs []string) (int, error) {
 	return n, nil
 }
 
-// readExportedEpisode reads what episode.json keeps from a trajectory file.
+// readExportedEpisode reads what episode.json keeps from a trajectory file:
+// its task and the last step's reward, answer and grading.
 func readExportedEpisode(path string) (ExportedEpisode, error) {
 	var ep ExportedEpisode
-	f, err := os.Open(path)
+	t, err := trajectory.Read(path)
 	if err != nil {
 		return ep, fmt.Errorf("the trace's trajectory: %w", err)
 	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		return ep, fmt.Errorf("%s: %w", path, err)
-	}
-	sc := bufio.NewScanner(gz)
-	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	for sc.Scan() {
-		var line struct {
-			Kind   string          `json:"kind"`
-			TaskID string          `json:"task_id"`
-			Reward *float64        `json:"reward"`
-			Info   json.RawMessage `json:"info"`
+	ep.TaskID = t.Head.TaskID
+	for _, l := range t.Steps {
+		var info struct {
+			Answer  string           `json:"answer"`
+			TaskSet string           `json:"task_set"`
+			Grading *verifiedGrading `json:"grading"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-			return ep, fmt.Errorf("%s: %w", path, err)
+		raw, _ := json.Marshal(l.Info)
+		_ = json.Unmarshal(raw, &info)
+		ep.Reward, ep.Answer, ep.TaskSet = l.Reward, info.Answer, info.TaskSet
+		if info.Grading != nil {
+			ep.Grading = info.Grading
 		}
-		switch line.Kind {
-		case "episode":
-			ep.TaskID = line.TaskID
-		case "step":
-			var info struct {
-				Answer  string           `json:"answer"`
-				TaskSet string           `json:"task_set"`
-				Grading *verifiedGrading `json:"grading"`
-			}
-			_ = json.Unmarshal(line.Info, &info)
-			ep.Reward, ep.Answer, ep.TaskSet = line.Reward, info.Answer, info.TaskSet
-			if info.Grading != nil {
-				ep.Grading = info.Grading
-			}
-		}
-	}
-	if err := sc.Err(); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) { // a file cut short keeps its lines
-		return ep, fmt.Errorf("%s: %w", path, err)
 	}
 	return ep, nil
 }
@@ -188,23 +163,6 @@ func Regrade(ctx context.Context, g *VerifiedGrader, dirs []string) ([]RegradeRe
 		}
 	}
 	return out, nil
-}
-
-func readGzJSON[T any](path string) (T, error) {
-	var v T
-	f, err := os.Open(path)
-	if err != nil {
-		return v, err
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		return v, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := json.NewDecoder(gz).Decode(&v); err != nil {
-		return v, fmt.Errorf("%s: %w", path, err)
-	}
-	return v, nil
 }
 
 func writeJSON(path string, v any) error {

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"compress/gzip"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/netroute"
+	"github.com/webserv-rl/webserv/trajectory"
 )
 
 // Network traces. An episode is traced when it is recorded (make's record
@@ -105,37 +104,8 @@ func (w *harWriter) flush(env string, he *harEnv) {
 		return
 	}
 	he.rec = nil
-	path := filepath.Join(he.dir, fmt.Sprintf("%04d.har.gz", he.episode))
-	if err := WriteHAR(path, rec.HAR()); err != nil {
+	path := filepath.Join(he.dir, fmt.Sprintf("%04d%s", he.episode, trajectory.TraceExt))
+	if err := trajectory.WriteTrace(path, rec.HAR()); err != nil {
 		w.log.Warn("network trace not written", zap.String("env", env), zap.Error(err))
 	}
-}
-
-// WriteHAR writes h to path, gzip-compressed when path ends in .gz.
-func WriteHAR(path string, h *netroute.HAR) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write the network trace: %w", err)
-	}
-	var enc *json.Encoder
-	var gz *gzip.Writer
-	if filepath.Ext(path) == ".gz" {
-		gz = gzip.NewWriter(f)
-		enc = json.NewEncoder(gz)
-	} else {
-		enc = json.NewEncoder(f)
-	}
-	err = enc.Encode(h)
-	if gz != nil {
-		if cerr := gz.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write the network trace %s: %w; check the disk", path, err)
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"html"
 	"net/http"
@@ -244,6 +245,39 @@ func TestReplayerStepsThroughEpisode(t *testing.T) {
 	if h := p.MustInfo().URL; !strings.Contains(h, "#step=1") {
 		t.Errorf("URL of step 1 = %s; want its own link", h)
 	}
+	// The step's requests (from the episode's network trace) are on one
+	// timeline with its phases: the click's fetch began after the action
+	// did and before the step replied.
+	files, _ := trajectory.Find(dir)
+	if len(files) != 1 {
+		t.Fatalf("recordings: %v", files)
+	}
+	rel, _ := filepath.Rel(dir, files[0])
+	var view struct {
+		Steps   []trajectory.Line      `json:"steps"`
+		Network [][]trajectory.Request `json:"network"`
+	}
+	getJSON(t, base+"/ui/api/episode?path="+url.QueryEscape(rel), &view)
+	if len(view.Network) != 4 {
+		t.Fatalf("network of %d steps, want the start and 3", len(view.Network))
+	}
+	if !hasRequest(view.Network[0], "/page?n=7") {
+		t.Errorf("the start's requests %+v lack the start page", view.Network[0])
+	}
+	s1 := view.Steps[0]
+	total := s1.InfoFloat("action_ms") + s1.InfoFloat("settle_ms") + s1.InfoFloat("extract_ms")
+	for _, r := range view.Network[1] {
+		if strings.Contains(r.URL, "/slow?") && (r.StartMS < 0 || r.StartMS > total || r.AfterReply) {
+			t.Errorf("step 1's fetch began at %.0f ms (after the reply: %v); the step took %.0f ms", r.StartMS, r.AfterReply, total)
+		}
+	}
+	if !hasRequest(view.Network[1], "/slow?") {
+		t.Errorf("step 1's requests %+v lack its fetch", view.Network[1])
+	}
+	until(t, p, "step 1's fetch on the network timeline", `() => [...document.querySelectorAll('#timeline .tl-req')].some(r => r.textContent.includes('/slow?'))`)
+	if got := text(t, p, "#timeline .tl-phases"); !strings.Contains(got, "action") || !strings.Contains(got, "settle") {
+		t.Errorf("step 1's phases = %q", got)
+	}
 
 	// A step's own link opens that step.
 	link := p.MustEval(`() => document.querySelector('#steps tr[data-step="2"] a').href`).Str()
@@ -400,5 +434,30 @@ func TestUINeedsTheToken(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /ui/ with --no-ui = %d", resp.StatusCode)
+	}
+}
+
+func hasRequest(rs []trajectory.Request, part string) bool {
+	for _, r := range rs {
+		if strings.Contains(r.URL, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// getJSON reads a JSON reply into v.
+func getJSON(t *testing.T, u string, v any) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", u, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", u, err)
 	}
 }

@@ -69,6 +69,10 @@ type Line struct {
 	// extract_ms), settled, settle_error, action_error, ...
 	Info   map[string]any `json:"info,omitempty"`
 	Review *Review        `json:"review,omitempty"`
+	// Began is when a step's action began to run (after any preview or
+	// review); Time is when its reply was ready. Files written before
+	// Began was recorded leave it out (Start estimates it).
+	Began time.Time `json:"began,omitzero"`
 }
 
 // InfoFloat is a number from Info (0 when missing).
@@ -81,4 +85,15 @@ func (l Line) InfoFloat(key string) float64 {
 func (l Line) InfoString(key string) string {
 	s, _ := l.Info[key].(string)
 	return s
+}
+
+// Start is when the step of line l began to run its action: Began, or for
+// a line written before Began was recorded, its reply time less its
+// action, settle and extraction times.
+func (l Line) Start() time.Time {
+	if !l.Began.IsZero() {
+		return l.Began
+	}
+	ms := l.InfoFloat("action_ms") + l.InfoFloat("settle_ms") + l.InfoFloat("extract_ms")
+	return l.Time.Add(-time.Duration(ms * float64(time.Millisecond)))
 }

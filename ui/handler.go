@@ -235,6 +235,9 @@ type episodeView struct {
 	Reset   *trajectory.Line   `json:"reset"`
 	Steps   []trajectory.Line  `json:"steps"`
 	Shots   []bool             `json:"shots"` // index 0: the reset's, i: step i's
+	// Network is each step's requests (index as Shots), when the
+	// episode's network trace was recorded.
+	Network [][]trajectory.Request `json:"network,omitempty"`
 }
 
 func withoutShot(l *trajectory.Line) (*trajectory.Line, bool) {
@@ -253,12 +256,18 @@ func withoutShot(l *trajectory.Line) (*trajectory.Line, bool) {
 }
 
 func (h *handler) episode(w http.ResponseWriter, r *http.Request) {
-	ep, err := h.cfg.Replay.Episode(r.URL.Query().Get("path"))
+	rel := r.URL.Query().Get("path")
+	ep, err := h.cfg.Replay.Episode(rel)
 	if err != nil {
 		writeError(w, http.StatusNotFound, err)
 		return
 	}
-	v := episodeView{Summary: ep.Summarize(), Head: ep.Head, Steps: make([]trajectory.Line, len(ep.Steps)), Shots: make([]bool, len(ep.Steps)+1)}
+	net, err := h.cfg.Replay.Network(rel)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	v := episodeView{Summary: ep.Summarize(), Head: ep.Head, Steps: make([]trajectory.Line, len(ep.Steps)), Shots: make([]bool, len(ep.Steps)+1), Network: net}
 	v.Reset, v.Shots[0] = withoutShot(ep.Reset)
 	for i := range ep.Steps {
 		l, has := withoutShot(&ep.Steps[i])

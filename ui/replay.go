@@ -30,10 +30,12 @@ type cachedSummary struct {
 }
 
 type cachedEpisode struct {
-	size int64
-	mod  time.Time
-	ep   *trajectory.Episode
-	used time.Time
+	size     int64
+	mod      time.Time
+	traceMod time.Time // the network trace's; zero when there is none
+	ep       *trajectory.Episode
+	net      [][]trajectory.Request // nil without a trace
+	used     time.Time
 }
 
 // NewReplay serves the episodes under dir.
@@ -84,25 +86,54 @@ func (r *Replay) Episodes() ([]trajectory.Summary, error) {
 
 // Episode reads the episode at rel (a path Episodes gave).
 func (r *Replay) Episode(rel string) (*trajectory.Episode, error) {
+	c, err := r.load(rel)
+	return c.ep, err
+}
+
+// Network is the episode at rel's network trace on its timeline
+// (trajectory.Episode.Network): index 0 the requests before the first
+// step, i those of step i. Nil when the episode has no trace: it was not
+// recorded, or the episode has not ended yet (a trace is written when its
+// episode ends).
+func (r *Replay) Network(rel string) ([][]trajectory.Request, error) {
+	c, err := r.load(rel)
+	return c.net, err
+}
+
+// load reads the episode at rel and its trace, or takes them from the
+// cache while neither file has changed.
+func (r *Replay) load(rel string) (cachedEpisode, error) {
 	if !filepath.IsLocal(rel) {
-		return nil, fmt.Errorf("episode path %q: give a path the episode list gave, relative to the trajectory directory", rel)
+		return cachedEpisode{}, fmt.Errorf("episode path %q: give a path the episode list gave, relative to the trajectory directory", rel)
 	}
 	path := filepath.Join(r.dir, rel)
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("episode %s: %w", rel, err)
+		return cachedEpisode{}, fmt.Errorf("episode %s: %w", rel, err)
+	}
+	var traceMod time.Time
+	if ts, err := os.Stat(trajectory.TracePath(path)); err == nil {
+		traceMod = ts.ModTime()
 	}
 	r.mu.Lock()
 	c, ok := r.last[rel]
 	r.mu.Unlock()
-	if ok && c.size == st.Size() && c.mod.Equal(st.ModTime()) {
-		return c.ep, nil
+	if ok && c.size == st.Size() && c.mod.Equal(st.ModTime()) && c.traceMod.Equal(traceMod) {
+		return c, nil
 	}
 	ep, err := trajectory.Read(path)
 	if err != nil {
-		return nil, err
+		return cachedEpisode{}, err
 	}
 	ep.Path = rel
+	c = cachedEpisode{size: st.Size(), mod: st.ModTime(), traceMod: traceMod, ep: ep, used: time.Now()}
+	if !traceMod.IsZero() {
+		h, err := trajectory.ReadTrace(trajectory.TracePath(path))
+		if err != nil {
+			return cachedEpisode{}, err
+		}
+		c.net = ep.Network(h)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.last) >= 4 {
@@ -114,8 +145,8 @@ func (r *Replay) Episode(rel string) (*trajectory.Episode, error) {
 		}
 		delete(r.last, oldest)
 	}
-	r.last[rel] = cachedEpisode{size: st.Size(), mod: st.ModTime(), ep: ep, used: time.Now()}
-	return ep, nil
+	r.last[rel] = c
+	return c, nil
 }
 
 // Screenshot is the PNG recorded with step i of the episode at rel (0: the

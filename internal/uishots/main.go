@@ -176,7 +176,23 @@ func run(bin, out string) error {
 	if err := p.Timeout(30 * time.Second).Wait(rod.Eval(`() => { const i = document.getElementById('shot'); return i.naturalWidth > 0 && !document.getElementById('target').hidden }`)); err != nil {
 		return fmt.Errorf("replayer step: %w", err)
 	}
-	return shot(p, filepath.Join(out, "ui-replay-step.png"))
+	if err := shot(p, filepath.Join(out, "ui-replay-step.png")); err != nil {
+		return err
+	}
+	// The same step's requests on its timeline.
+	if err := p.Timeout(30 * time.Second).Wait(rod.Eval(`() => document.querySelectorAll('#timeline .tl-req').length > 0`)); err != nil {
+		return fmt.Errorf("replayer network: %w", err)
+	}
+	net, err := p.Element("#net")
+	if err != nil {
+		return err
+	}
+	png, err := net.Screenshot(proto.PageCaptureScreenshotFormatPng, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Println("wrote", filepath.Join(out, "ui-replay-network.png"))
+	return os.WriteFile(filepath.Join(out, "ui-replay-network.png"), png, 0o644)
 }
 
 func shot(p *rod.Page, path string) error {

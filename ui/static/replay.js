@@ -145,7 +145,58 @@
     $('target').hidden = true;
     if (hasBefore) before.src = url('api/shot', { path: ep.summary.path, step: i - 1 });
     placeTarget();
+    renderNetwork(i);
     renderObs(i);
+  }
+
+  // renderNetwork draws step i's requests (from the episode's network
+  // trace) on one timeline with the step's phases: the action, settling
+  // and reading the observation. Offsets are from the action's start; a
+  // request the page began after the step replied (while the agent chose
+  // its next action) is grey.
+  function renderNetwork(i) {
+    const box = $('timeline');
+    box.replaceChildren();
+    $('net').hidden = !ep.network;
+    if (!ep.network) return;
+    const reqs = ep.network[i] || [];
+    const info = (i > 0 && ep.steps[i - 1].info) || {};
+    const phases = [];
+    if (i > 0) {
+      let t = 0;
+      for (const [name, key] of [['action', 'action_ms'], ['settle', 'settle_ms'], ['extract', 'extract_ms']]) {
+        const d = info[key] || 0;
+        phases.push({ name, from: t, to: t + d });
+        t += d;
+      }
+    }
+    let span = 1;
+    for (const p of phases) span = Math.max(span, p.to);
+    for (const r of reqs) span = Math.max(span, r.start_ms + r.ms);
+    const pct = (ms) => (100 * ms / span).toFixed(3) + '%';
+    const bar = (cls, from, to, title) => el('div', { class: 'tl-bar ' + cls, style: `left:${pct(from)};width:${pct(Math.max(0, to - from))}`, title });
+    const late = reqs.filter((r) => r.after_reply).length;
+    $('net-count').textContent = `${reqs.length} request${reqs.length === 1 ? '' : 's'}` +
+      (late ? `, ${late} after the reply` : '') + ` · ${num(span)} ms shown`;
+    if (phases.length) {
+      box.append(el('div', { class: 'tl-row tl-phases' },
+        el('div', { class: 'tl-label muted' }, phases.map((p) => `${p.name} ${num(p.to - p.from)}`).join(' · ') + ' ms'),
+        el('div', { class: 'tl-track' }, ...phases.map((p) => bar('ph-' + p.name, p.from, p.to, `${p.name}: ${num(p.to - p.from)} ms`)))));
+    }
+    const max = 300;
+    for (const r of reqs.slice(0, max)) {
+      let path = r.url;
+      try { const u = new URL(r.url); path = u.pathname + u.search; } catch (e) { /* keep the URL as recorded */ }
+      const status = r.status || 'failed';
+      const title = `${r.method} ${r.url}\n${status} · ${num(r.ms)} ms, began at ${num(r.start_ms)} ms` +
+        (r.size ? ` · ${r.size} bytes` : '') + (r.after_reply ? '\nbegan after the step replied' : '') + (r.comment ? '\n' + r.comment : '');
+      const cls = !r.status || r.status >= 400 ? 'failed' : r.after_reply ? 'late' : '';
+      box.append(el('div', { class: 'tl-row tl-req', title },
+        el('div', { class: 'tl-label' + (cls === 'failed' ? ' bad' : '') }, `${r.method} ${path} `, el('span', { class: 'muted' }, `${status} · ${num(r.ms)} ms`)),
+        el('div', { class: 'tl-track' }, bar(cls, r.start_ms, r.start_ms + r.ms, title))));
+    }
+    if (reqs.length > max) box.append(el('div', { class: 'muted' }, `… ${reqs.length - max} more requests in the trace`));
+    if (!reqs.length) box.append(el('div', { class: 'muted' }, 'no requests in this step'));
   }
 
   let targetBox = null; // the shown step's target, in the page's CSS pixels
