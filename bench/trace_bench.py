@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TASKS = [20, 21, 22, 23, 24, 35, 36, 37, 38, 39]
 
 
-async def oracles(c: webserv.AsyncClient) -> dict[int, list[str]]:
+async def oracles(c: webserv.AsyncClient, tasks: list[int]) -> dict[int, list[str]]:
     by_id = {t["id"]: t.get("oracle") or [] for t in await c.tasks("shopping")}
-    return {n: [a for a in by_id[f"shopping.{n}"] if not a.startswith("stop")] for n in TASKS}
+    return {n: [a for a in by_id[f"shopping.{n}"] if not a.startswith("stop")] for n in tasks}
 
 
 async def episode(env: Any, task: str, actions: list[str]) -> list[float]:
@@ -54,15 +54,15 @@ async def episode(env: Any, task: str, actions: list[str]) -> list[float]:
     return out
 
 
-async def run(url: str, reps: int, seed: int) -> dict[str, list[float]]:
+async def run(url: str, reps: int, seed: int, tasks: list[int]) -> dict[str, list[float]]:
     rng = random.Random(seed)
     samples: dict[str, list[float]] = {"off": [], "on": []}
     async with webserv.AsyncClient(url) as c:
-        acts = await oracles(c)
+        acts = await oracles(c, tasks)
         envs = {"off": c.env("shopping"), "on": c.env("shopping", task_set="webarena-verified")}
         try:
             for _ in range(reps):
-                for n in TASKS:
+                for n in tasks:
                     arms = ["off", "on"]
                     rng.shuffle(arms)
                     for arm in arms:
@@ -82,8 +82,9 @@ def main() -> None:
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = ap.parse_args()
-    if args.smoke:
-        args.reps = 1
+    tasks = TASKS
+    if args.smoke:  # one repetition of a navigation and a state-changing task
+        args.reps, tasks = 1, [TASKS[0], TASKS[5]]
     binary = find_binary()
     if binary is None:
         sys.exit("no webserv binary: run make build or set WEBSERV_BIN")
@@ -91,7 +92,7 @@ def main() -> None:
     rep = benchlib.header("trace", command.strip(), args.smoke)
     srv = LocalServer(binary, ["--idle", f"{args.idle_ms}ms"])
     try:
-        samples = asyncio.run(run(srv.url, args.reps, args.seed))
+        samples = asyncio.run(run(srv.url, args.reps, args.seed, tasks))
     finally:
         srv.stop()
     off, on = statistics.median(samples["off"]), statistics.median(samples["on"])

@@ -18,7 +18,11 @@ trap 'rm -rf "$out"' EXIT
 start=$SECONDS
 "$go" test -count=1 -timeout 30m ./... >"$out/go" 2>&1 &
 gopid=$!
-WEBSERV_BIN=$bin "$pytest" -q python/tests >"$out/py" 2>&1 &
+# pytest-xdist: four workers, a test module per worker at a time
+# (--dist loadscope: a module's fixtures, like test_ray.py's Ray cluster,
+# are set up once). The Python tests mostly wait on idle windows and
+# subprocesses, so four share the two cores well.
+WEBSERV_BIN=$bin "$pytest" -q -n 4 --dist loadscope python/tests >"$out/py" 2>&1 &
 pypid=$!
 
 # report prints a finished suite's output and remembers a failure.

@@ -22,28 +22,13 @@ func buildShop(t testing.TB, dir string) string {
 	return hostingtest.BuildStatic(t, "sites/shop/cmd/shop", filepath.Join(dir, "shop"))
 }
 
-// bundledServer serves the bundled shop's two roles with their tasks.
-func bundledServer(t *testing.T, backend hosting.Backend, opts bundled.Options) *client {
+// oracleServer serves the bundled shop on backend with its native task
+// sets and its Verified-style ones (graded by g).
+func oracleServer(t *testing.T, backend hosting.Backend, opts bundled.Options, g *server.VerifiedGrader) *client {
 	t.Helper()
-	ctx := context.Background()
-	sites, sets, err := bundled.Sites(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := server.NewHostedFactory(sites, []hosting.Backend{backend}, nil)
-	for name, st := range sets {
-		f.SetTasks(name, st)
-	}
-	// Generous action and settle limits: the oracles run four at a time
+	// shopServerOn's generous action and settle limits: the oracles run
 	// beside the other packages' tests on a shared 2-core machine.
-	env := envConfig()
-	env.ActionTimeout, env.SettleTimeout = 30*time.Second, 30*time.Second
-	return dial(t, serve(t, server.New(nil, browser, f, server.Config{Env: env, MaxCreating: 8, MaxEnvs: 64})))
-}
-
-func localBundled(t *testing.T) *client {
-	dir := t.TempDir()
-	return bundledServer(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}})
+	return shopServerOn(t, backend, opts, server.Config{MaxCreating: 8, MaxEnvs: 64}, withVerified(t, g))
 }
 
 type bundledTask struct {
@@ -86,15 +71,61 @@ func play(cl *client, env string, actions []string) (map[string]any, error) {
 	return last, nil
 }
 
-// replayOracles solves every bundled task with its oracle (reward 1) and
-// then, after a reset to a fresh copy of the site, plays its wrong
-// sequence (reward 0). Workers run tasks in parallel environments.
-func replayOracles(t *testing.T, cl *client, workers int) {
+// oracleRun is one episode of replayOracles: a task under one of its task
+// sets, and a sequence with the reward it must get.
+type oracleRun struct {
+	site, task string // task: "shopping.20", or "verified.shopping.20"
+	intent     string
+	name       string // "oracle" or "wrong"
+	seq        []string
+	want       float64
+}
+
+// oracleRuns are the episodes that check the bundled tasks kept by keep:
+// each task's oracle (reward 1) and wrong sequence (reward 0) under the
+// native graders and, for a task with a Verified-style twin, the same two
+// sequences (ending in Verified's structured answer) under
+// WebArena-Verified's evaluators, graded from the environment's own trace:
+// so the two graders agree on both.
+func oracleRuns(t *testing.T, keep func(i int, bt bundledTask) bool) []oracleRun {
 	all := bundledTasks(t)
 	if len(all) < 100 {
 		t.Fatalf("%d bundled tasks; the sets promise 60 storefront and 40 admin tasks", len(all))
 	}
-	jobs := make(chan bundledTask)
+	twins := map[string]string{} // native id -> Verified task type
+	for _, site := range []string{"shopping", "cms"} {
+		for _, tk := range verifiedSet(t, site).Tasks {
+			twins[fmt.Sprintf("%s.%d", site, tk.ID)] = map[string]string{"navigation": "NAVIGATE", "state": "MUTATE"}[tk.Category]
+		}
+	}
+	if len(twins) < 40 {
+		t.Fatalf("%d Verified-style tasks; the bundled sets have 15 navigation and 40 state-changing ones", len(twins))
+	}
+	var runs []oracleRun
+	for i, bt := range all {
+		if !keep(i, bt) {
+			continue
+		}
+		id := fmt.Sprintf("%s.%d", bt.site, bt.task.ID)
+		runs = append(runs,
+			oracleRun{bt.site, id, bt.task.Intent, "oracle", bt.task.Oracle, 1},
+			oracleRun{bt.site, id, bt.task.Intent, "wrong", bt.task.Wrong, 0})
+		if typ, ok := twins[id]; ok {
+			answer := verifiedAnswer(typ)
+			runs = append(runs,
+				oracleRun{bt.site, "verified." + id, bt.task.Intent, "oracle", withAnswer(bt.task.Oracle, answer), 1},
+				oracleRun{bt.site, "verified." + id, bt.task.Intent, "wrong", withAnswer(bt.task.Wrong, answer), 0})
+		}
+	}
+	return runs
+}
+
+// replayOracles plays runs in parallel environments, one worker each.
+// A worker makes one environment per site and task set and resets it to
+// each next task, so every episode starts on a fresh copy of the site as
+// a new environment's would.
+func replayOracles(t *testing.T, cl *client, runs []oracleRun, workers int) {
+	jobs := make(chan oracleRun)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	start := time.Now()
@@ -102,61 +133,76 @@ func replayOracles(t *testing.T, cl *client, workers int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for bt := range jobs {
-				id := fmt.Sprintf("%s.%d", bt.site, bt.task.ID)
+			envs := map[string]string{} // by site and task set
+			defer func() {
+				for _, env := range envs {
+					wait(t, cl.send("close", env, nil))
+				}
+			}()
+			for run := range jobs {
 				fail := func(format string, args ...any) {
 					mu.Lock()
 					defer mu.Unlock()
-					t.Errorf("%s (%s): %s", id, bt.task.Intent, fmt.Sprintf(format, args...))
+					t.Errorf("%s %s (%s): %s", run.task, run.name, run.intent, fmt.Sprintf(format, args...))
 				}
-				r := wait(t, cl.send("make", "", map[string]any{"site": bt.site, "task": id}))
+				key := run.site + " " + strings.Split(run.task, ".")[0]
+				env, ok := envs[key]
+				var r map[string]any
+				if ok {
+					r = wait(t, cl.send("reset", env, map[string]any{"options": map[string]any{"task": run.task}}))
+				} else {
+					r = wait(t, cl.send("make", "", map[string]any{"site": run.site, "task": run.task}))
+				}
 				if r["ok"] != true {
-					fail("make: %v", r["error"])
+					fail("start: %v", r["error"])
 					continue
 				}
 				res := r["result"].(map[string]any)
-				env := res["env"].(string)
-				if got := res["info"].(map[string]any)["task_id"]; got != id {
-					fail("make started task %v", got)
+				if !ok {
+					env = res["env"].(string)
+					envs[key] = env
 				}
-				last, err := play(cl, env, bt.task.Oracle)
+				if got := res["info"].(map[string]any)["task_id"]; got != run.task {
+					fail("started task %v", got)
+				}
+				last, err := play(cl, env, run.seq)
 				switch {
-				case err != nil:
-					fail("oracle: %v", err)
-				case last["terminated"] != true || last["reward"] != 1.0:
-					fail("oracle: reward %v terminated %v info %v", last["reward"], last["terminated"], last["info"])
+				case last == nil:
+					fail("%v", err)
+				case run.want == 1 && err != nil:
+					fail("%v", err)
+				case last["reward"] != run.want:
+					fail("reward %v, want %v; info %v", last["reward"], run.want, last["info"])
+				case run.want == 1 && last["terminated"] != true:
+					fail("not terminated: info %v", last["info"])
 				}
-				r = wait(t, cl.send("reset", env, map[string]any{"options": map[string]any{"task": id}}))
-				if r["ok"] != true {
-					fail("reset: %v", r["error"])
-				} else if last, err := play(cl, env, bt.task.Wrong); err != nil && last == nil {
-					fail("wrong sequence: %v", err)
-				} else if last["reward"] != 0.0 {
-					fail("wrong sequence %v scored %v, want 0", bt.task.Wrong, last["reward"])
-				}
-				wait(t, cl.send("close", env, nil))
 			}
 		}()
 	}
-	for _, bt := range all {
-		jobs <- bt
+	for _, run := range runs {
+		jobs <- run
 	}
 	close(jobs)
 	wg.Wait()
-	t.Logf("%d tasks (oracle and wrong sequence each) in %s with %d workers", len(all), time.Since(start).Round(time.Second), workers)
+	t.Logf("%d episodes in %s with %d workers", len(runs), time.Since(start).Round(time.Second), workers)
 }
 
 // Every bundled task is solved by its oracle through the real server,
 // browser and shop processes on the local backend, and its wrong sequence
-// scores 0.
+// scores 0; the Verified-style twins score the same under
+// WebArena-Verified's evaluators.
 func TestBundledOraclesLocal(t *testing.T) {
 	t.Parallel()
-	replayOracles(t, localBundled(t), 4)
+	dir := t.TempDir()
+	cl := oracleServer(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}}, verifiedGrader(t))
+	replayOracles(t, cl, oracleRuns(t, func(int, bundledTask) bool { return true }), 6)
 }
 
 // The same on the Incus backend: the shop runs in containers cloned
 // copy-on-write from an image built from the static shop binary and the
-// seed-1 catalog.
+// seed-1 catalog. The backend changes where the shop runs, not what a task
+// does, so this plays every third task of each site (all categories and
+// graders, both task sets); TestBundledOraclesLocal plays them all.
 func TestBundledOraclesIncus(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -171,7 +217,8 @@ func TestBundledOraclesIncus(t *testing.T) {
 	}
 	const alias = "webserv-test-shop"
 	m := incusWith(t, img, alias)
-	replayOracles(t, bundledServer(t, m, bundled.Options{IncusImage: alias}), 4)
+	cl := oracleServer(t, m, bundled.Options{IncusImage: alias}, verifiedGrader(t))
+	replayOracles(t, cl, oracleRuns(t, func(i int, _ bundledTask) bool { return i%3 == 0 }), 6)
 }
 
 // A grading that cannot be done is not a 0: a fuzzy_match task on a

@@ -6,12 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
-	"github.com/webserv-rl/webserv/sites/shop"
 	"github.com/webserv-rl/webserv/tasks"
 )
 
@@ -89,36 +87,6 @@ func withAnswer(seq []string, answer string) []string {
 	return out
 }
 
-// The bundled shop's Verified-style tasks (its navigation and
-// state-changing ones) are graded by WebArena-Verified's own evaluators
-// from the environment's own trace, online, in the final step: every
-// oracle scores 1 and every wrong sequence 0, as the native graders score
-// the same sequences.
-func TestVerifiedBundledTasksAgreeWithNativeGraders(t *testing.T) {
-	t.Parallel()
-	g := verifiedGrader(t)
-	verifiedAgreement(t, shopServer(t, server.Config{}, withVerified(t, g)))
-}
-
-// The same on the Incus backend.
-func TestVerifiedBundledTasksAgreeWithNativeGradersIncus(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	dir := t.TempDir()
-	data := filepath.Join(dir, "shop-data")
-	if err := bundled.EnsureData(ctx, data); err != nil {
-		t.Fatal(err)
-	}
-	img, err := shop.Image(buildShop(t, dir), nil, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const alias = "webserv-test-shop-verified"
-	m := incusWith(t, img, alias)
-	g := verifiedGrader(t)
-	verifiedAgreement(t, shopServerOn(t, m, bundled.Options{IncusImage: alias}, server.Config{}, withVerified(t, g)))
-}
-
 // withVerified adds the bundled shop's Verified-style sets graded by g.
 func withVerified(t *testing.T, g *server.VerifiedGrader) func(f *server.HostedFactory, sets map[string]*server.SiteTasks) {
 	return func(f *server.HostedFactory, sets map[string]*server.SiteTasks) {
@@ -130,80 +98,6 @@ func withVerified(t *testing.T, g *server.VerifiedGrader) func(f *server.HostedF
 			f.AddTaskSet(name, st)
 		}
 	}
-}
-
-// verifiedAgreement plays every Verified-style task's oracle and wrong
-// sequence under both task sets and compares the rewards.
-func verifiedAgreement(t *testing.T, cl *client) {
-	native := map[string]tasks.Task{}
-	for _, bt := range bundledTasks(t) {
-		native[fmt.Sprintf("%s.%d", bt.site, bt.task.ID)] = bt.task
-	}
-	type job struct{ site, id, typ string }
-	var jobs []job
-	for _, site := range []string{"shopping", "cms"} {
-		set := verifiedSet(t, site)
-		for _, tk := range set.Tasks {
-			typ := map[string]string{"navigation": "NAVIGATE", "state": "MUTATE"}[tk.Category]
-			jobs = append(jobs, job{site, fmt.Sprintf("%s.%d", site, tk.ID), typ})
-		}
-	}
-	if len(jobs) < 40 {
-		t.Fatalf("%d Verified-style tasks; the bundled sets have 15 navigation and 40 state-changing ones", len(jobs))
-	}
-	var mu sync.Mutex
-	ch := make(chan job)
-	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range ch {
-				nt := native[j.id]
-				answer := verifiedAnswer(j.typ)
-				for _, run := range []struct {
-					name string
-					seq  []string
-					want float64
-				}{{"oracle", nt.Oracle, 1}, {"wrong", nt.Wrong, 0}} {
-					seq := withAnswer(run.seq, answer)
-					got := map[string]any{}
-					for _, set := range []string{"native", "verified"} {
-						task := j.id
-						if set == "verified" {
-							task = "verified." + j.id
-						}
-						r := wait(t, cl.send("make", "", map[string]any{"site": j.site, "task": task}))
-						if r["ok"] != true {
-							t.Errorf("%s: make: %v", task, r["error"])
-							continue
-						}
-						env := r["result"].(map[string]any)["env"].(string)
-						last, err := play(cl, env, seq)
-						if last != nil {
-							got[set] = last["reward"]
-							if set == "verified" && last["reward"] != run.want {
-								mu.Lock()
-								t.Errorf("%s %s (%s): Verified reward %v, want %v; info %v (%v)", task, run.name, nt.Intent, last["reward"], run.want, last["info"], err)
-								mu.Unlock()
-							}
-						}
-						wait(t, cl.send("close", env, nil))
-					}
-					if got["native"] != got["verified"] {
-						mu.Lock()
-						t.Errorf("%s %s: native reward %v, Verified reward %v: the graders disagree", j.id, run.name, got["native"], got["verified"])
-						mu.Unlock()
-					}
-				}
-			}
-		}()
-	}
-	for _, j := range jobs {
-		ch <- j
-	}
-	close(ch)
-	wg.Wait()
 }
 
 func verifiedSet(t *testing.T, site string) *tasks.Set {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/server"
 )
 
 // pointerPolicy turns an oracle's element actions into what a computer-use
@@ -94,7 +95,7 @@ func (p *pointerPolicy) play(t *testing.T, action string) map[string]any {
 // menus, and answering, with the reward the task's evaluator gives.
 func TestCoordinateClicksSolveShopTasks(t *testing.T) {
 	t.Parallel()
-	cl := localBundled(t)
+	cl := shopServer(t, server.Config{}, nil)
 	byID := map[string][]string{}
 	for _, bt := range bundledTasks(t) {
 		byID[fmt.Sprintf("%s.%d", bt.site, bt.task.ID)] = bt.task.Oracle
@@ -117,7 +118,7 @@ func TestCoordinateClicksSolveShopTasks(t *testing.T) {
 // cues; an unknown option is refused with the list of known ones.
 func TestObserveOptionsOnTheWire(t *testing.T) {
 	t.Parallel()
-	cl := localBundled(t)
+	cl := shopServer(t, server.Config{}, nil)
 	env := cl.call("make", "", map[string]any{"site": "shopping"})["env"].(string)
 	obs := obsOf(cl.call("observe", env, map[string]any{"observe": map[string]any{"marks": true, "format": "jpeg", "quality": 60, "max_side": 800, "layout": true}}))
 	for _, k := range []string{"screenshot", "screenshot_som"} {
@@ -151,7 +152,7 @@ func TestObserveOptionsOnTheWire(t *testing.T) {
 // same but for the cues.
 func TestLayoutCuesOnTheShop(t *testing.T) {
 	t.Parallel()
-	cl := localBundled(t)
+	cl := shopServer(t, server.Config{}, nil)
 	made := cl.call("make", "", map[string]any{"site": "shopping", "task": "shopping.15"})
 	env := made["env"].(string)
 	withCues := map[string]any{"observe": map[string]any{"layout": true}}
