@@ -138,7 +138,7 @@ func UI(ctx context.Context, o UIOptions) (*UIReport, error) {
 					return nil, fmt.Errorf("open the live view: %w", err)
 				}
 				// Wait for the live picture, so its screencast runs.
-				if err := p.Timeout(20 * time.Second).Wait(rod.Eval(`() => (document.getElementById('screen').src || '').startsWith('data:')`)); err != nil {
+				if err := p.Timeout(20 * time.Second).Wait(rod.Eval(`() => ((document.getElementById('screen') || {}).src || '').startsWith('data:')`)); err != nil {
 					_ = p.Close()
 					return nil, fmt.Errorf("the viewer's live picture did not start: %w", err)
 				}
