@@ -374,6 +374,7 @@ func (e *Env) finishStep(ctx context.Context, info StepInfo, settleFrom time.Tim
 	}
 	obs.LastAction = last
 	obs.LastActionError = info.ActionError
+	casts.stepped(e.activeTab())
 	return obs, info, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-rod/rod"
 	"github.com/go-rod/rod/lib/proto"
 )
 
@@ -66,60 +67,35 @@ var errTabsChanged = errors.New("the environment's tabs changed")
 // screencastTab casts t until ctx ends, frame fails or changed is closed
 // (errTabsChanged).
 func (e *Env) screencastTab(ctx context.Context, t *tab, changed <-chan struct{}, opts ScreencastOptions, frame func([]byte) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events := e.b.rod.Context(ctx).Event() // subscribed before the start, so no frame is missed
-	c := t.client(ctx)
-	if err := casts.join(c, t, proto.PageStartScreencast{Format: proto.PageStartScreencastFormatJpeg, Quality: &opts.Quality, MaxWidth: &opts.MaxWidth}); err != nil {
+	v, err := casts.join(e, t, opts)
+	if err != nil {
 		return fmt.Errorf("start screencast: %w", err)
 	}
-	defer casts.leave(t)
+	defer casts.leave(t, v)
 	// The browser sends frames as the page changes: a still page would
 	// send none, so the first picture is taken now.
-	if first, err := e.still(c, opts); err == nil {
+	if first, err := e.still(t.client(ctx), opts); err == nil {
 		if err := frame(first); err != nil {
 			return err
 		}
 	}
-	frames := make(chan proto.PageScreencastFrame, 1)
-	go func() {
-		for msg := range events {
-			if msg.SessionID != t.session {
-				continue
-			}
-			var f proto.PageScreencastFrame
-			if msg.Load(&f) {
-				select {
-				case frames <- f:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	last := time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-changed:
 			return errTabsChanged
-		case f := <-frames:
-			if err := frame(f.Data); err != nil {
+		case jpeg := <-v.frames:
+			if err := frame(jpeg); err != nil {
 				return err
 			}
-			// The browser sends the next frame only once this one is
-			// acknowledged: waiting out the interval first throttles it.
-			if wait := opts.Interval - time.Since(last); wait > 0 {
-				select {
-				case <-time.After(wait):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-			last = time.Now()
-			if err := (proto.PageScreencastFrameAck{SessionID: f.SessionID}).Call(c); err != nil {
-				return fmt.Errorf("screencast: %w", err)
+			// At most one frame per interval: frames that come meanwhile
+			// replace each other in v.frames, so the viewer gets the
+			// newest picture next.
+			select {
+			case <-time.After(opts.Interval):
+			case <-ctx.Done():
+				return ctx.Err()
 			}
 		}
 	}
@@ -139,34 +115,146 @@ func (e *Env) still(c proto.Client, opts ScreencastOptions) ([]byte, error) {
 	return res.Data, nil
 }
 
-// casts counts the screencasts of each tab: the browser has one per page,
-// so the first viewer starts it and the last one stops it.
-var casts = castCount{n: map[*tab]int{}}
+// casts holds the screencast of each tab that has viewers. The browser has
+// one screencast per page and sends its next frame only once the last one
+// is acknowledged, so one pump per tab receives and acknowledges every
+// frame exactly once and hands it to each viewer; the first viewer's
+// quality and width apply to all. The last viewer to leave stops it.
+var casts = castHub{tabs: map[*tab]*cast{}}
 
-type castCount struct {
-	mu sync.Mutex
-	n  map[*tab]int
+type castHub struct {
+	mu   sync.Mutex
+	tabs map[*tab]*cast
 }
 
-func (cc *castCount) join(c proto.Client, t *tab, start proto.PageStartScreencast) error {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.n[t] == 0 {
-		if err := start.Call(c); err != nil {
-			return err
+// cast is one tab's screencast and its viewers.
+type cast struct {
+	mu      sync.Mutex
+	viewers map[*castViewer]struct{}
+	stop    context.CancelFunc
+	done    chan struct{} // closed when the pump has returned
+	nudge   chan struct{} // a step finished
+}
+
+// castViewer receives the newest frame not yet taken.
+type castViewer struct{ frames chan []byte }
+
+func (h *castHub) join(e *Env, t *tab, opts ScreencastOptions) (*castViewer, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v := &castViewer{frames: make(chan []byte, 1)}
+	if c := h.tabs[t]; c != nil {
+		c.mu.Lock()
+		c.viewers[v] = struct{}{}
+		c.mu.Unlock()
+		return v, nil
+	}
+	ctx, stop := context.WithCancel(e.b.ctx)
+	c := &cast{viewers: map[*castViewer]struct{}{v: {}}, stop: stop, done: make(chan struct{}), nudge: make(chan struct{}, 1)}
+	events := e.b.rod.Context(ctx).Event() // subscribed before the start, so no frame is missed
+	start := proto.PageStartScreencast{Format: proto.PageStartScreencastFormatJpeg, Quality: &opts.Quality, MaxWidth: &opts.MaxWidth}
+	if err := start.Call(t.client(ctx)); err != nil {
+		stop()
+		return nil, err
+	}
+	h.tabs[t] = c
+	go c.pump(ctx, e, t, opts, events)
+	return v, nil
+}
+
+// pump hands each frame of t's screencast to every viewer, replacing a
+// frame the viewer has not taken yet, and acknowledges it.
+//
+// The browser drops a frame that is drawn while an earlier one is still
+// unacknowledged and does not send it again; on a page that then stays
+// still the viewers would keep an old picture. So after a page finishes
+// loading or a step finishes (nudge), a frame that does not follow within
+// castCatchUp is replaced by a still picture.
+func (c *cast) pump(ctx context.Context, e *Env, t *tab, opts ScreencastOptions, events <-chan *rod.Message) {
+	defer close(c.done)
+	cl := t.client(ctx)
+	catchUp := time.NewTimer(time.Hour)
+	catchUp.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.nudge:
+			catchUp.Reset(castCatchUp)
+		case <-catchUp.C:
+			if jpeg, err := e.still(cl, opts); err == nil {
+				c.send(jpeg)
+			}
+		case msg, ok := <-events:
+			if !ok {
+				return
+			}
+			if msg.SessionID != t.session {
+				continue
+			}
+			var f proto.PageScreencastFrame
+			if !msg.Load(&f) {
+				if msg.Method == "Page.loadEventFired" || msg.Method == "Page.navigatedWithinDocument" {
+					catchUp.Reset(castCatchUp)
+				}
+				continue
+			}
+			catchUp.Stop()
+			c.send(f.Data)
+			if err := (proto.PageScreencastFrameAck{SessionID: f.SessionID}).Call(cl); err != nil {
+				return // the tab or the browser went away
+			}
 		}
 	}
-	cc.n[t]++
-	return nil
 }
 
-func (cc *castCount) leave(t *tab) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.n[t]--; cc.n[t] > 0 {
+// castCatchUp is how long after a load or a step a screencast frame may
+// take before a still picture stands in for it.
+const castCatchUp = 250 * time.Millisecond
+
+// send gives jpeg to every viewer, replacing a frame not yet taken.
+func (c *cast) send(jpeg []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for v := range c.viewers {
+		select {
+		case <-v.frames:
+		default:
+		}
+		v.frames <- jpeg
+	}
+}
+
+// stepped tells t's screencast, if it has one, that a step has finished.
+func (h *castHub) stepped(t *tab) {
+	h.mu.Lock()
+	c := h.tabs[t]
+	h.mu.Unlock()
+	if c != nil {
+		select {
+		case c.nudge <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (h *castHub) leave(t *tab, v *castViewer) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.tabs[t]
+	if c == nil {
 		return
 	}
-	delete(cc.n, t)
+	c.mu.Lock()
+	delete(c.viewers, v)
+	left := len(c.viewers)
+	c.mu.Unlock()
+	if left > 0 {
+		return
+	}
+	delete(h.tabs, t)
+	c.stop()
+	<-c.done
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = proto.PageStopScreencast{}.Call(t.client(ctx))

@@ -85,7 +85,11 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 	idle := e.cfg.IdleWindow
 	deadline := actionEnd.Add(e.cfg.SettleTimeout)
 	switched, caused := false, false
-	var last NotSettledError
+	// last is what the latest round saw; seen is the latest round in
+	// which the page named pending work. Near the deadline a busy page can
+	// miss its (short) answer window, and the timeout should still say
+	// what was pending rather than only that the page did not answer.
+	var last, seen NotSettledError
 	for {
 		t, tabs, _ := e.snapshotTabs()
 		if t == nil {
@@ -147,6 +151,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 					for _, it := range st.Items {
 						last.Pending = append(last.Pending, it.String())
 					}
+					seen = last
 				} else if q := time.Duration(st.QuietMs) * time.Millisecond; q < quiet {
 					quiet = q
 				}
@@ -160,6 +165,9 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 		}
 		now = time.Now()
 		if !now.Before(deadline) {
+			if last.Loading == 0 && len(last.Pending) == 0 && len(seen.Pending) > 0 {
+				last.Inflight, last.Callbacks, last.Pending = seen.Inflight, seen.Callbacks, seen.Pending
+			}
 			last.Waited = now.Sub(actionEnd)
 			return SettleTimeout, &last
 		}
