@@ -74,10 +74,13 @@ func uiPage(t *testing.T, u string) *rod.Page {
 	return p
 }
 
-// until waits for a JavaScript predicate on the page to hold.
+// until waits for a JavaScript predicate on the page to hold. A predicate
+// that throws (it read an element the page has not built yet) has not
+// held yet.
 func until(t *testing.T, p *rod.Page, what, js string, args ...any) {
 	t.Helper()
-	if err := p.Timeout(30 * time.Second).Wait(rod.Eval(js, args...)); err != nil {
+	guarded := `function (...a) { try { return (` + js + `).apply(this, a) } catch (e) { return false } }`
+	if err := p.Timeout(30 * time.Second).Wait(rod.Eval(guarded, args...)); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
