@@ -36,6 +36,9 @@ type tab struct {
 	standIn bool // document requests get the stand-in (see useStandIns)
 	mouseX  float64
 	mouseY  float64
+	// pointerIn: the mouse has been over the current document (see
+	// pointerOut).
+	pointerIn bool
 }
 
 func newTab(env *Env, session proto.TargetSessionID, info *proto.TargetTargetInfo) *tab {
@@ -142,6 +145,8 @@ func (t *tab) onEvent(msg *rod.Message) {
 		standIn := t.standIn
 		t.mu.Unlock()
 		go t.answerPaused(ev.RequestID, standIn)
+	case "Page.frameStartedNavigating":
+		t.pointerOut(msg)
 	case "Inspector.targetCrashed":
 		t.mu.Lock()
 		t.crashed = true
@@ -260,8 +265,41 @@ func (t *tab) mouse(ctx context.Context, typ proto.InputDispatchMouseEventType, 
 	}
 	t.mu.Lock()
 	t.mouseX, t.mouseY = x, y
+	t.pointerIn = true
 	t.mu.Unlock()
 	return nil
+}
+
+// frameStartedNavigating is CDP's Page.frameStartedNavigating, which rod's
+// protocol package predates.
+type frameStartedNavigating struct {
+	FrameID        proto.PageFrameID `json:"frameId"`
+	NavigationType string            `json:"navigationType"` // sameDocument, differentDocument, reload, ...
+}
+
+func (frameStartedNavigating) ProtoEvent() string { return "Page.frameStartedNavigating" }
+
+// pointerOut moves the mouse off the page when the tab's main frame starts
+// navigating to another document. The renderer keeps one frame for all the
+// documents of a tab (the browser runs without RenderDocument) and with it
+// the last mouse position: the next document would be hovered where the
+// last one was clicked, so what an agent sees after a navigation would
+// depend on where it had clicked before rather than on the page (and a
+// restored or forked tab, which has no mouse position, would differ). A
+// new document therefore starts with the mouse nowhere, as it does in a
+// new tab.
+func (t *tab) pointerOut(msg *rod.Message) {
+	var ev frameStartedNavigating
+	if !msg.Load(&ev) || string(ev.FrameID) != string(t.id) || ev.NavigationType == "sameDocument" || ev.NavigationType == "historySameDocument" {
+		return
+	}
+	t.mu.Lock()
+	in := t.pointerIn
+	t.pointerIn = false
+	t.mu.Unlock()
+	if in {
+		_ = t.client(t.b.ctx).send(proto.InputDispatchMouseEvent{Type: proto.InputDispatchMouseEventTypeMouseMoved, X: -1, Y: -1})
+	}
 }
 
 func intPtr(i int) *int { return &i }
