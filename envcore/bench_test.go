@@ -1,9 +1,14 @@
 package envcore_test
 
 import (
+	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
 )
@@ -130,4 +135,54 @@ func BenchmarkSeeing(b *testing.B) {
 			b.ReportMetric(float64(size), "image-bytes")
 		})
 	}
+}
+
+// BenchmarkNavigationCPU measures the machine's CPU time (every process:
+// Chromium's browser, renderer and GPU processes, the fixture server, this
+// one) per navigating step, goto between two fixture pages at a 100 ms
+// idle window, in the browser as launched and, in the same run, in one
+// that keeps RenderDocument on (the switches before it was turned off).
+//
+//	go test ./envcore -run '^$' -bench NavigationCPU -benchtime 100x
+func BenchmarkNavigationCPU(b *testing.B) {
+	prev, err := envcore.Launch(testCtx(b), zap.NewNop(), envcore.BrowserOptions{Flags: []string{"disable-features=" + previousFeatures}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer prev.Close()
+	for _, c := range []struct {
+		name string
+		b    *envcore.Browser
+	}{{"as-launched", browser}, {"render-document", prev}} {
+		b.Run(c.name, func(b *testing.B) {
+			env := c.b.NewEnv(envcore.Config{IdleWindow: 100 * time.Millisecond})
+			defer env.Close()
+			if _, _, err := env.Reset(testCtx(b), site.URL+"/a.html"); err != nil {
+				b.Fatal(err)
+			}
+			pages := []string{"/big.html", "/a.html", "/inputs.html"}
+			b.ResetTimer()
+			cpu0 := machineCPU(b)
+			for i := 0; i < b.N; i++ {
+				mustStep(b, env, `goto("`+site.URL+pages[i%len(pages)]+`")`)
+			}
+			b.ReportMetric((machineCPU(b)-cpu0)/float64(b.N), "cpu-ms/step")
+		})
+	}
+}
+
+// machineCPU is the CPU time all processes have used, in ms, from the
+// first line of /proc/stat (user, nice, system, irq, softirq, steal).
+func machineCPU(b *testing.B) float64 {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(strings.SplitN(string(raw), "\n", 2)[0])
+	var ticks float64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, _ := strconv.ParseFloat(f[i], 64)
+		ticks += v
+	}
+	return ticks * 10 // USER_HZ is 100
 }

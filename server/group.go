@@ -42,6 +42,10 @@ type group struct {
 	state   envcore.BrowserState // the leader's browser state
 	episode Episode
 
+	// Members waiting for the start state, and member forks of the
+	// leader's snapshot under way: the base is built once both are 0.
+	waiting, forking atomic.Int32
+
 	mu        sync.Mutex
 	src       Snapshotter    // what members fork: the leader's instance, then the base
 	base      Instance       // the group's own copy, once built
@@ -92,7 +96,11 @@ func (g *group) source() (sn Snapshotter, done func()) {
 	}
 	if g.base == nil {
 		g.fromLead.Add(1)
-		return g.src, g.fromLead.Done
+		g.forking.Add(1)
+		return g.src, func() {
+			g.forking.Add(-1)
+			g.fromLead.Done()
+		}
 	}
 	return g.src, func() {}
 }
@@ -123,14 +131,24 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 		g, leader = s.joinGroup(groupKey(x, key, opts))
 	}
 	if leader {
-		return s.leadGroup(ctx, x, g)(s.episode(ctx, x, opts, cause))
+		// Timed for the debug log, as are a member's wait, fork and start.
+		t0 := time.Now()
+		r, e := s.episode(ctx, x, opts, cause)
+		t1 := time.Now()
+		r, e = s.leadGroup(ctx, x, g)(r, e)
+		s.log.Debug("group start state prepared", zap.String("group", g.key), zap.Duration("episode", t1.Sub(t0)), zap.Duration("share", time.Since(t1)))
+		return r, e
 	}
+	tw := time.Now()
+	g.waiting.Add(1)
 	select {
 	case <-g.ready:
 	case <-ctx.Done():
+		g.waiting.Add(-1)
 		return nil, errorf(CodeTimeout, true, "waited too long for the group's first member to prepare the start state")
 	}
 	src, done := g.source()
+	g.waiting.Add(-1)
 	if g.failed.Load() || src == nil {
 		done()
 		// No snapshot to share (or the leader failed): an ordinary reset,
@@ -148,8 +166,13 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 		}
 		return res, e
 	}
+	tf := time.Now()
 	forks, err := src.Fork(ctx, g.snap, 1)
 	done()
+	tr := time.Now()
+	defer func() {
+		s.log.Debug("group member forked", zap.String("group", g.key), zap.Duration("wait", tf.Sub(tw)), zap.Duration("fork", tr.Sub(tf)), zap.Duration("start", time.Since(tr)))
+	}()
 	if err != nil {
 		return nil, snapshotError(g.snap, err)
 	}
@@ -206,6 +229,10 @@ func (s *Server) leadGroup(ctx context.Context, x *session, g *group) func(*Epis
 	}
 }
 
+// baseDefer bounds how long a group's base waits for its first members'
+// forks.
+const baseDefer = 10 * time.Second
+
 // buildGroupBase forks the leader's snapshot into the group's own base and
 // snapshots it, then points the members there.
 func (s *Server) buildGroupBase(g *group, leader Snapshotter) {
@@ -219,6 +246,12 @@ func (s *Server) buildGroupBase(g *group, leader Snapshotter) {
 		case <-ctx.Done():
 		}
 	}()
+	// The members that were waiting for the start state fork first: the
+	// base is for later members, and building it alongside would slow
+	// the group's reset by one more container start.
+	for wait := time.Now().Add(baseDefer); (g.waiting.Load() > 0 || g.forking.Load() > 0) && time.Now().Before(wait) && ctx.Err() == nil; {
+		time.Sleep(20 * time.Millisecond)
+	}
 	base, err := func() (Instance, error) {
 		forks, err := leader.Fork(ctx, g.snap, 1)
 		if err != nil {
