@@ -1,6 +1,7 @@
 package envcore
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -64,135 +65,203 @@ type Action struct {
 // MaxNoopWait bounds a noop's wait.
 const MaxNoopWait = 10000
 
+// actionSpec is one semantic action of the grammar: what it needs, how it
+// prints in call form and how it runs. actionSpecs is the one table that
+// validation, printing, execution and previews read; the coordinate
+// actions have theirs (coords.go), and the parsers (parse.go) map the
+// names agents write, aliases included, onto these types.
+type actionSpec struct {
+	typ ActionType
+	// target says what Target must name ("" when the action takes none
+	// or, as press, may take one).
+	target string
+	// check validates the other fields (nil: nothing to check).
+	check func(a Action) error
+	// format prints a in the call form ParseAction reads back.
+	format func(a Action) string
+	// run runs a in tab t and returns how many attempts it made.
+	run func(e *Env, ctx context.Context, t *tab, a Action) (int, error)
+	// evaluates reports whether a's first command to the page is an
+	// evaluation or a new document, so that settle.begin may be pipelined
+	// ahead of it (see tab.beginAction).
+	evaluates func(a Action) bool
+	// preview: Preview outlines the target, when a has one.
+	preview bool
+	// inert: the action does nothing in the page, so no action begins
+	// there and the page's work is not attributed to it.
+	inert bool
+}
+
+func always(Action) bool       { return true }
+func never(Action) bool        { return false }
+func withTarget(a Action) bool { return a.Target != "" }
+func call(name string, args ...string) string {
+	return name + "(" + strings.Join(args, ", ") + ")"
+}
+
+var actionSpecs = []actionSpec{
+	{typ: Click, target: "the semantic id of an element", preview: true, evaluates: always, run: (*Env).runClick,
+		format: func(a Action) string { return call("click", quote(a.Target)) }},
+	{typ: Hover, target: "the semantic id of an element", preview: true, evaluates: always, run: (*Env).runHover,
+		format: func(a Action) string { return call("hover", quote(a.Target)) }},
+	{typ: Press, preview: true, evaluates: withTarget, run: (*Env).runPress,
+		check: func(a Action) error {
+			if a.Key == "" {
+				return need(a, "a key", `for example "Enter", "Escape", "Control+a"`)
+			}
+			_, err := parseKeyCombo(a.Key)
+			return err
+		},
+		format: func(a Action) string {
+			if a.Target != "" {
+				return call("press", quote(a.Target), quote(a.Key))
+			}
+			return call("keyboard_press", quote(a.Key))
+		}},
+	{typ: Type, target: "the semantic id of a text field", preview: true, evaluates: always, run: (*Env).typeInto,
+		format: func(a Action) string {
+			args := []string{quote(a.Target), quote(a.Text)}
+			if a.Enter {
+				args = append(args, "enter=True")
+			}
+			return call("fill", args...)
+		}},
+	{typ: Clear, target: "the semantic id of an element", preview: true, evaluates: always, run: (*Env).typeInto,
+		format: func(a Action) string { return call("clear", quote(a.Target)) }},
+	{typ: Select, target: "the semantic id of a <select>", preview: true, evaluates: always, run: (*Env).runSelect,
+		check: func(a Action) error {
+			if len(a.Options) == 0 {
+				return need(a, "options", "the text, value or id of the option to select")
+			}
+			return nil
+		},
+		format: func(a Action) string {
+			if len(a.Options) == 1 {
+				return call("select_option", quote(a.Target), quote(a.Options[0]))
+			}
+			opts := make([]string, len(a.Options))
+			for i, o := range a.Options {
+				opts[i] = quote(o)
+			}
+			return call("select_option", quote(a.Target), "["+strings.Join(opts, ", ")+"]")
+		}},
+	{typ: Goto, evaluates: always, run: (*Env).runGoto,
+		check: func(a Action) error {
+			if a.URL == "" {
+				return need(a, "a URL", "http or https")
+			}
+			return nil
+		},
+		format: func(a Action) string { return call("goto", quote(a.URL)) }},
+	{typ: Back, evaluates: never, run: (*Env).runBack,
+		format: func(Action) string { return call("go_back") }},
+	{typ: Forward, evaluates: never, run: (*Env).runForward,
+		format: func(Action) string { return call("go_forward") }},
+	{typ: Refresh, evaluates: never, run: (*Env).runRefresh,
+		format: func(Action) string { return call("refresh") }},
+	{typ: NewTab, evaluates: always, run: (*Env).runNewTab,
+		format: func(a Action) string {
+			if a.URL != "" {
+				return call("new_tab", quote(a.URL))
+			}
+			return call("new_tab")
+		}},
+	{typ: SwitchTab, evaluates: never, run: (*Env).runSwitchTab,
+		check: func(a Action) error {
+			if a.Tab == nil {
+				return need(a, "a tab index", "0 is the first tab")
+			}
+			return nil
+		},
+		format: func(a Action) string {
+			if a.Tab == nil {
+				return call("tab_focus")
+			}
+			return call("tab_focus", strconv.Itoa(*a.Tab))
+		}},
+	{typ: CloseTab, evaluates: never, run: (*Env).runCloseTab,
+		format: func(a Action) string {
+			if a.Tab != nil {
+				return call("tab_close", strconv.Itoa(*a.Tab))
+			}
+			return call("tab_close")
+		}},
+	{typ: Terminate, inert: true, evaluates: never, run: runNothing,
+		format: func(a Action) string {
+			if a.Infeasible {
+				return call("report_infeasible", quote(a.Answer))
+			}
+			return call("stop", quote(a.Answer))
+		}},
+	{typ: Noop, evaluates: always, run: (*Env).runNoop,
+		check: func(a Action) error {
+			if a.WaitMs < 0 || a.WaitMs > MaxNoopWait {
+				return fmt.Errorf("noop wait must be between 0 and %d ms, got %d", MaxNoopWait, a.WaitMs)
+			}
+			return nil
+		},
+		format: func(a Action) string {
+			if a.WaitMs > 0 {
+				return call("noop", strconv.Itoa(a.WaitMs))
+			}
+			return call("noop")
+		}},
+	{typ: SendMsg, inert: true, evaluates: never, run: runNothing,
+		format: func(a Action) string { return call("send_msg_to_user", quote(a.Text)) }},
+}
+
+// specOf returns the table entry of type typ.
+func specOf(typ ActionType) (actionSpec, bool) {
+	for _, s := range actionSpecs {
+		if s.typ == typ {
+			return s, true
+		}
+	}
+	return actionSpec{}, false
+}
+
+func need(a Action, field, what string) error {
+	return fmt.Errorf("%s needs %s (%s)", a.Type, field, what)
+}
+
 // Validate checks that the action has the fields its type needs.
 func (a Action) Validate() error {
-	need := func(field, what string) error {
-		return fmt.Errorf("%s needs %s (%s)", a.Type, field, what)
-	}
 	if c, ok := coordActionOf(a.Type); ok {
 		return c.validate(a)
 	}
-	switch a.Type {
-	case Click, Hover, Clear:
-		if a.Target == "" {
-			return need("a target", "the semantic id of an element")
-		}
-	case Type:
-		if a.Target == "" {
-			return need("a target", "the semantic id of a text field")
-		}
-	case Select:
-		if a.Target == "" {
-			return need("a target", "the semantic id of a <select>")
-		}
-		if len(a.Options) == 0 {
-			return need("options", "the text, value or id of the option to select")
-		}
-	case Press:
-		if a.Key == "" {
-			return need("a key", `for example "Enter", "Escape", "Control+a"`)
-		}
-		if _, err := parseKeyCombo(a.Key); err != nil {
-			return err
-		}
-	case Goto:
-		if a.URL == "" {
-			return need("a URL", "http or https")
-		}
-	case SwitchTab:
-		if a.Tab == nil {
-			return need("a tab index", "0 is the first tab")
-		}
-	case Noop:
-		if a.WaitMs < 0 || a.WaitMs > MaxNoopWait {
-			return fmt.Errorf("noop wait must be between 0 and %d ms, got %d", MaxNoopWait, a.WaitMs)
-		}
-	case Back, Forward, Refresh, NewTab, CloseTab, Terminate, SendMsg:
-	case "":
+	s, ok := specOf(a.Type)
+	switch {
+	case a.Type == "":
 		return fmt.Errorf("action has no type; use one of %s", actionNames())
-	default:
+	case !ok:
 		return fmt.Errorf("unknown action type %q; use one of %s", a.Type, actionNames())
+	case s.target != "" && a.Target == "":
+		return need(a, "a target", s.target)
+	case s.check != nil:
+		return s.check(a)
 	}
 	return nil
 }
 
 func actionNames() string {
-	names := "click, hover, press, type, clear, select, goto, back, forward, refresh, new_tab, switch_tab, close_tab, terminate, noop, send_msg"
-	for _, c := range coordActions {
-		names += ", " + string(c.typ)
+	var names []string
+	for _, s := range actionSpecs {
+		names = append(names, string(s.typ))
 	}
-	return names
+	for _, c := range coordActions {
+		names = append(names, string(c.typ))
+	}
+	return strings.Join(names, ", ")
 }
 
 // String returns the action in the BrowserGym-style call form that
 // ParseAction reads back: click("buy"), fill("q", "shoes", enter=True), ...
 func (a Action) String() string {
-	q := quote
 	if c, ok := coordActionOf(a.Type); ok {
 		return c.format(a)
 	}
-	switch a.Type {
-	case Click:
-		return "click(" + q(a.Target) + ")"
-	case Hover:
-		return "hover(" + q(a.Target) + ")"
-	case Press:
-		if a.Target != "" {
-			return "press(" + q(a.Target) + ", " + q(a.Key) + ")"
-		}
-		return "keyboard_press(" + q(a.Key) + ")"
-	case Type:
-		s := "fill(" + q(a.Target) + ", " + q(a.Text)
-		if a.Enter {
-			s += ", enter=True"
-		}
-		return s + ")"
-	case Clear:
-		return "clear(" + q(a.Target) + ")"
-	case Select:
-		if len(a.Options) == 1 {
-			return "select_option(" + q(a.Target) + ", " + q(a.Options[0]) + ")"
-		}
-		parts := make([]string, len(a.Options))
-		for i, o := range a.Options {
-			parts[i] = q(o)
-		}
-		return "select_option(" + q(a.Target) + ", [" + strings.Join(parts, ", ") + "])"
-	case Goto:
-		return "goto(" + q(a.URL) + ")"
-	case Back:
-		return "go_back()"
-	case Forward:
-		return "go_forward()"
-	case Refresh:
-		return "refresh()"
-	case NewTab:
-		if a.URL != "" {
-			return "new_tab(" + q(a.URL) + ")"
-		}
-		return "new_tab()"
-	case SwitchTab:
-		if a.Tab == nil {
-			return "tab_focus()"
-		}
-		return "tab_focus(" + strconv.Itoa(*a.Tab) + ")"
-	case CloseTab:
-		if a.Tab != nil {
-			return "tab_close(" + strconv.Itoa(*a.Tab) + ")"
-		}
-		return "tab_close()"
-	case Terminate:
-		if a.Infeasible {
-			return "report_infeasible(" + q(a.Answer) + ")"
-		}
-		return "stop(" + q(a.Answer) + ")"
-	case Noop:
-		if a.WaitMs > 0 {
-			return "noop(" + strconv.Itoa(a.WaitMs) + ")"
-		}
-		return "noop()"
-	case SendMsg:
-		return "send_msg_to_user(" + q(a.Text) + ")"
+	if s, ok := specOf(a.Type); ok {
+		return s.format(a)
 	}
 	return string(a.Type) + "(?)"
 }

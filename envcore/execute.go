@@ -69,101 +69,15 @@ func (e *Env) execute(ctx context.Context, a Action) (int, error) {
 	if t == nil {
 		return 1, fmt.Errorf("environment has no open tab")
 	}
-	if a.Type != Terminate && a.Type != SendMsg {
+	if s, ok := specOf(a.Type); !ok || !s.inert {
 		e.act++
 		t.beginAction(ctx, e.act, evaluatesFirst(a))
 	}
 	if c, ok := coordActionOf(a.Type); ok {
 		return 1, c.execute(ctx, e, t, a)
 	}
-	switch a.Type {
-	case Click:
-		p, n, err := e.target(ctx, t, a.Target, "click")
-		if err != nil {
-			return n, err
-		}
-		if p.Option { // clicking an option of a <select> selects it
-			return n, e.jsAct(ctx, t, "act.selectOptions", a.Target, []string{})
-		}
-		return n, e.click(ctx, t, p.X, p.Y)
-	case Hover:
-		p, n, err := e.target(ctx, t, a.Target, "hover")
-		if err != nil {
-			return n, err
-		}
-		return n, t.mouse(ctx, proto.InputDispatchMouseEventTypeMouseMoved, p.X, p.Y, "", 0)
-	case Press:
-		kc, err := parseKeyCombo(a.Key)
-		if err != nil {
-			return 1, actionErr("bad_action", "%v", err)
-		}
-		n := 1
-		if a.Target != "" {
-			if _, n, err = e.target(ctx, t, a.Target, "focus"); err != nil {
-				return n, err
-			}
-			if err := e.jsAct(ctx, t, "act.focus", a.Target); err != nil {
-				return n, err
-			}
-		}
-		return n, t.press(ctx, kc)
-	case Type, Clear:
-		return e.typeInto(ctx, t, a)
-	case Select:
-		n := 1
-		err := e.jsAct(ctx, t, "act.selectOptions", a.Target, a.Options)
-		var ae *ActionError
-		if errors.As(err, &ae) && (ae.Code == "missing" || ae.Code == "stale") {
-			n++ // the page may have re-rendered since the observation
-			e.refreshIDs(ctx, t)
-			err = e.jsAct(ctx, t, "act.selectOptions", a.Target, a.Options)
-		}
-		return n, e.withSuggestions(ctx, t, a.Target, err)
-	case Goto:
-		return 1, e.navigate(ctx, t, a.URL)
-	case Back:
-		_, err := e.history(ctx, t, -1)
-		return 1, err
-	case Forward:
-		_, err := e.history(ctx, t, +1)
-		return 1, err
-	case Refresh:
-		t.touch()
-		if err := (proto.PageReload{}).Call(t.client(ctx)); err != nil {
-			return 1, fmt.Errorf("reload: %w", err)
-		}
-		return 1, nil
-	case NewTab:
-		_, tabs, _ := e.snapshotTabs()
-		if len(tabs) >= e.cfg.MaxTabs {
-			return 1, actionErr("too_many_tabs", "%d tabs are open, the most allowed; close one with tab_close first", len(tabs))
-		}
-		nt, err := e.openTab(ctx)
-		if err != nil || a.URL == "" {
-			return 1, err
-		}
-		return 1, e.navigate(ctx, nt, a.URL)
-	case SwitchTab:
-		_, tabs, _ := e.snapshotTabs()
-		if *a.Tab < 0 || *a.Tab >= len(tabs) {
-			return 1, actionErr("bad_tab", "there is no tab %d: tabs are numbered 0 to %d", *a.Tab, len(tabs)-1)
-		}
-		e.setActive(tabs[*a.Tab])
-		// What the switch causes in the tab (focus and visibility
-		// handlers) is the action's; its earlier work is not.
-		tabs[*a.Tab].beginAction(ctx, e.act, false)
-		return 1, proto.PageBringToFront{}.Call(tabs[*a.Tab].client(ctx))
-	case CloseTab:
-		return 1, e.closeTab(ctx, a.Tab)
-	case Noop:
-		select {
-		case <-time.After(time.Duration(a.WaitMs) * time.Millisecond):
-		case <-ctx.Done():
-			return 1, ctx.Err()
-		}
-		return 1, nil
-	case Terminate, SendMsg:
-		return 1, nil
+	if s, ok := specOf(a.Type); ok {
+		return s.run(e, ctx, t, a)
 	}
 	return 1, actionErr("bad_action", "unknown action type %q", a.Type)
 }
@@ -173,14 +87,122 @@ func (e *Env) execute(ctx context.Context, a Action) (int, error) {
 // a replaces the document anyway, so that settle.begin may be pipelined
 // ahead of it (see beginAction).
 func evaluatesFirst(a Action) bool {
-	switch a.Type {
-	case Click, Hover, Type, Clear, Select, Noop, Goto, NewTab:
-		return true
-	case Press:
-		return a.Target != ""
-	}
-	return false
+	s, ok := specOf(a.Type)
+	return ok && s.evaluates(a)
 }
+
+// The run functions of actionSpecs, one per semantic action.
+
+func (e *Env) runClick(ctx context.Context, t *tab, a Action) (int, error) {
+	p, n, err := e.target(ctx, t, a.Target, "click")
+	if err != nil {
+		return n, err
+	}
+	if p.Option { // clicking an option of a <select> selects it
+		return n, e.jsAct(ctx, t, "act.selectOptions", a.Target, []string{})
+	}
+	return n, e.click(ctx, t, p.X, p.Y)
+}
+
+func (e *Env) runHover(ctx context.Context, t *tab, a Action) (int, error) {
+	p, n, err := e.target(ctx, t, a.Target, "hover")
+	if err != nil {
+		return n, err
+	}
+	return n, t.mouse(ctx, proto.InputDispatchMouseEventTypeMouseMoved, p.X, p.Y, "", 0)
+}
+
+func (e *Env) runPress(ctx context.Context, t *tab, a Action) (int, error) {
+	kc, err := parseKeyCombo(a.Key)
+	if err != nil {
+		return 1, actionErr("bad_action", "%v", err)
+	}
+	n := 1
+	if a.Target != "" {
+		if _, n, err = e.target(ctx, t, a.Target, "focus"); err != nil {
+			return n, err
+		}
+		if err := e.jsAct(ctx, t, "act.focus", a.Target); err != nil {
+			return n, err
+		}
+	}
+	return n, t.press(ctx, kc)
+}
+
+func (e *Env) runSelect(ctx context.Context, t *tab, a Action) (int, error) {
+	n := 1
+	err := e.jsAct(ctx, t, "act.selectOptions", a.Target, a.Options)
+	var ae *ActionError
+	if errors.As(err, &ae) && (ae.Code == "missing" || ae.Code == "stale") {
+		n++ // the page may have re-rendered since the observation
+		e.refreshIDs(ctx, t)
+		err = e.jsAct(ctx, t, "act.selectOptions", a.Target, a.Options)
+	}
+	return n, e.withSuggestions(ctx, t, a.Target, err)
+}
+
+func (e *Env) runGoto(ctx context.Context, t *tab, a Action) (int, error) {
+	return 1, e.navigate(ctx, t, a.URL)
+}
+
+func (e *Env) runBack(ctx context.Context, t *tab, _ Action) (int, error) {
+	_, err := e.history(ctx, t, -1)
+	return 1, err
+}
+
+func (e *Env) runForward(ctx context.Context, t *tab, _ Action) (int, error) {
+	_, err := e.history(ctx, t, +1)
+	return 1, err
+}
+
+func (e *Env) runRefresh(ctx context.Context, t *tab, _ Action) (int, error) {
+	t.touch()
+	if err := (proto.PageReload{}).Call(t.client(ctx)); err != nil {
+		return 1, fmt.Errorf("reload: %w", err)
+	}
+	return 1, nil
+}
+
+func (e *Env) runNewTab(ctx context.Context, _ *tab, a Action) (int, error) {
+	_, tabs, _ := e.snapshotTabs()
+	if len(tabs) >= e.cfg.MaxTabs {
+		return 1, actionErr("too_many_tabs", "%d tabs are open, the most allowed; close one with tab_close first", len(tabs))
+	}
+	nt, err := e.openTab(ctx)
+	if err != nil || a.URL == "" {
+		return 1, err
+	}
+	return 1, e.navigate(ctx, nt, a.URL)
+}
+
+func (e *Env) runSwitchTab(ctx context.Context, _ *tab, a Action) (int, error) {
+	_, tabs, _ := e.snapshotTabs()
+	if *a.Tab < 0 || *a.Tab >= len(tabs) {
+		return 1, actionErr("bad_tab", "there is no tab %d: tabs are numbered 0 to %d", *a.Tab, len(tabs)-1)
+	}
+	e.setActive(tabs[*a.Tab])
+	// What the switch causes in the tab (focus and visibility handlers)
+	// is the action's; its earlier work is not.
+	tabs[*a.Tab].beginAction(ctx, e.act, false)
+	return 1, proto.PageBringToFront{}.Call(tabs[*a.Tab].client(ctx))
+}
+
+func (e *Env) runCloseTab(ctx context.Context, _ *tab, a Action) (int, error) {
+	return 1, e.closeTab(ctx, a.Tab)
+}
+
+func (e *Env) runNoop(ctx context.Context, _ *tab, a Action) (int, error) {
+	select {
+	case <-time.After(time.Duration(a.WaitMs) * time.Millisecond):
+		return 1, nil
+	case <-ctx.Done():
+		return 1, ctx.Err()
+	}
+}
+
+// runNothing runs the actions that only end the episode or talk to the
+// user (terminate, send_msg): the server acts on them.
+func runNothing(*Env, context.Context, *tab, Action) (int, error) { return 1, nil }
 
 func (e *Env) click(ctx context.Context, t *tab, x, y float64) error {
 	return t.clickAt(ctx, x, y, "left", 1)

@@ -18,11 +18,8 @@ type Box struct {
 // Previewable reports whether a's target is outlined by Preview: click,
 // type, select, hover, clear and press on a target.
 func (a Action) Previewable() bool {
-	switch a.Type {
-	case Click, Type, Select, Hover, Clear, Press:
-		return a.Target != ""
-	}
-	return false
+	s, ok := specOf(a.Type)
+	return ok && s.preview && a.Target != ""
 }
 
 // Preview outlines the target of a on the active tab's page (scrolled into
