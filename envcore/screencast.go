@@ -27,8 +27,9 @@ type ScreencastOptions struct {
 // ctx ends, frame returns an error or the environment closes; when another
 // tab becomes active it follows. The browser draws no frames for it
 // before it is called or after it returns, and a page that does not change
-// sends none. It does not take the environment's lock: steps go on while
-// it runs.
+// sends none, except a still picture after a load or a step that the
+// browser sent no frame for. Viewers of one page share its screencast. It
+// does not take the environment's lock: steps go on while it runs.
 func (e *Env) Screencast(ctx context.Context, opts ScreencastOptions, frame func(jpeg []byte) error) error {
 	if opts.Interval <= 0 {
 		opts.Interval = 200 * time.Millisecond
