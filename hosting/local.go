@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -60,12 +61,6 @@ func (l *Local) start(ctx context.Context, site *Site, from string) (*localInsta
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	port, err := freePort()
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	in.port = port
 	if err := in.run(ctx); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -97,7 +92,7 @@ type localInstance struct {
 	id   string
 	dir  string
 	data string
-	port int
+	port atomic.Int32 // the loopback port; a restart may move it
 
 	mu   sync.Mutex // serializes the instance's operations
 	cmd  *exec.Cmd
@@ -115,11 +110,63 @@ func (in *localInstance) Pid() int {
 	}
 	return in.cmd.Process.Pid
 }
-func (in *localInstance) URL() string { return fmt.Sprintf("http://127.0.0.1:%d", in.port) }
+func (in *localInstance) URL() string { return "http://" + in.addr() }
 
-// run starts the site's process and waits for its readiness probe.
+func (in *localInstance) addr() string { return fmt.Sprintf("127.0.0.1:%d", in.port.Load()) }
+
+// DialContext connects to the site where it listens now: routes that hold
+// this dialer follow the instance when a restart moves its port.
+func (in *localInstance) DialContext(ctx context.Context) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", in.addr())
+}
+
+// portAttempts bounds the retries of a start whose port was taken.
+const portAttempts = 4
+
+// run starts the site's process and waits for its readiness probe: on the
+// instance's port (a restart keeps its URL), or a free one at first. A
+// port is free when it is chosen but nothing holds it for the site: another
+// process (any outgoing connection's ephemeral port, a second instance
+// starting at once) may bind it first, and the site then exits. That start
+// is tried again on a new port; every other failure is the site's and is
+// reported with its log.
 func (in *localInstance) run(ctx context.Context) error {
-	repl := strings.NewReplacer("{port}", fmt.Sprint(in.port), "{data}", in.data)
+	for attempt := 1; ; attempt++ {
+		port := int(in.port.Load())
+		if port == 0 || attempt > 1 {
+			p, err := freePort()
+			if err != nil {
+				return err
+			}
+			port = p
+			in.port.Store(int32(port))
+		}
+		err := in.runOn(ctx, port)
+		if err == nil || attempt == portAttempts || !errors.Is(err, errExited) || !portTaken(port) {
+			return err
+		}
+		in.l.log.Info("site port taken before the site bound it; starting again on another",
+			zap.String("instance", in.id), zap.Int("port", port), zap.Int("attempt", attempt))
+	}
+}
+
+// errExited marks a site process that ended before it was ready.
+var errExited = errors.New("the site's process exited")
+
+// portTaken reports whether another process now listens on port.
+func portTaken(port int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return true
+	}
+	l.Close()
+	return false
+}
+
+// runOn starts the site's process on port and waits for its readiness probe.
+func (in *localInstance) runOn(ctx context.Context, port int) error {
+	repl := strings.NewReplacer("{port}", fmt.Sprint(port), "{data}", in.data)
 	args := make([]string, len(in.site.Local.Command))
 	for i, a := range in.site.Local.Command {
 		args[i] = repl.Replace(a)
@@ -139,7 +186,7 @@ func (in *localInstance) run(ctx context.Context) error {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = in.data
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = append(os.Environ(), "PORT="+fmt.Sprint(in.port), "DATA_DIR="+in.data)
+	cmd.Env = append(os.Environ(), "PORT="+fmt.Sprint(port), "DATA_DIR="+in.data)
 	for k, v := range in.site.Env {
 		cmd.Env = append(cmd.Env, k+"="+repl.Replace(v))
 	}
@@ -162,6 +209,13 @@ func (in *localInstance) run(ctx context.Context) error {
 		}
 	}()
 	if err := WaitReady(rctx, in.URL(), in.site.Ready); err != nil {
+		select {
+		case <-done:
+			if ctx.Err() == nil {
+				err = fmt.Errorf("%w before it was ready (%s)", errExited, cmd.ProcessState)
+			}
+		default:
+		}
 		in.kill()
 		return fmt.Errorf("site %s: %w; its log:\n%s", in.site.Name, err, tail(filepath.Join(in.dir, "site.log")))
 	}
@@ -178,7 +232,7 @@ func (in *localInstance) postStart(ctx context.Context, c []string) error {
 	if len(c) == 0 {
 		return nil
 	}
-	repl := strings.NewReplacer("{url}", in.site.Origin, "{port}", fmt.Sprint(in.port), "{data}", in.data)
+	repl := strings.NewReplacer("{url}", in.site.Origin, "{port}", fmt.Sprint(in.port.Load()), "{data}", in.data)
 	args := make([]string, len(c))
 	for i, a := range c {
 		args[i] = repl.Replace(a)
