@@ -81,26 +81,22 @@ def action(kind: str, target: str, arg: str, base: str) -> str:
 
 
 def start_shop(binary: str, work: Path) -> tuple[subprocess.Popen[bytes], str]:
-    import socket
+    """Starts the bundled shop on a port the kernel picks; returns it and its base URL.
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    The shop binds port 0 itself and prints where it listens, so no other
+    process can take the port between choosing and binding it.
+    """
     data = work / "shop-data"
     subprocess.run([binary, "shop", "generate", "--data", str(data)], check=True, capture_output=True)
-    cmd = [binary, "shop", "serve", "--data", str(data), "--port", str(port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    import urllib.request
-
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(base + "/healthz", timeout=1)
-            return proc, base
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("the shop did not start")
+    cmd = [binary, "shop", "serve", "--data", str(data), "--port", "0"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode()  # "shop serving DIR on http://127.0.0.1:PORT"
+    if " on http://" not in line:
+        proc.kill()
+        raise RuntimeError(f"the shop did not start: {line!r}")
+    # Nobody reads the shop's stdout further; it prints nothing more.
+    return proc, line.rsplit(" on ", 1)[1].strip()
 
 
 def browsergym_episode(base: str, tok: Any) -> list[dict[str, Any]]:
