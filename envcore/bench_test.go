@@ -1,16 +1,14 @@
 package envcore_test
 
 import (
-	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/internal/procstat"
 )
 
 // Run with:
@@ -171,18 +169,11 @@ func BenchmarkNavigationCPU(b *testing.B) {
 	}
 }
 
-// machineCPU is the CPU time all processes have used, in ms, from the
-// first line of /proc/stat (user, nice, system, irq, softirq, steal).
+// machineCPU is the CPU time all processes have used, in ms.
 func machineCPU(b *testing.B) float64 {
-	raw, err := os.ReadFile("/proc/stat")
+	t, err := procstat.Read()
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := strings.Fields(strings.SplitN(string(raw), "\n", 2)[0])
-	var ticks float64
-	for _, i := range []int{1, 2, 3, 6, 7, 8} {
-		v, _ := strconv.ParseFloat(f[i], 64)
-		ticks += v
-	}
-	return ticks * 10 // USER_HZ is 100
+	return float64(t.Busy) / float64(time.Millisecond)
 }

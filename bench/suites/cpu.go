@@ -6,7 +6,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/webserv-rl/webserv/internal/procstat"
 )
+
+// machineCPU is the CPU time all processes have used (zero when /proc
+// cannot be read: the figures that use it then read 0, not an error that
+// ends a run).
+func machineCPU() procstat.Times {
+	t, _ := procstat.Read()
+	return t
+}
 
 // CPU by process, for the scale suite's breakdown: each process's user and
 // system time from /proc/<pid>/stat, grouped by what it is.
@@ -20,9 +30,6 @@ const (
 )
 
 var procGroups = []string{procBrowser, procRenderer, procHelpers, procSite, procServer, procOther}
-
-// clockTick is USER_HZ, the unit of /proc's CPU times (100 on Linux).
-const clockTick = 100
 
 // eachProc calls fn with every process's /proc directory and group.
 func eachProc(fn func(dir, group string)) {

@@ -692,7 +692,7 @@ func routeThroughput(ctx context.Context, local *hosting.Local, site *hosting.Si
 			var mu sync.Mutex
 			var lat []float64
 			var errs atomic.Int64
-			cpu0 := cpuTimes()
+			cpu0 := machineCPU()
 			start := time.Now()
 			deadline := start.Add(roundLen)
 			var wg sync.WaitGroup
@@ -705,12 +705,10 @@ func routeThroughput(ctx context.Context, local *hosting.Local, site *hosting.Si
 			}
 			wg.Wait()
 			elapsed := time.Since(start).Seconds()
-			busy, total := cpuTimes().sub(cpu0)
+			cpu := machineCPU().Sub(cpu0)
 			t := RouteThroughput{Config: c.name, Round: round, Seconds: elapsed, Steps: len(lat), StepsPerSec: float64(len(lat)) / elapsed,
 				Latency: stats(lat), Errors: int(errs.Load())}
-			if total > 0 {
-				t.CPUPercent = 100 * busy / total
-			}
+			t.CPUPercent = 100 * cpu.Share()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}

@@ -259,7 +259,7 @@ func scaleOne(ctx context.Context, b *envcore.Browser, local *hosting.Local, sit
 	var mu sync.Mutex
 	var lat []float64
 	var errs atomic.Int64
-	cpu0, procs0 := cpuTimes(), procCPU()
+	cpu0, procs0 := machineCPU(), procCPU()
 	stopProfile := startGoProfile()
 	deadline := time.Now().Add(o.Run)
 	bar = progress(o.Log, int(o.Run.Seconds()), fmt.Sprintf("scale N=%d: run", n))
@@ -290,18 +290,16 @@ func scaleOne(ctx context.Context, b *envcore.Browser, local *hosting.Local, sit
 	row.GoCPU = stopProfile()
 	close(done)
 	elapsed := o.Run.Seconds() + max(0, time.Since(deadline).Seconds())
-	busy, total := cpuTimes().sub(cpu0)
+	cpu := machineCPU().Sub(cpu0)
 	row.Steps = len(lat)
 	row.StepsPerSec = float64(len(lat)) / elapsed
 	row.Latency = stats(lat)
 	row.Errors = int(errs.Load())
-	if total > 0 {
-		row.CPUPercent = 100 * busy / total
-	}
+	row.CPUPercent = 100 * cpu.Share()
 	row.CPUShare = cpuShares(procs0, procCPU())
 	row.PSSPerEnvMiB = (pss[procBrowser] + pss[procRenderer] + pss[procHelpers] + pss[procSite]) / float64(n) / (1 << 20)
 	if row.Steps > 0 {
-		row.CPUmsPerStep = busy * 1000 / clockTick / float64(row.Steps)
+		row.CPUmsPerStep = float64(cpu.Busy.Milliseconds()) / float64(row.Steps)
 	}
 	if row.Steps == 0 {
 		return row, errors.New("no step finished")
@@ -323,27 +321,6 @@ func memAvailable() int64 {
 	}
 	return 0
 }
-
-type cpuSample struct{ busy, total float64 }
-
-func cpuTimes() cpuSample {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return cpuSample{}
-	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	var s cpuSample
-	for i, f := range strings.Fields(line)[1:] {
-		v, _ := strconv.ParseFloat(f, 64)
-		s.total += v
-		if i != 3 && i != 4 { // idle, iowait
-			s.busy += v
-		}
-	}
-	return s
-}
-
-func (s cpuSample) sub(o cpuSample) (busy, total float64) { return s.busy - o.busy, s.total - o.total }
 
 // stepUntil plays scalePolicy on env (at base) from step *k on until
 // deadline, appending each step's latency to lat under mu and counting
