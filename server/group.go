@@ -42,15 +42,16 @@ type group struct {
 	state   envcore.BrowserState // the leader's browser state
 	episode Episode
 
-	// Members waiting for the start state, and member forks of the
-	// leader's snapshot under way: the base is built once both are 0.
-	waiting, forking atomic.Int32
+	// Members waiting for the start state: the base is built once no
+	// member waits and none forks the leader's snapshot.
+	waiting atomic.Int32
 
 	mu        sync.Mutex
-	src       Snapshotter    // what members fork: the leader's instance, then the base
-	base      Instance       // the group's own copy, once built
-	fromLead  sync.WaitGroup // member forks of the leader's snapshot in flight
-	baseReady chan struct{}  // closed once the base is built (or failed)
+	src       Snapshotter   // what members fork: the leader's instance, then the base
+	base      Instance      // the group's own copy, once built
+	forking   int           // member forks of the leader's snapshot in flight
+	forked    *sync.Cond    // on mu: broadcast when forking drops to 0
+	baseReady chan struct{} // closed once the base is built (or failed)
 }
 
 func groupKey(x *session, key string, opts EpisodeOptions) string {
@@ -67,6 +68,7 @@ func (s *Server) joinGroup(key string) (*group, bool) {
 		return g, false
 	}
 	g = &group{key: key, ready: make(chan struct{}), created: time.Now()}
+	g.forked = sync.NewCond(&g.mu)
 	s.groups[key] = g
 	return g, true
 }
@@ -95,14 +97,24 @@ func (g *group) source() (sn Snapshotter, done func()) {
 		return nil, func() {}
 	}
 	if g.base == nil {
-		g.fromLead.Add(1)
-		g.forking.Add(1)
+		g.forking++
 		return g.src, func() {
-			g.forking.Add(-1)
-			g.fromLead.Done()
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if g.forking--; g.forking == 0 {
+				g.forked.Broadcast()
+			}
 		}
 	}
 	return g.src, func() {}
+}
+
+// forksOfLeader is how many member forks of the leader's snapshot are in
+// flight.
+func (g *group) forksOfLeader() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.forking
 }
 
 // lent waits until the leader's instance is no longer needed by the
@@ -112,7 +124,11 @@ func (g *group) lent() {
 		return
 	}
 	<-g.baseReady
-	g.fromLead.Wait()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.forking > 0 {
+		g.forked.Wait()
+	}
 }
 
 // episodeOptions reads the options that identify a group's start state.
@@ -249,7 +265,7 @@ func (s *Server) buildGroupBase(g *group, leader Snapshotter) {
 	// The members that were waiting for the start state fork first: the
 	// base is for later members, and building it alongside would slow
 	// the group's reset by one more container start.
-	for wait := time.Now().Add(baseDefer); (g.waiting.Load() > 0 || g.forking.Load() > 0) && time.Now().Before(wait) && ctx.Err() == nil; {
+	for wait := time.Now().Add(baseDefer); (g.waiting.Load() > 0 || g.forksOfLeader() > 0) && time.Now().Before(wait) && ctx.Err() == nil; {
 		time.Sleep(20 * time.Millisecond)
 	}
 	base, err := func() (Instance, error) {
