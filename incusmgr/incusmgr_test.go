@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -279,6 +280,24 @@ func leakInstances() {
 	time.Sleep(time.Hour)
 }
 
+// lockedBuffer is a buffer that one goroutine writes while another reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 func TestGCRemovesWhatAKilledServerLeaked(t *testing.T) {
 	ours, err := connect(t, incusmgr.Config{}).Start(t.Context(), site(dockerAlias))
 	if err != nil {
@@ -286,7 +305,7 @@ func TestGCRemovesWhatAKilledServerLeaked(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "WEBSERV_GC_CHILD="+dockerAlias)
-	var out bytes.Buffer
+	var out lockedBuffer // the child writes it while the test reads it
 	cmd.Stdout = &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

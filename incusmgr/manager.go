@@ -108,7 +108,7 @@ func Client(cfg Config) (incus.InstanceServer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("connect to the local incus daemon: %w; is incusd running? (scripts/incus-setup.sh starts it)", err)
 		}
-		return c, nil
+		return serialize(c), nil
 	}
 	read := func(p string) (string, error) {
 		if p == "" {
@@ -127,7 +127,7 @@ func Client(cfg Config) (incus.InstanceServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to incus at %s: %w", cfg.Remote, err)
 	}
-	return c, nil
+	return serialize(c), nil
 }
 
 // Owner identifies this server process in instance labels.
