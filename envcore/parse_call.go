@@ -1,0 +1,533 @@
+package envcore
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// The call grammar: BrowserGym's actions as Python calls, click("12"),
+// fill("5", "shoes", enter=True), select_option("7", ["S", "M"]). The
+// arguments are Python literals; callForms says which names mean which
+// semantic action and reads their arguments.
+
+// argValue is a parsed Python literal: a string, an int, a bool, None, or a
+// list of those.
+type argValue struct {
+	kind string // "str", "int", "float", "bool", "none", "list"
+	str  string
+	num  float64
+	b    bool
+	list []argValue
+}
+
+type callArgs struct {
+	pos []argValue
+	kw  map[string]argValue
+}
+
+type scanner struct {
+	s string
+	i int
+}
+
+func (sc *scanner) skipSpace() {
+	for sc.i < len(sc.s) && (sc.s[sc.i] == ' ' || sc.s[sc.i] == '\t' || sc.s[sc.i] == '\n' || sc.s[sc.i] == '\r') {
+		sc.i++
+	}
+}
+
+func (sc *scanner) peek() byte {
+	if sc.i < len(sc.s) {
+		return sc.s[sc.i]
+	}
+	return 0
+}
+
+func parseCallArgs(s string) (callArgs, error) {
+	sc := &scanner{s: s, i: 1} // past "("
+	args := callArgs{kw: map[string]argValue{}}
+	for {
+		sc.skipSpace()
+		if sc.peek() == ')' {
+			sc.i++
+			break
+		}
+		if sc.i >= len(sc.s) {
+			return args, fmt.Errorf("missing closing parenthesis")
+		}
+		// keyword argument?
+		j := sc.i
+		for j < len(sc.s) && (sc.s[j] == '_' || sc.s[j] >= 'a' && sc.s[j] <= 'z' || sc.s[j] >= 'A' && sc.s[j] <= 'Z' || j > sc.i && sc.s[j] >= '0' && sc.s[j] <= '9') {
+			j++
+		}
+		k := j
+		for k < len(sc.s) && sc.s[k] == ' ' {
+			k++
+		}
+		key := ""
+		if j > sc.i && k < len(sc.s) && sc.s[k] == '=' && (k+1 >= len(sc.s) || sc.s[k+1] != '=') {
+			key = sc.s[sc.i:j]
+			sc.i = k + 1
+			sc.skipSpace()
+		}
+		v, err := sc.value(0)
+		if err != nil {
+			return args, err
+		}
+		if key != "" {
+			if _, dup := args.kw[key]; dup {
+				return args, fmt.Errorf("argument %s given twice", key)
+			}
+			args.kw[key] = v
+		} else {
+			if len(args.kw) > 0 {
+				return args, fmt.Errorf("positional argument after a keyword argument")
+			}
+			args.pos = append(args.pos, v)
+		}
+		sc.skipSpace()
+		switch sc.peek() {
+		case ',':
+			sc.i++
+		case ')':
+		default:
+			if sc.i >= len(sc.s) {
+				return args, fmt.Errorf("missing closing parenthesis")
+			}
+			return args, fmt.Errorf("unexpected %q after an argument", sc.s[sc.i])
+		}
+	}
+	sc.skipSpace()
+	if sc.i < len(sc.s) && sc.s[sc.i] == ';' {
+		sc.i++
+		sc.skipSpace()
+	}
+	if sc.i < len(sc.s) {
+		return args, fmt.Errorf("unexpected text after the call: %q (one action per step)", clipStr(sc.s[sc.i:], 40))
+	}
+	return args, nil
+}
+
+func (sc *scanner) value(depth int) (argValue, error) {
+	if depth > 4 {
+		return argValue{}, fmt.Errorf("lists nested too deep")
+	}
+	sc.skipSpace()
+	c := sc.peek()
+	switch {
+	case c == '"' || c == '\'':
+		str, err := sc.str()
+		return argValue{kind: "str", str: str}, err
+	case c == '[':
+		sc.i++
+		var list []argValue
+		for {
+			sc.skipSpace()
+			if sc.peek() == ']' {
+				sc.i++
+				return argValue{kind: "list", list: list}, nil
+			}
+			v, err := sc.value(depth + 1)
+			if err != nil {
+				return argValue{}, err
+			}
+			list = append(list, v)
+			sc.skipSpace()
+			switch sc.peek() {
+			case ',':
+				sc.i++
+			case ']':
+			default:
+				return argValue{}, fmt.Errorf("expected , or ] in a list")
+			}
+		}
+	case c == '-' || c == '+' || c >= '0' && c <= '9' || c == '.':
+		j := sc.i + 1
+		for j < len(sc.s) && (sc.s[j] >= '0' && sc.s[j] <= '9' || sc.s[j] == '.' || sc.s[j] == 'e' || sc.s[j] == 'E' || sc.s[j] == '_') {
+			j++
+		}
+		lit := strings.ReplaceAll(sc.s[sc.i:j], "_", "")
+		sc.i = j
+		n, err := strconv.ParseFloat(lit, 64)
+		if err != nil {
+			return argValue{}, fmt.Errorf("bad number %q", lit)
+		}
+		return argValue{kind: "num", num: n}, nil
+	default:
+		for _, w := range []struct {
+			word string
+			v    argValue
+		}{{"True", argValue{kind: "bool", b: true}}, {"False", argValue{kind: "bool"}},
+			{"true", argValue{kind: "bool", b: true}}, {"false", argValue{kind: "bool"}}, {"None", argValue{kind: "none"}}} {
+			if strings.HasPrefix(sc.s[sc.i:], w.word) {
+				sc.i += len(w.word)
+				return w.v, nil
+			}
+		}
+		if sc.i >= len(sc.s) {
+			return argValue{}, fmt.Errorf("missing closing parenthesis")
+		}
+		return argValue{}, fmt.Errorf("expected a quoted string, a number, True/False or a list, found %q", clipStr(sc.s[sc.i:], 20))
+	}
+}
+
+// str reads a single- or double-quoted Python string literal.
+func (sc *scanner) str() (string, error) {
+	q := sc.s[sc.i]
+	sc.i++
+	var b strings.Builder
+	for sc.i < len(sc.s) {
+		c := sc.s[sc.i]
+		switch {
+		case c == q:
+			sc.i++
+			return b.String(), nil
+		case c == '\\' && sc.i+1 < len(sc.s):
+			e := sc.s[sc.i+1]
+			sc.i += 2
+			switch e {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case 'r':
+				b.WriteByte('\r')
+			case 'b':
+				b.WriteByte('\b')
+			case 'f':
+				b.WriteByte('\f')
+			case '0':
+				b.WriteByte(0)
+			case '\\', '\'', '"':
+				b.WriteByte(e)
+			case 'x', 'u', 'U':
+				n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+				if sc.i+n > len(sc.s) {
+					return "", fmt.Errorf("short \\%c escape", e)
+				}
+				v, err := strconv.ParseUint(sc.s[sc.i:sc.i+n], 16, 32)
+				if err != nil || v > unicode.MaxRune {
+					return "", fmt.Errorf("bad \\%c escape", e)
+				}
+				b.WriteRune(rune(v))
+				sc.i += n
+			default:
+				b.WriteByte('\\')
+				b.WriteByte(e)
+			}
+		default:
+			b.WriteByte(c)
+			sc.i++
+		}
+	}
+	return "", fmt.Errorf("unterminated string")
+}
+
+// arg returns the i-th positional argument or the keyword argument named one
+// of names.
+func (a callArgs) arg(i int, names ...string) (argValue, bool) {
+	for _, n := range names {
+		if v, ok := a.kw[n]; ok {
+			return v, true
+		}
+	}
+	if i >= 0 && i < len(a.pos) {
+		return a.pos[i], true
+	}
+	return argValue{}, false
+}
+
+func (a callArgs) count() int { return len(a.pos) + len(a.kw) }
+
+func (v argValue) text() (string, bool) {
+	switch v.kind {
+	case "str":
+		return v.str, true
+	case "num":
+		return strconv.FormatFloat(v.num, 'f', -1, 64), true
+	}
+	return "", false
+}
+
+func (v argValue) integer() (int, bool) {
+	if v.kind != "num" || v.num != float64(int(v.num)) || v.num > 1<<31 || v.num < -(1<<31) {
+		return 0, false
+	}
+	return int(v.num), true
+}
+
+// parsedCall is one parsed call, with the readers its form's parse uses.
+type parsedCall struct {
+	name string
+	args callArgs
+}
+
+// str reads a string argument: positional i or a keyword in names.
+func (c parsedCall) str(i int, what string, names ...string) (string, error) {
+	v, ok := c.args.arg(i, names...)
+	if !ok {
+		return "", fmt.Errorf("%s(...) needs %s", c.name, what)
+	}
+	s, ok := v.text()
+	if !ok {
+		return "", fmt.Errorf("%s(...): %s must be a string", c.name, what)
+	}
+	return s, nil
+}
+
+// optStr reads an optional string argument ("" when absent).
+func (c parsedCall) optStr(i int, names ...string) (string, error) {
+	if _, ok := c.args.arg(i, names...); !ok {
+		return "", nil
+	}
+	return c.str(i, names[0], names...)
+}
+
+func (c parsedCall) atMost(n int) error {
+	if c.args.count() > n {
+		return fmt.Errorf("%s(...) takes at most %d argument(s), got %d", c.name, n, c.args.count())
+	}
+	return nil
+}
+
+func (c parsedCall) target() (string, error) { return c.str(0, "an element id", "bid", "id", "target") }
+
+func (c parsedCall) tab(required bool) (*int, error) {
+	v, ok := c.args.arg(0, "index", "tab", "page_index")
+	if !ok {
+		if required {
+			return nil, fmt.Errorf("%s(...) needs a tab index", c.name)
+		}
+		return nil, nil
+	}
+	n, ok := v.integer()
+	if !ok {
+		return nil, fmt.Errorf("%s(...): the tab index must be an integer", c.name)
+	}
+	return &n, nil
+}
+
+// targetOnly is the parse of a call that names an element and nothing
+// else.
+func targetOnly(t ActionType) func(parsedCall, *Action) error {
+	return func(c parsedCall, a *Action) (err error) {
+		a.Type = t
+		if a.Target, err = c.target(); err != nil {
+			return err
+		}
+		return c.atMost(1)
+	}
+}
+
+// noArgs is the parse of a call without arguments.
+func noArgs(t ActionType) func(parsedCall, *Action) error {
+	return func(c parsedCall, a *Action) error {
+		a.Type = t
+		return c.atMost(0)
+	}
+}
+
+// callForm is a semantic action in the call grammar: the names agents
+// call it by (names are listed in errors, aliases are only accepted) and
+// how its arguments are read. The coordinate actions have their table in
+// coords.go.
+type callForm struct {
+	names, aliases []string
+	parse          func(c parsedCall, a *Action) error
+}
+
+var callForms = []callForm{
+	{[]string{"click"}, nil, func(c parsedCall, a *Action) (err error) {
+		a.Type = Click
+		if a.Target, err = c.target(); err != nil {
+			return err
+		}
+		if v, ok := c.args.kw["button"]; ok {
+			if b, _ := v.text(); b != "left" {
+				return fmt.Errorf("click(...): only the left button is supported, got button=%q", b)
+			}
+		}
+		return nil
+	}},
+	{[]string{"hover"}, nil, targetOnly(Hover)},
+	{[]string{"press"}, nil, func(c parsedCall, a *Action) (err error) {
+		a.Type = Press
+		if c.args.count() >= 2 {
+			if a.Target, err = c.target(); err != nil {
+				return err
+			}
+			a.Key, err = c.str(1, "a key", "key_comb", "key")
+			return err
+		}
+		a.Key, err = c.str(0, "a key", "key_comb", "key")
+		return err
+	}},
+	{[]string{"keyboard_press"}, nil, func(c parsedCall, a *Action) (err error) {
+		a.Type = Press
+		if a.Key, err = c.str(0, "a key", "key", "key_comb"); err != nil {
+			return err
+		}
+		return c.atMost(1)
+	}},
+	{[]string{"fill", "type"}, []string{"type_text"}, func(c parsedCall, a *Action) (err error) {
+		a.Type = Type
+		if a.Target, err = c.target(); err != nil {
+			return err
+		}
+		if a.Text, err = c.str(1, "the text to type", "value", "text"); err != nil {
+			return err
+		}
+		if v, ok := c.args.arg(-1, "enter", "press_enter", "press_enter_after", "submit"); ok {
+			switch v.kind {
+			case "bool":
+				a.Enter = v.b
+			case "num":
+				a.Enter = v.num != 0
+			default:
+				return fmt.Errorf("%s(...): enter must be True or False", c.name)
+			}
+		}
+		return c.atMost(3)
+	}},
+	{[]string{"clear"}, nil, targetOnly(Clear)},
+	{[]string{"select_option"}, []string{"select"}, func(c parsedCall, a *Action) (err error) {
+		a.Type = Select
+		if a.Target, err = c.target(); err != nil {
+			return err
+		}
+		v, ok := c.args.arg(1, "options", "option", "value")
+		if !ok {
+			return fmt.Errorf("%s(...) needs the option to select", c.name)
+		}
+		if v.kind == "list" {
+			for _, x := range v.list {
+				s, ok := x.text()
+				if !ok {
+					return fmt.Errorf("%s(...): options must be strings", c.name)
+				}
+				a.Options = append(a.Options, s)
+			}
+		} else if s, ok := v.text(); ok {
+			a.Options = []string{s}
+		} else {
+			return fmt.Errorf("%s(...): the option must be a string or a list of strings", c.name)
+		}
+		if len(a.Options) == 0 {
+			return fmt.Errorf("%s(...) needs at least one option", c.name)
+		}
+		return c.atMost(2)
+	}},
+	{[]string{"goto"}, []string{"navigate"}, func(c parsedCall, a *Action) (err error) {
+		a.Type = Goto
+		a.URL, err = c.str(0, "a URL", "url")
+		return err
+	}},
+	{[]string{"go_back"}, []string{"back"}, noArgs(Back)},
+	{[]string{"go_forward"}, []string{"forward"}, noArgs(Forward)},
+	{[]string{"refresh"}, []string{"reload"}, noArgs(Refresh)},
+	{[]string{"new_tab"}, nil, func(c parsedCall, a *Action) (err error) {
+		a.Type = NewTab
+		a.URL, err = c.optStr(0, "url")
+		return err
+	}},
+	{[]string{"tab_focus"}, []string{"switch_tab"}, func(c parsedCall, a *Action) (err error) {
+		a.Type = SwitchTab
+		a.Tab, err = c.tab(true)
+		return err
+	}},
+	{[]string{"tab_close"}, []string{"close_tab"}, func(c parsedCall, a *Action) (err error) {
+		a.Type = CloseTab
+		a.Tab, err = c.tab(false)
+		return err
+	}},
+	{[]string{"stop"}, []string{"terminate", "answer"}, func(c parsedCall, a *Action) (err error) {
+		a.Type = Terminate
+		a.Answer, err = c.optStr(0, "answer", "text")
+		return err
+	}},
+	{[]string{"report_infeasible"}, nil, func(c parsedCall, a *Action) (err error) {
+		a.Type = Terminate
+		a.Infeasible = true
+		a.Answer, err = c.optStr(0, "reason", "text")
+		return err
+	}},
+	{[]string{"send_msg_to_user"}, []string{"send_msg"}, func(c parsedCall, a *Action) (err error) {
+		a.Type = SendMsg
+		a.Text, err = c.str(0, "the message", "text")
+		return err
+	}},
+	{[]string{"noop"}, []string{"wait"}, func(c parsedCall, a *Action) error {
+		a.Type = Noop
+		if v, ok := c.args.arg(0, "wait_ms"); ok {
+			n, ok := v.integer()
+			if !ok {
+				return fmt.Errorf("%s(...): wait_ms must be an integer", c.name)
+			}
+			a.WaitMs = n
+		}
+		return nil
+	}},
+}
+
+// unsupportedCalls are calls of BrowserGym's action set that WebServ does
+// not run, with what to use instead ("" for the list of actions).
+var unsupportedCalls = map[string]string{
+	"dblclick":             "use click",
+	"mouse_down":           "use mouse_click(x, y) or mouse_drag_and_drop(from_x, from_y, to_x, to_y)",
+	"mouse_up":             "use mouse_click(x, y) or mouse_drag_and_drop(from_x, from_y, to_x, to_y)",
+	"drag_and_drop":        "use mouse_click(x, y) or mouse_drag_and_drop(from_x, from_y, to_x, to_y)",
+	"mouse_upload_file":    "use mouse_click(x, y) or mouse_drag_and_drop(from_x, from_y, to_x, to_y)",
+	"upload_file":          "",
+	"focus":                "",
+	"keyboard_insert_text": "",
+	"keyboard_down":        "",
+	"keyboard_up":          "",
+}
+
+// callFormOf finds a call's form by any of its names.
+var callFormOf = func() map[string]*callForm {
+	m := map[string]*callForm{}
+	for i, f := range callForms {
+		for _, n := range append(slices.Clone(f.names), f.aliases...) {
+			m[n] = &callForms[i]
+		}
+	}
+	return m
+}()
+
+// callNames lists the calls for errors: the forms' names (not their
+// aliases), then the coordinate actions with their signatures.
+var callNames = func() string {
+	var names []string
+	for _, f := range callForms {
+		names = append(names, f.names...)
+	}
+	for _, c := range coordActions {
+		names = append(names, string(c.typ)+"("+c.signature()+")")
+	}
+	return strings.Join(names, ", ")
+}()
+
+func callAction(name string, args callArgs) (Action, error) {
+	if c, ok := coordActionOf(ActionType(name)); ok {
+		return c.parse(name, args)
+	}
+	var a Action
+	if hint, ok := unsupportedCalls[name]; ok {
+		if hint == "" {
+			hint = "use one of " + callNames
+		}
+		return a, fmt.Errorf("%s is not supported; %s", name, hint)
+	}
+	f, ok := callFormOf[name]
+	if !ok {
+		return a, fmt.Errorf("unknown action %q; use one of %s", name, callNames)
+	}
+	if err := f.parse(parsedCall{name, args}, &a); err != nil {
+		return a, err
+	}
+	return a, a.Validate()
+}
