@@ -115,6 +115,9 @@ def main() -> None:
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--warm-contexts", type=int, default=8, help="browser contexts the server keeps ready")
     ap.add_argument(
+        "--incus-warm", type=int, default=0, help="started containers the server keeps ready (with --incus)"
+    )
+    ap.add_argument(
         "--pause",
         type=float,
         default=3.0,
@@ -142,6 +145,7 @@ def main() -> None:
             "64",
             "--warm-contexts",
             str(args.warm_contexts),
+            *(["--incus-warm", str(args.incus_warm)] if args.incus else []),
         ],
     )
     try:
