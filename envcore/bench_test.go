@@ -169,6 +169,36 @@ func BenchmarkNavigationCPU(b *testing.B) {
 	}
 }
 
+// BenchmarkResetCPU measures the CPU of all processes per reset (a fresh
+// browser context, so a new renderer process, and the start page) against
+// a navigating step to the same page, in one run, at a 100 ms idle window.
+//
+//	go test ./envcore -run '^$' -bench ResetCPU -benchtime 40x -count 3
+func BenchmarkResetCPU(b *testing.B) {
+	env := browser.NewEnv(envcore.Config{IdleWindow: 100 * time.Millisecond})
+	defer env.Close()
+	if _, _, err := env.Reset(testCtx(b), site.URL+"/a.html"); err != nil {
+		b.Fatal(err)
+	}
+	for _, op := range []struct {
+		name string
+		run  func() error
+	}{
+		{"reset", func() error { _, _, err := env.Reset(testCtx(b), site.URL+"/a.html"); return err }},
+		{"goto", func() error { _, _, err := env.StepText(testCtx(b), `goto("`+site.URL+`/a.html")`); return err }},
+	} {
+		b.Run(op.name, func(b *testing.B) {
+			cpu0 := machineCPU(b)
+			for i := 0; i < b.N; i++ {
+				if err := op.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric((machineCPU(b)-cpu0)/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
 // machineCPU is the CPU time all processes have used, in ms.
 func machineCPU(b *testing.B) float64 {
 	t, err := procstat.Read()
