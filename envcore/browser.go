@@ -191,7 +191,7 @@ var disabledFeatures = []string{
 	// RenderDocument gives every cross-document navigation a new frame
 	// in the renderer, with a compositor of its own; reusing the frame
 	// cuts the CPU of a navigation by about a quarter (bench/README.md,
-	// "CPU per step") and changes nothing a page can see.
+	// "scale") and changes nothing a page can see.
 	"RenderDocument",
 }
 

@@ -23,7 +23,7 @@ import (
 // It measures a mode WebServ does not run in: a page under begin-frame
 // control gets no requestAnimationFrame callbacks, IntersectionObserver
 // entries (lazy images) or screenshots until frames are driven; see
-// bench/README.md, "CPU per step".
+// bench/README.md, "scale", for a prototype that drove them.
 //
 //	go test ./envcore -run '^$' -bench FramesOnDemand -benchtime 60x -count 3
 func BenchmarkFramesOnDemand(b *testing.B) {
