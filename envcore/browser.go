@@ -116,26 +116,7 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 		return nil, fmt.Errorf("chromium not found at %s: install Debian's chromium-headless-shell or chromium package (apt-get install chromium-headless-shell chromium) or set WEBSERV_CHROMIUM: %w", bin, err)
 	}
 
-	l := launcher.New().Context(ctx).Bin(bin).Headless(!opts.Show).Leakless(true)
-	for _, f := range closedNetworkFlags {
-		l.Set(flagName(f))
-	}
-	l.Set("disable-gpu").Set("mute-audio").Set("hide-scrollbars").Set("disable-extensions").
-		Set("no-default-browser-check").Set("password-store", "basic").
-		Set("disable-features", disabledFeatures...)
-	if os.Geteuid() == 0 {
-		l.Set("no-sandbox")
-	}
-	for _, f := range append(slices.Clone(opts.Flags), strings.Fields(os.Getenv("WEBSERV_CHROMIUM_FLAGS"))...) {
-		f = strings.TrimLeft(f, "-")
-		name, val, hasVal := cut(f, '=')
-		if hasVal {
-			l.Set(flagName(name), val)
-		} else {
-			l.Set(flagName(name))
-		}
-	}
-
+	l := newLauncher(ctx, bin, opts)
 	u, err := l.Launch()
 	if err != nil {
 		return nil, fmt.Errorf("launch chromium (%s): %w", bin, err)
@@ -177,6 +158,32 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 		b.startPool(opts.WarmContexts)
 	}
 	return b, nil
+}
+
+// newLauncher is how Launch starts Chromium: bin with the closed-network
+// switches, the features it runs without, and opts' and
+// WEBSERV_CHROMIUM_FLAGS's switches.
+func newLauncher(ctx context.Context, bin string, opts BrowserOptions) *launcher.Launcher {
+	l := launcher.New().Context(ctx).Bin(bin).Headless(!opts.Show).Leakless(true)
+	for _, f := range closedNetworkFlags {
+		l.Set(flagName(f))
+	}
+	l.Set("disable-gpu").Set("mute-audio").Set("hide-scrollbars").Set("disable-extensions").
+		Set("no-default-browser-check").Set("password-store", "basic").
+		Set("disable-features", disabledFeatures...)
+	if os.Geteuid() == 0 {
+		l.Set("no-sandbox")
+	}
+	for _, f := range append(slices.Clone(opts.Flags), strings.Fields(os.Getenv("WEBSERV_CHROMIUM_FLAGS"))...) {
+		f = strings.TrimLeft(f, "-")
+		name, val, hasVal := cut(f, '=')
+		if hasVal {
+			l.Set(flagName(name), val)
+		} else {
+			l.Set(flagName(name))
+		}
+	}
+	return l
 }
 
 // disabledFeatures are the Chromium features the browser runs without.

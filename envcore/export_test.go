@@ -1,8 +1,5 @@
 package envcore
 
-// The switches Launch starts Chromium with, for benchmarks that launch a
-// browser of their own to measure a mode Launch does not offer.
-var (
-	ClosedNetworkFlags = closedNetworkFlags
-	DisabledFeatures   = disabledFeatures
-)
+// NewLauncher is Launch's launcher, for benchmarks that start Chromium the
+// same way but drive it themselves (a mode Launch does not offer).
+var NewLauncher = newLauncher

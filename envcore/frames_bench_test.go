@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/go-rod/rod"
-	"github.com/go-rod/rod/lib/launcher"
-	"github.com/go-rod/rod/lib/launcher/flags"
 	"github.com/go-rod/rod/lib/proto"
 
 	"github.com/webserv-rl/webserv/envcore"
@@ -36,14 +34,11 @@ func BenchmarkFramesOnDemand(b *testing.B) {
 		onDemand bool
 	}{{"compositor", false}, {"begin-frame-control", true}} {
 		b.Run(mode.name, func(b *testing.B) {
-			l := launcher.New().Bin(bin).Headless(true).Leakless(true)
-			for _, f := range append(envcore.ClosedNetworkFlags, "disable-gpu", "mute-audio", "hide-scrollbars", "disable-extensions", "no-sandbox") {
-				l.Set(flags.Flag(f))
-			}
-			l.Set("disable-features", envcore.DisabledFeatures...)
+			var opts envcore.BrowserOptions
 			if mode.onDemand {
-				l.Set("enable-begin-frame-control")
+				opts.Flags = []string{"enable-begin-frame-control"}
 			}
+			l := envcore.NewLauncher(testCtx(b), bin, opts)
 			u, err := l.Launch()
 			if err != nil {
 				b.Fatal(err)

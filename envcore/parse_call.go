@@ -472,14 +472,17 @@ var callForms = []callForm{
 	}},
 }
 
+// useMouse is what to use instead of BrowserGym's low-level mouse calls.
+const useMouse = "use mouse_click(x, y) or mouse_drag_and_drop(from_x, from_y, to_x, to_y)"
+
 // unsupportedCalls are calls of BrowserGym's action set that WebServ does
 // not run, with what to use instead ("" for the list of actions).
 var unsupportedCalls = map[string]string{
 	"dblclick":             "use click",
-	"mouse_down":           "use mouse_click(x, y) or mouse_drag_and_drop(from_x, from_y, to_x, to_y)",
-	"mouse_up":             "use mouse_click(x, y) or mouse_drag_and_drop(from_x, from_y, to_x, to_y)",
-	"drag_and_drop":        "use mouse_click(x, y) or mouse_drag_and_drop(from_x, from_y, to_x, to_y)",
-	"mouse_upload_file":    "use mouse_click(x, y) or mouse_drag_and_drop(from_x, from_y, to_x, to_y)",
+	"mouse_down":           useMouse,
+	"mouse_up":             useMouse,
+	"drag_and_drop":        useMouse,
+	"mouse_upload_file":    useMouse,
 	"upload_file":          "",
 	"focus":                "",
 	"keyboard_insert_text": "",
