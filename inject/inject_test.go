@@ -255,6 +255,52 @@ func TestSettleCountsANavigationFromItsStart(t *testing.T) {
 	}
 }
 
+// A new tab the action asks for is pending from the moment it is asked
+// for, before the browser reports the tab; a cancelled click, a link to the
+// same document and a window name opened before are not; a tab that never
+// comes stops counting after the bridge.
+func TestSettleCountsANewTabFromItsRequest(t *testing.T) {
+	p := open(t, `<a id="blank" href="/page?html=tab" target="_blank">report</a>
+		<a id="cancelled" href="/page?html=no" target="_blank" onclick="event.preventDefault()">cancelled</a>
+		<a id="here" href="#section">here</a>
+		<form id="f" action="/page" target="results"><input name="html" value="r"></form>`)
+	pendingTabs := func(k int, js string) []any {
+		t.Helper()
+		st := eval(t, p, fmt.Sprintf(`() => { __webserv.settle.begin(%d); %s; return __webserv.settle.state(%d, 5000); }`, k, js, k)).(map[string]any)
+		var tabs []any
+		items, _ := st["items"].([]any)
+		for _, it := range items {
+			if it.(map[string]any)["kind"] == "tab" {
+				tabs = append(tabs, it)
+			}
+		}
+		return tabs
+	}
+	for _, c := range []struct {
+		k    int
+		js   string
+		want int
+	}{
+		{1, `document.getElementById('blank').click()`, 1},
+		{2, `document.getElementById('cancelled').click()`, 0},
+		{3, `document.getElementById('here').click()`, 0},
+		{4, `document.getElementById('here').dispatchEvent(new MouseEvent('click', {ctrlKey: true, bubbles: true, cancelable: true}))`, 1},
+		{5, `document.getElementById('f').requestSubmit()`, 1},
+		{6, `document.getElementById('f').requestSubmit()`, 0}, // "results" exists now
+		{7, `window.open('/page?html=w', 'w1')`, 1},
+		{8, `window.open('/page?html=w', 'w1')`, 0},
+		{9, `window.open('/page?html=n', '_blank', 'noopener')`, 1},
+	} {
+		if got := pendingTabs(c.k, c.js); len(got) != c.want {
+			t.Errorf("action %d (%s): %d new tabs pending, want %d: %v", c.k, c.js, len(got), c.want, got)
+		}
+	}
+	eval(t, p, `() => new Promise(r => setTimeout(r, 3100))`)
+	if st := settleState(t, p, 1, 5000); st["pending"] != float64(0) {
+		t.Errorf("a new tab is still pending after the bridge: %v", st)
+	}
+}
+
 func TestListenerPatchMarksHoverTargets(t *testing.T) {
 	p := open(t, `<div id="a">menu</div><div id="b">button</div><div id="c">both</div>
 <script>

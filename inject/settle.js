@@ -431,6 +431,72 @@
     origAdd.call(window.navigation, 'navigateerror', navDone);
   }
 
+  // --- new tabs ----------------------------------------------------------
+  // A link or form aimed at a new browsing context, or window.open, makes
+  // the browser create a tab. The tab reaches the Go side after an IPC hop,
+  // as a navigation does, and until then the opener looks done: on a loaded
+  // machine a step could return before its popup exists. So a tab the action
+  // asks for is pending from the moment it is asked for: until the Go side
+  // sees the new tab (from then on it waits on that tab and no longer asks
+  // this document), until the click or submission turns out cancelled (a
+  // later listener called preventDefault), or at most TAB_BRIDGE ms (a tab
+  // the browser refuses never comes).
+  const TAB_BRIDGE = 3000;
+  const named = new Set(); // window names this document has opened
+  // newContext reports whether target (a link's, form's or window.open's)
+  // names a browsing context that does not exist yet, and remembers it.
+  function newContext(target) {
+    const t = String(target || '').toLowerCase();
+    if (t === '' || t === '_self' || t === '_parent' || t === '_top') return false;
+    if (t === '_blank') return true;
+    if (named.has(t)) return false; // reused, not opened
+    named.add(t);
+    return true;
+  }
+  function baseTarget() {
+    const b = document.querySelector('base[target]');
+    return b ? b.target : '';
+  }
+  function wantTab(what, ev) {
+    track(current(), { kind: 'tab', what: 'new tab for ' + String(what).slice(0, 120), expires: now() + TAB_BRIDGE, ev: ev });
+  }
+  // Links: a plain click follows the link's target; ctrl, meta or shift
+  // (and the middle button, auxclick) open any link in a new tab.
+  const onLinkClick = function (ev) {
+    if (ev.button !== 0 && !(ev.type === 'auxclick' && ev.button === 1)) return;
+    const path = ev.composedPath();
+    for (let i = 0; i < path.length; i++) {
+      const el = path[i];
+      if (!(el instanceof HTMLAnchorElement || el instanceof HTMLAreaElement)) continue;
+      if (!el.hasAttribute('href') || el.hasAttribute('download')) return;
+      const modified = ev.type === 'auxclick' || ev.ctrlKey || ev.metaKey || ev.shiftKey;
+      if (modified || newContext(el.target || baseTarget())) wantTab(el.href, ev);
+      return;
+    }
+  };
+  origAdd.call(window, 'click', onLinkClick, { capture: true, passive: true });
+  origAdd.call(window, 'auxclick', onLinkClick, { capture: true, passive: true });
+  origAdd.call(window, 'submit', function (ev) {
+    const form = ev.target;
+    if (!(form instanceof HTMLFormElement)) return;
+    const sub = ev.submitter;
+    const target = (sub && sub.hasAttribute('formtarget') ? sub.formTarget : form.target) || baseTarget();
+    if (newContext(target)) wantTab(form.action, ev);
+  }, { capture: true, passive: true });
+  // window.open: a null result is a refused popup, unless noopener or
+  // noreferrer asked for the null.
+  const oOpen = window.open;
+  if (typeof oOpen === 'function') {
+    // Declared without parameters, as the original is (open.length is 0).
+    window.open = function open() {
+      const w = oOpen.apply(this === undefined ? window : this, arguments);
+      const url = arguments[0], target = arguments[1], features = arguments[2];
+      const opened = w !== null || /noopener|noreferrer/i.test(String(features || ''));
+      if (opened && newContext(target === undefined ? '_blank' : target)) wantTab(url || 'about:blank', null);
+      return w;
+    };
+  }
+
   function sameOriginFrames(win, fn) {
     for (let i = 0; i < win.frames.length; i++) {
       let w;
@@ -443,7 +509,11 @@
   function own(k, longMs, acc, loaded) {
     const act = seen.has(k) ? k : 0;
     const t = now();
-    for (const item of pending.values()) {
+    for (const [id, item] of pending) {
+      if (item.kind === 'tab' && ((item.ev && item.ev.defaultPrevented) || t > item.expires)) {
+        pending.delete(id); // cancelled, or refused
+        continue;
+      }
       if (item.kind === 'request' && (!item.live || item.act !== act)) {
         acc.background++;
         continue;
