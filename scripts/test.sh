@@ -20,7 +20,7 @@ start=$SECONDS
 # of the checks `go test` would repeat. Repeated, they cost about 28 CPU-s
 # and 20 s before the first test starts (measured with a cache warmed by
 # lint and build, as here: 41 against 13 CPU-s to build every test binary).
-"$go" test -vet=off ${XFLAGS:-} -count=1 -timeout 30m ./... >"$out/go" 2>&1 &
+"$go" test -vet=off -count=1 -timeout 30m ./... >"$out/go" 2>&1 &
 gopid=$!
 # pytest-xdist: four workers, a test module per worker at a time
 # (--dist loadscope: a module's fixtures, like test_ray.py's Ray cluster,
