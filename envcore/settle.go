@@ -124,6 +124,13 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 		if busy {
 			url, _ := t.info()
 			last.Pending = []string{"document loading: " + clipStr(url, 120)}
+		} else if switched && t.starting(now) {
+			// The new tab still shows its initial empty document: its first
+			// navigation is on its way (Chromium reports it loading only
+			// once the response commits).
+			busy = true
+			url, _ := t.info()
+			last.Pending = []string{"new tab starting: " + clipStr(url, 120)}
 		} else {
 			remaining := time.Until(deadline)
 			pctx, cancel := context.WithTimeout(ctx, max(min(2*time.Second, remaining), 50*time.Millisecond))
@@ -255,6 +262,9 @@ type loadWatch struct {
 	loading map[proto.PageFrameID]struct{}
 	last    time.Time
 	stopped time.Time // the last frameStoppedLoading
+	// committed: a document has committed in some frame since the tab
+	// was attached (Page.frameNavigated).
+	committed bool
 }
 
 func newLoadWatch() *loadWatch {
@@ -279,7 +289,12 @@ func (l *loadWatch) onEvent(msg *rod.Message) bool {
 			delete(l.loading, id)
 		}
 		l.mu.Unlock()
-	case "Page.frameNavigated", "Page.navigatedWithinDocument", "Page.frameRequestedNavigation":
+	case "Page.frameNavigated":
+		l.mu.Lock()
+		l.last = time.Now()
+		l.committed = true
+		l.mu.Unlock()
+	case "Page.navigatedWithinDocument", "Page.frameRequestedNavigation":
 		l.touch()
 	default:
 		return false
@@ -316,11 +331,36 @@ func (l *loadWatch) state() (loading int, last time.Time) {
 	return len(l.loading), l.last
 }
 
+// committedAny reports whether a document has committed since the tab was
+// attached.
+func (l *loadWatch) committedAny() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.committed
+}
+
 // loadedSince reports whether a frame stopped loading after t.
 func (l *loadWatch) loadedSince(t time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.stopped.After(t)
+}
+
+// tabStartBridge bounds how long a new tab may show its initial empty
+// document before a step stops waiting for its first navigation (a popup
+// whose response was a download or a 204 never commits one).
+const tabStartBridge = 5 * time.Second
+
+// starting reports whether t, a tab an action opened, still shows the
+// initial empty document its opener created, with a navigation to come: no
+// document has committed in it yet, it was not opened on about:blank, and
+// it is younger than tabStartBridge.
+func (t *tab) starting(now time.Time) bool {
+	if t.load.committedAny() || now.Sub(t.born) > tabStartBridge {
+		return false
+	}
+	url, _ := t.info()
+	return url != "about:blank"
 }
 
 // loadState reports how many frames of t are loading, when the last

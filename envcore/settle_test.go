@@ -41,6 +41,19 @@ func TestStepWaitsForQuiescence(t *testing.T) {
 	}
 }
 
+// A new tab whose document arrives after the idle window is still the
+// one the step waits for: Chromium reports it loading only when the
+// response commits, and until then it shows an empty document.
+func TestNewTabWithASlowDocumentIsWaitedFor(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envcore.Config{IdleWindow: 500 * time.Millisecond})
+	mustReset(t, env, "/slowtab.html")
+	obs := mustAct(t, env, `click("open-the-slow-report")`)
+	if len(obs.Tabs) != 2 || obs.ActiveTab != 1 || !strings.Contains(obs.HTML, "SLOW-TAB-DONE") {
+		t.Fatalf("the step returned before the new tab's document: tabs %+v\n%s", obs.Tabs, obs.HTML)
+	}
+}
+
 func TestLinkOpeningANewTabIsFollowed(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, envcore.Config{IdleWindow: 500 * time.Millisecond})
