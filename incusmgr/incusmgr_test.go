@@ -69,6 +69,7 @@ func TestMain(m *testing.M) {
 		code = m.Run()
 	}
 	os.RemoveAll(dir)
+	hostingtest.RemoveBuilds()
 	if err := removeTestImages(); err != nil {
 		fmt.Fprintln(os.Stderr, "clean up:", err)
 		code = 1

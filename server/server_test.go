@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
 )
@@ -57,6 +58,7 @@ func TestMain(m *testing.M) {
 	})
 	pages = httptest.NewServer(mux)
 	code := m.Run()
+	hostingtest.RemoveBuilds()
 	pages.CloseClientConnections()
 	pages.Close()
 	_ = browser.Close()

@@ -27,17 +27,97 @@ func BuildTestSite(t testing.TB, dir string) string {
 
 // BuildStatic compiles the repository's package pkg (a path like
 // "sites/shop/cmd/shop") as a static binary at out, for the local backend
-// and for container images alike.
+// and for container images alike. A test process builds each package once:
+// later calls link the first build at out (linking a static binary costs
+// more than a second of CPU, and the server's tests ask for the shop a
+// dozen times).
 func BuildStatic(t testing.TB, pkg, out string) string {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	cmd := exec.Command("go", "build", "-o", out, "./"+pkg)
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", pkg, err, b)
+	bin, err := builds.get(pkg)
+	if err == nil {
+		err = linkOrCopy(bin, out)
+	}
+	if err != nil {
+		t.Fatalf("build %s: %v", pkg, err)
 	}
 	return out
+}
+
+// builds holds the binaries this test process has built, in a directory
+// of their own that RemoveBuilds deletes.
+var builds = &buildCache{bins: map[string]*build{}}
+
+type buildCache struct {
+	mu   sync.Mutex
+	dir  string
+	bins map[string]*build
+}
+
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func (c *buildCache) get(pkg string) (string, error) {
+	c.mu.Lock()
+	if c.dir == "" {
+		d, err := os.MkdirTemp("", "webserv-testbin-")
+		if err != nil {
+			c.mu.Unlock()
+			return "", err
+		}
+		c.dir = d
+	}
+	b := c.bins[pkg]
+	if b == nil {
+		b = &build{path: filepath.Join(c.dir, filepath.Base(pkg)+"-"+fmt.Sprint(len(c.bins)))}
+		c.bins[pkg] = b
+	}
+	c.mu.Unlock()
+	b.once.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-o", b.path, "./"+pkg)
+		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	return b.path, b.err
+}
+
+// RemoveBuilds deletes what BuildStatic built; a TestMain calls it after
+// the tests (the binaries handed out stay, as links of their own).
+func RemoveBuilds() {
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	if builds.dir != "" {
+		os.RemoveAll(builds.dir)
+	}
+	builds.dir, builds.bins = "", map[string]*build{}
+}
+
+// linkOrCopy puts src at dst: a hard link where the file system allows
+// one, a copy otherwise.
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // Get fetches url and returns its body.
