@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -201,8 +202,9 @@ func TestBundledOraclesLocal(t *testing.T) {
 // The same on the Incus backend: the shop runs in containers cloned
 // copy-on-write from an image built from the static shop binary and the
 // seed-1 catalog. The backend changes where the shop runs, not what a task
-// does, so this plays every third task of each site (all categories and
-// graders, both task sets); TestBundledOraclesLocal plays them all.
+// does, so this plays the first two tasks of each kind (firstOfEachKind:
+// every site, category, grader and sign-in, with their Verified twins);
+// TestBundledOraclesLocal plays them all.
 func TestBundledOraclesIncus(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -218,7 +220,41 @@ func TestBundledOraclesIncus(t *testing.T) {
 	const alias = "webserv-test-shop"
 	m := incusWith(t, img, alias)
 	cl := oracleServer(t, m, bundled.Options{IncusImage: alias}, verifiedGrader(t))
-	replayOracles(t, cl, oracleRuns(t, func(i int, _ bundledTask) bool { return i%3 == 0 }), 6)
+	runs := oracleRuns(t, firstOfEachKind(2))
+	for _, want := range []string{"shopping", "cms", "verified.shopping", "verified.cms"} {
+		if !slices.ContainsFunc(runs, func(r oracleRun) bool { return strings.HasPrefix(r.task, want+".") }) {
+			t.Fatalf("no %s task among the kinds played", want)
+		}
+	}
+	replayOracles(t, cl, runs, 6)
+}
+
+// firstOfEachKind keeps the first n bundled tasks of each kind: site,
+// category, grader (eval types and kinds of reference answer) and who the
+// task starts signed in as.
+func firstOfEachKind(n int) func(int, bundledTask) bool {
+	seen := map[string]int{}
+	return func(_ int, bt bundledTask) bool {
+		tk := bt.task
+		kind := []string{bt.site, tk.Category, strings.Join(tk.Eval.Types, "+")}
+		if tk.Login != nil {
+			kind = append(kind, "login:"+tk.Login.As)
+		}
+		if ra := tk.Eval.ReferenceAnswers; ra != nil {
+			if ra.ExactMatch != nil {
+				kind = append(kind, "exact")
+			}
+			if len(ra.MustInclude) > 0 {
+				kind = append(kind, "must_include")
+			}
+			if len(ra.FuzzyMatch) > 0 {
+				kind = append(kind, "fuzzy")
+			}
+		}
+		k := strings.Join(kind, "|")
+		seen[k]++
+		return seen[k] <= n
+	}
 }
 
 // A grading that cannot be done is not a 0: a fuzzy_match task on a
