@@ -99,10 +99,33 @@ def start_shop(binary: str, work: Path) -> tuple[subprocess.Popen[bytes], str]:
     return proc, line.rsplit(" on ", 1)[1].strip()
 
 
+class LostStep(RuntimeError):
+    """A BrowserGym episode whose page is not where the script expects it."""
+
+
+def browsergym_episodes(base: str, tok: Any, tries: int = 3) -> tuple[list[dict[str, Any]], int]:
+    """One complete BrowserGym episode, and how many attempts were lost first.
+
+    BrowserGym returns from a step without waiting for the page the step
+    started, so on a loaded machine an action can land on the page before
+    and the script's next element never appears. Such an attempt is
+    discarded and counted (the report's ``browsergym_lost_episodes``).
+    """
+    for lost in range(tries):
+        try:
+            return browsergym_episode(base, tok), lost
+        except LostStep as e:
+            print(f"BrowserGym episode lost: {e}", file=sys.stderr)
+            if lost == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 def browsergym_episode(base: str, tok: Any) -> list[dict[str, Any]]:
     from browsergym.core.env import BrowserEnv
     from browsergym.core.task import OpenEndedTask
     from browsergym.utils.obs import flatten_axtree_to_str, flatten_dom_to_str, prune_html
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     env = BrowserEnv(
         task_entrypoint=OpenEndedTask,
@@ -119,8 +142,13 @@ def browsergym_episode(base: str, tok: Any) -> list[dict[str, Any]]:
             bid = ""
             if css:
                 # BrowserGym's step does not wait for the next page; on a
-                # loaded machine it can take longer than Playwright's 5 s.
-                bid = env.unwrapped.page.locator(css).first.get_attribute("bid", timeout=30_000) or ""
+                # loaded machine it can take longer than Playwright's 5 s,
+                # and an action taken on the page before can be lost.
+                page = env.unwrapped.page
+                try:
+                    bid = page.locator(css).first.get_attribute("bid", timeout=30_000) or ""
+                except PlaywrightTimeout as e:
+                    raise LostStep(f"step {i} ({kind}): no {css} on {page.url} after 30 s") from e
             present_ax = bool(bid) and f"[{bid}]" in axtree
             present_html = bool(bid) and f'bid="{bid}"' in pruned
             act = action(kind, bid, arg, base)
@@ -216,13 +244,16 @@ async def main() -> None:
 
     bg_rows: list[dict[str, Any]] = []
     ws_rows: list[dict[str, Any]] = []
+    bg_lost = 0
     with tempfile.TemporaryDirectory() as tmp:
         shop, base = start_shop(binary, Path(tmp))
         try:
             async with webserv.AsyncClient() as client:
                 for _ in tqdm(range(episodes), desc="peer episodes", file=sys.stderr):
                     # Alternate so neither system always runs on a warmer machine.
-                    bg_rows += await asyncio.to_thread(browsergym_episode, base, tok)
+                    rows, lost = await asyncio.to_thread(browsergym_episodes, base, tok)
+                    bg_rows += rows
+                    bg_lost += lost
                     ws_rows += await webserv_episode(client, base, tok)
         finally:
             shop.terminate()
@@ -247,6 +278,7 @@ async def main() -> None:
     rep.update(
         tokenizer="anthropic 0.38.0 tokenizer.json (BPE, read with HF tokenizers)",
         episodes=episodes,
+        browsergym_lost_episodes=bg_lost,
         browsergym=bg,
         webserv=ws,
         ratios=ratios,

@@ -17,3 +17,4 @@ def test_peer_bench_smoke(binary: str, tmp_path: Path) -> None:
             assert rep[system][k] > 0, (system, k)
     assert len(rep["steps"]["webserv"]) == len(rep["steps"]["browsergym"]) > 10
     assert all(r > 0 for r in rep["ratios"].values())
+    assert 0 <= rep["browsergym_lost_episodes"] < 3
