@@ -7,9 +7,4 @@ import (
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
 )
 
-// TestMain removes the site binaries the tests built (hostingtest.BuildStatic).
-func TestMain(m *testing.M) {
-	code := m.Run()
-	hostingtest.RemoveBuilds()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(hostingtest.Main(m)) }

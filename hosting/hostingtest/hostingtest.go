@@ -87,6 +87,14 @@ func (c *buildCache) get(pkg string) (string, error) {
 	return b.path, b.err
 }
 
+// Main runs a package's tests and then RemoveBuilds, for a TestMain that
+// needs nothing else: func TestMain(m *testing.M) { os.Exit(hostingtest.Main(m)) }.
+func Main(m *testing.M) int {
+	code := m.Run()
+	RemoveBuilds()
+	return code
+}
+
 // RemoveBuilds deletes what BuildStatic built; a TestMain calls it after
 // the tests (the binaries handed out stay, as links of their own).
 func RemoveBuilds() {
