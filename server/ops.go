@@ -142,14 +142,11 @@ func (s *Server) makeEnv(ctx context.Context, a args) (any, *Error) {
 		return nil, errorf(CodeBackend, false, "%v", errNoBrowser)
 	}
 
-	select {
-	case s.creating <- struct{}{}:
-		defer func() { <-s.creating }()
-	default:
-		err := errorf(CodeCapacity, true, "%d environments are being created, the most at once; retry shortly", s.cfg.MaxCreating)
-		err.RetryAfter = 1
-		return nil, err
+	release, e := s.awaitCreating(ctx)
+	if e != nil {
+		return nil, e
 	}
+	defer release()
 	x, e := s.reserve(ctx)
 	if e != nil {
 		return nil, e

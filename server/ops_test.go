@@ -277,6 +277,44 @@ func TestCapacityAnswersRetryAfter(t *testing.T) {
 	cl.call("make", "", map[string]any{"start_url": pageURL(2)})
 }
 
+func TestMakesQueueForACreationPlace(t *testing.T) {
+	t.Parallel()
+	// One place, and a burst of three makes: they wait their turn and all
+	// succeed, each with its own page.
+	_, base := startServer(t, server.Config{MaxCreating: 1})
+	cl := dial(t, base)
+	var makes []chan map[string]any
+	for i := range 3 {
+		makes = append(makes, cl.send("make", "", map[string]any{"start_url": pageURL(i)}))
+	}
+	for i, ch := range makes {
+		r := wait(t, ch)
+		if r["ok"] != true {
+			t.Fatalf("make %d of a queued burst: %v", i, r["error"])
+		}
+		if title := obsOf(r["result"].(map[string]any))["title"]; title != fmt.Sprintf("Page %d", i) {
+			t.Errorf("make %d got %v", i, title)
+		}
+	}
+	if st := cl.call("stats", "", nil); toUint(st["envs_queued"]) != 0 || toUint(st["envs_creating"]) != 0 {
+		t.Errorf("after the burst: %v", st)
+	}
+
+	// A make that waited longer than CreateWait is answered capacity,
+	// retryable; the one holding the place is not disturbed.
+	_, base = startServer(t, server.Config{MaxCreating: 1, CreateWait: 100 * time.Millisecond})
+	cl = dial(t, base)
+	slow := cl.send("make", "", map[string]any{"start_url": pages.URL + "/slow?ms=2000"})
+	time.Sleep(50 * time.Millisecond) // let the slow make take the place first
+	e := cl.fail("make", "", map[string]any{"start_url": pageURL(2)}, server.CodeCapacity)
+	if e["retryable"] != true || e["retry_after"].(float64) <= 0 || !strings.Contains(e["message"].(string), "retry") {
+		t.Errorf("capacity error after the wait = %v", e)
+	}
+	if r := wait(t, slow); r["ok"] != true {
+		t.Errorf("the make holding the place: %v", r["error"])
+	}
+}
+
 func TestTokenIsRequired(t *testing.T) {
 	t.Parallel()
 	if err := server.CheckListen("0.0.0.0:8765", ""); err == nil || !strings.Contains(err.Error(), "without a token") {

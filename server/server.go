@@ -27,6 +27,10 @@ type Config struct {
 	MaxEnvs int
 	// MaxCreating is the most makes in progress at once. Default 4.
 	MaxCreating int
+	// CreateWait is how long a make waits, in arrival order, for one of
+	// the MaxCreating places before it is answered "capacity". Default 1
+	// minute.
+	CreateWait time.Duration
 	// TTL closes an environment no request has touched for this long.
 	// Default 10 minutes.
 	TTL time.Duration
@@ -57,6 +61,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxCreating <= 0 {
 		c.MaxCreating = 4
 	}
+	if c.CreateWait <= 0 {
+		c.CreateWait = time.Minute
+	}
 	if c.TTL <= 0 {
 		c.TTL = 10 * time.Minute
 	}
@@ -80,6 +87,7 @@ type Server struct {
 	metrics  *metrics
 	started  time.Time
 	creating chan struct{} // semaphore of makes in progress
+	queued   atomic.Int64  // makes waiting for a place in creating
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -223,6 +231,7 @@ func (s *Server) reap() {
 type Stats struct {
 	EnvsLive     int      `json:"envs_live"`
 	EnvsCreating int      `json:"envs_creating"`
+	EnvsQueued   int64    `json:"envs_queued"`
 	MaxEnvs      int      `json:"max_envs"`
 	StepsTotal   int64    `json:"steps_total"`
 	UptimeS      float64  `json:"uptime_s"`
@@ -239,7 +248,7 @@ func (s *Server) stats() Stats {
 	s.mu.Unlock()
 	sort.Strings(ids)
 	return Stats{
-		EnvsLive: len(ids), EnvsCreating: len(s.creating), MaxEnvs: s.cfg.MaxEnvs,
+		EnvsLive: len(ids), EnvsCreating: len(s.creating), EnvsQueued: s.queued.Load(), MaxEnvs: s.cfg.MaxEnvs,
 		StepsTotal: s.stepsTotal.Load(), UptimeS: time.Since(s.started).Seconds(),
 		BrowserAlive: s.browser.Alive(), Envs: ids,
 	}

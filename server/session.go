@@ -113,6 +113,37 @@ func (s *Server) session(id string) (*session, *Error) {
 	return x, nil
 }
 
+// awaitCreating takes one of the MaxCreating places for a make. When all
+// are taken it waits, in arrival order (a channel serves blocked senders
+// first come, first served), for up to CreateWait, and only then answers
+// capacity: a burst of makes from a rollout batch is paced by the server
+// instead of turning into a storm of client retries. Call release when
+// the make is done.
+func (s *Server) awaitCreating(ctx context.Context) (release func(), e *Error) {
+	release = func() { <-s.creating }
+	select {
+	case s.creating <- struct{}{}:
+		return release, nil
+	default:
+	}
+	s.queued.Add(1)
+	defer s.queued.Add(-1)
+	wait := time.NewTimer(s.cfg.CreateWait)
+	defer wait.Stop()
+	select {
+	case s.creating <- struct{}{}:
+		return release, nil
+	case <-wait.C:
+		e := errorf(CodeCapacity, true, "%d environments are being created and %d more were waiting for %s; retry shortly, or let fewer start at once", s.cfg.MaxCreating, s.queued.Load()-1, s.cfg.CreateWait)
+		e.RetryAfter = 1
+		return nil, e
+	case <-s.stop:
+		return nil, errorf(CodeShuttingDown, true, "the server is shutting down")
+	case <-ctx.Done():
+		return nil, errorf(CodeTimeout, true, "no place to create the environment before the request's deadline: %v", ctx.Err())
+	}
+}
+
 // reserve takes a slot for a new environment, or answers capacity. The
 // environment belongs to the connection of ctx.
 func (s *Server) reserve(ctx context.Context) (*session, *Error) {

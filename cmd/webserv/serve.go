@@ -30,6 +30,7 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	var cfg server.Config
 	fs.IntVar(&cfg.MaxEnvs, "max-envs", 32, "most environments open at once")
 	fs.IntVar(&cfg.MaxCreating, "max-creating", 4, "most environments being created at once")
+	fs.DurationVar(&cfg.CreateWait, "create-wait", time.Minute, "how long a make waits for one of the max-creating places before it is answered capacity")
 	fs.DurationVar(&cfg.TTL, "ttl", 10*time.Minute, "close an environment no request touched for this long")
 	fs.Int64Var(&cfg.MaxFrame, "max-frame", 64<<20, "largest request frame in bytes")
 	fs.DurationVar(&cfg.StepTimeout, "request-timeout", 2*time.Minute, "longest a request may run")
