@@ -327,6 +327,14 @@ func (b *Browser) onAttached(ev proto.TargetAttachedToTarget) {
 		resume()
 		return
 	}
+	if !env.admitTab(info.BrowserContextID) {
+		env.log.Debug("a page opened more tabs than allowed; closed the new one", zap.Int("max_tabs", env.cfg.MaxTabs))
+		// Resumed before it is closed: a target closed while it waits
+		// for the debugger holds up its opener's other popups.
+		resume()
+		_, _ = proto.TargetCloseTarget{TargetID: info.TargetID}.Call(b.rod)
+		return
+	}
 	t := newTab(env, ev.SessionID, info)
 	b.mu.Lock()
 	b.sessions[ev.SessionID] = t

@@ -128,10 +128,12 @@ type Env struct {
 	chat       []ChatMessage
 	act        uint64 // the latest action's number, for settle (inject/settle.js)
 
-	tabMu   sync.Mutex
-	tabs    []*tab
-	active  int
-	changed chan struct{} // closed and replaced whenever tabs change
+	tabMu     sync.Mutex
+	tabs      []*tab
+	active    int
+	attaching int           // tabs admitted by admitTab, not yet added
+	blocked   int           // tabs refused since the last observation
+	changed   chan struct{} // closed and replaced whenever tabs change
 }
 
 // NewEnv creates an environment on b. It opens no page until Reset.
@@ -331,7 +333,7 @@ func (e *Env) dispose(ctx context.Context) error {
 	id := e.ctxID
 	e.tabMu.Lock()
 	e.ctxID = ""
-	e.tabs, e.active = nil, 0
+	e.tabs, e.active, e.attaching, e.blocked = nil, 0, 0, 0
 	e.tabMu.Unlock()
 	return e.b.disposeContext(ctx, id)
 }
@@ -417,11 +419,42 @@ func (e *Env) observe(ctx context.Context, opts ObserveOptions) (Observation, er
 	for _, x := range tabs {
 		obs.Dialogs = append(obs.Dialogs, x.takeDialogs()...)
 	}
+	obs.BlockedTabs = e.takeBlocked()
 	obs.Chat = append([]ChatMessage(nil), e.chat...)
 	return obs, nil
 }
 
 // ---- tabs -----------------------------------------------------------------
+
+// admitTab is asked by the browser when a page target of this
+// environment's context appears, before it is prepared. Past MaxTabs it
+// answers false and counts the refusal for the next observation: the page
+// opened one popup too many (the headless browser has no popup blocker,
+// and a page that reopens itself would otherwise fill the host's memory).
+// An agent's own new_tab is refused earlier, with an action error.
+func (e *Env) admitTab(ctxID proto.BrowserBrowserContextID) bool {
+	e.tabMu.Lock()
+	defer e.tabMu.Unlock()
+	if ctxID != e.ctxID {
+		return true // a tab of an earlier episode's context: addTab drops it
+	}
+	if len(e.tabs)+e.attaching >= e.cfg.MaxTabs {
+		e.blocked++
+		return false
+	}
+	e.attaching++
+	return true
+}
+
+// takeBlocked returns and clears the number of tabs refused since the
+// last call.
+func (e *Env) takeBlocked() int {
+	e.tabMu.Lock()
+	defer e.tabMu.Unlock()
+	b := e.blocked
+	e.blocked = 0
+	return b
+}
 
 // addTab is called by the browser when a page target of this environment's
 // context is ready (ours or a popup).
@@ -431,6 +464,7 @@ func (e *Env) addTab(t *tab) {
 	if t.ctxID != e.ctxID {
 		return // a tab of an earlier episode's context
 	}
+	e.attaching = max(0, e.attaching-1)
 	e.tabs = append(e.tabs, t)
 	close(e.changed)
 	e.changed = make(chan struct{})

@@ -60,6 +60,10 @@ type Observation struct {
 	// Dialogs lists alert/confirm/prompt dialogs the page opened since the
 	// last observation; WebServ accepts them.
 	Dialogs []Dialog `json:"dialogs,omitempty"`
+	// BlockedTabs counts the tabs the page opened since the last
+	// observation while Config.MaxTabs were open; WebServ closed them as
+	// they appeared (before any of their content loaded).
+	BlockedTabs int `json:"blocked_tabs,omitempty"`
 	// Chat holds the messages the agent sent with send_msg_to_user.
 	Chat []ChatMessage `json:"chat,omitempty"`
 

@@ -290,6 +290,9 @@ func TestSettleCountsANewTabFromItsRequest(t *testing.T) {
 		{7, `window.open('/page?html=w', 'w1')`, 1},
 		{8, `window.open('/page?html=w', 'w1')`, 0},
 		{9, `window.open('/page?html=n', '_blank', 'noopener')`, 1},
+		// A tab closed as soon as it opened (as the environment closes one
+		// past its tab limit) is not waited for.
+		{10, `window.open('/page?html=c', 'c1').close()`, 0},
 	} {
 		if got := pendingTabs(c.k, c.js); len(got) != c.want {
 			t.Errorf("action %d (%s): %d new tabs pending, want %d: %v", c.k, c.js, len(got), c.want, got)

@@ -439,8 +439,10 @@
   // asks for is pending from the moment it is asked for: until the Go side
   // sees the new tab (from then on it waits on that tab and no longer asks
   // this document), until the click or submission turns out cancelled (a
-  // later listener called preventDefault), or at most TAB_BRIDGE ms (a tab
-  // the browser refuses never comes).
+  // later listener called preventDefault), until window.open's window is
+  // closed (the environment closes a tab past its tab limit as it appears),
+  // or at most TAB_BRIDGE ms (a tab the browser refuses never comes, nor
+  // does a link's tab past the limit).
   const TAB_BRIDGE = 3000;
   const named = new Set(); // window names this document has opened
   // newContext reports whether target (a link's, form's or window.open's)
@@ -457,8 +459,10 @@
     const b = document.querySelector('base[target]');
     return b ? b.target : '';
   }
-  function wantTab(what, ev) {
-    track(current(), { kind: 'tab', what: 'new tab for ' + String(what).slice(0, 120), expires: now() + TAB_BRIDGE, ev: ev });
+  // win is window.open's result, when there is one: a tab the environment
+  // refuses (past its tab limit) is closed at once, and then win.closed.
+  function wantTab(what, ev, win) {
+    track(current(), { kind: 'tab', what: 'new tab for ' + String(what).slice(0, 120), expires: now() + TAB_BRIDGE, ev: ev, win: win });
   }
   // Links: a plain click follows the link's target; ctrl, meta or shift
   // (and the middle button, auxclick) open any link in a new tab.
@@ -492,7 +496,7 @@
       const w = oOpen.apply(this === undefined ? window : this, arguments);
       const url = arguments[0], target = arguments[1], features = arguments[2];
       const opened = w !== null || /noopener|noreferrer/i.test(String(features || ''));
-      if (opened && newContext(target === undefined ? '_blank' : target)) wantTab(url || 'about:blank', null);
+      if (opened && newContext(target === undefined ? '_blank' : target)) wantTab(url || 'about:blank', null, w);
       return w;
     };
   }
@@ -510,8 +514,8 @@
     const act = seen.has(k) ? k : 0;
     const t = now();
     for (const [id, item] of pending) {
-      if (item.kind === 'tab' && ((item.ev && item.ev.defaultPrevented) || t > item.expires)) {
-        pending.delete(id); // cancelled, or refused
+      if (item.kind === 'tab' && ((item.ev && item.ev.defaultPrevented) || (item.win && item.win.closed) || t > item.expires)) {
+        pending.delete(id); // cancelled, closed, or refused
         continue;
       }
       if (item.kind === 'request' && (!item.live || item.act !== act)) {

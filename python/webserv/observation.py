@@ -44,6 +44,7 @@ def to_gym(raw: dict[str, Any], *, elapsed: float) -> dict[str, Any]:
         "selects": list(raw.get("selects") or []),
         "tabs": list(tabs),
         "dialogs": list(raw.get("dialogs") or []),
+        "blocked_tabs": int(raw.get("blocked_tabs", 0)),  # tabs the page opened past the tab limit
         "viewport": dict(raw.get("viewport") or {}),
     }
     if raw.get("screenshot"):
@@ -143,6 +144,7 @@ def observation_space(
         "selects": lst,
         "tabs": lst,
         "dialogs": lst,
+        "blocked_tabs": spaces.Discrete(1 << 16),
         "viewport": rec,
     }
     if screenshot or marks:
