@@ -83,12 +83,13 @@ type oracleRun struct {
 }
 
 // oracleRuns are the episodes that check the bundled tasks kept by keep:
-// each task's oracle (reward 1) and wrong sequence (reward 0) under the
-// native graders and, for a task with a Verified-style twin, the same two
-// sequences (ending in Verified's structured answer) under
-// WebArena-Verified's evaluators, graded from the environment's own trace:
-// so the two graders agree on both.
-func oracleRuns(t *testing.T, keep func(i int, bt bundledTask) bool) []oracleRun {
+// each task's oracle (reward 1) under the native graders and, for a task
+// with a Verified-style twin, the same sequence (ending in Verified's
+// structured answer) under WebArena-Verified's evaluators, graded from the
+// environment's own trace; and, for the tasks wrongToo keeps among them,
+// the wrong sequence (reward 0) under both: so the two graders agree on
+// both. keep and wrongToo are called once per task, in order.
+func oracleRuns(t *testing.T, keep, wrongToo func(i int, bt bundledTask) bool) []oracleRun {
 	all := bundledTasks(t)
 	if len(all) < 100 {
 		t.Fatalf("%d bundled tasks; the sets promise 60 storefront and 40 admin tasks", len(all))
@@ -108,14 +109,17 @@ func oracleRuns(t *testing.T, keep func(i int, bt bundledTask) bool) []oracleRun
 			continue
 		}
 		id := fmt.Sprintf("%s.%d", bt.site, bt.task.ID)
-		runs = append(runs,
-			oracleRun{bt.site, id, bt.task.Intent, "oracle", bt.task.Oracle, 1},
-			oracleRun{bt.site, id, bt.task.Intent, "wrong", bt.task.Wrong, 0})
+		wrong := wrongToo(i, bt)
+		runs = append(runs, oracleRun{bt.site, id, bt.task.Intent, "oracle", bt.task.Oracle, 1})
+		if wrong {
+			runs = append(runs, oracleRun{bt.site, id, bt.task.Intent, "wrong", bt.task.Wrong, 0})
+		}
 		if typ, ok := twins[id]; ok {
 			answer := verifiedAnswer(typ)
-			runs = append(runs,
-				oracleRun{bt.site, "verified." + id, bt.task.Intent, "oracle", withAnswer(bt.task.Oracle, answer), 1},
-				oracleRun{bt.site, "verified." + id, bt.task.Intent, "wrong", withAnswer(bt.task.Wrong, answer), 0})
+			runs = append(runs, oracleRun{bt.site, "verified." + id, bt.task.Intent, "oracle", withAnswer(bt.task.Oracle, answer), 1})
+			if wrong {
+				runs = append(runs, oracleRun{bt.site, "verified." + id, bt.task.Intent, "wrong", withAnswer(bt.task.Wrong, answer), 0})
+			}
 		}
 	}
 	return runs
@@ -189,14 +193,31 @@ func replayOracles(t *testing.T, cl *client, runs []oracleRun, workers int) {
 }
 
 // Every bundled task is solved by its oracle through the real server,
-// browser and shop processes on the local backend, and its wrong sequence
-// scores 0; the Verified-style twins score the same under
-// WebArena-Verified's evaluators.
+// browser and shop processes on the local backend, and so is its
+// Verified-style twin under WebArena-Verified's evaluators. The wrong
+// sequences, which differ from the oracle only in the answer or a value
+// entered, check that each kind of task is graded 0 when it is not done:
+// they are played for the first two tasks of each kind (firstOfEachKind),
+// which halves the test's CPU, the largest of the suite.
 func TestBundledOraclesLocal(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cl := oracleServer(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}}, verifiedGrader(t))
-	replayOracles(t, cl, oracleRuns(t, func(int, bundledTask) bool { return true }), 6)
+	runs := oracleRuns(t, func(int, bundledTask) bool { return true }, firstOfEachKind(2))
+	if n := len(bundledTasks(t)); countRuns(runs, "oracle") < n {
+		t.Fatalf("%d oracle runs for %d tasks", countRuns(runs, "oracle"), n)
+	}
+	replayOracles(t, cl, runs, 6)
+}
+
+func countRuns(runs []oracleRun, name string) int {
+	n := 0
+	for _, r := range runs {
+		if r.name == name {
+			n++
+		}
+	}
+	return n
 }
 
 // The same on the Incus backend: the shop runs in containers cloned
@@ -220,7 +241,7 @@ func TestBundledOraclesIncus(t *testing.T) {
 	const alias = "webserv-test-shop"
 	m := incusWith(t, img, alias)
 	cl := oracleServer(t, m, bundled.Options{IncusImage: alias}, verifiedGrader(t))
-	runs := oracleRuns(t, firstOfEachKind(2))
+	runs := oracleRuns(t, firstOfEachKind(2), func(int, bundledTask) bool { return true })
 	for _, want := range []string{"shopping", "cms", "verified.shopping", "verified.cms"} {
 		if !slices.ContainsFunc(runs, func(r oracleRun) bool { return strings.HasPrefix(r.task, want+".") }) {
 			t.Fatalf("no %s task among the kinds played", want)
