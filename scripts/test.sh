@@ -22,16 +22,19 @@ start=$SECONDS
 # lint and build, as here: 41 against 13 CPU-s to build every test binary).
 #
 # Packages are named longest first: go test runs two at a time (-p is the
-# number of cores) in the order given, and `server` alone takes about 200 s.
-# Named in path order it started only after 77 s of other packages, and
-# the suite waited on it alone at the end.
+# number of cores) in the order given, and `server` takes the longest (about
+# 200 s alone in 2026-11; about 100 s since its oracle test plays a wrong
+# sequence per kind of task rather than per task). Named in path order it
+# started only after 77 s of other packages, and the suite waited on it
+# alone at the end.
 "$go" test -vet=off -count=1 -timeout 30m ./server ./envcore ./bench/suites ./incusmgr ./... >"$out/go" 2>&1 &
 gopid=$!
 # pytest-xdist: four workers, a test module per worker at a time
 # (--dist loadscope: a module's fixtures, like test_ray.py's Ray cluster,
 # are set up once). The Python tests mostly wait on idle windows and
 # subprocesses, so four share the two cores well.
-WEBSERV_BIN=$bin "$pytest" -q -n 4 --dist loadscope python/tests >"$out/py" 2>&1 &
+# --durations: the slowest tests, for whoever makes the suite faster next.
+WEBSERV_BIN=$bin "$pytest" -q -n 4 --dist loadscope --durations=10 python/tests >"$out/py" 2>&1 &
 pypid=$!
 
 # report prints a finished suite's output and remembers a failure.
