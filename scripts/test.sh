@@ -22,9 +22,9 @@ start=$SECONDS
 # lint and build, as here: 41 against 13 CPU-s to build every test binary).
 #
 # Packages are named longest first: go test runs two at a time (-p is the
-# number of cores) in the order given, and `server` takes the longest (about
-# 200 s alone in 2026-11; about 100 s since its oracle test plays a wrong
-# sequence per kind of task rather than per task). Named in path order it
+# number of cores) in the order given, and `server` takes the longest (alone
+# 214 s, and 140 s since its oracle test plays a wrong sequence per kind of
+# task rather than per task, 2026-11-23). Named in path order it
 # started only after 77 s of other packages, and the suite waited on it
 # alone at the end.
 "$go" test -vet=off -count=1 -timeout 30m ./server ./envcore ./bench/suites ./incusmgr ./... >"$out/go" 2>&1 &
