@@ -175,11 +175,9 @@ async def main() -> None:
     strategies = ["webserv"]
     if args.baseline_bin:
         strategies.append("webserv-before")
-    strategies += ["browsergym", "networkidle"]
-    if not args.smoke:
-        # BrowserGym with slow_mo 0: a variant, two more browser launches
-        # per case; the smoke runs BrowserGym as shipped only.
-        strategies.insert(strategies.index("networkidle"), "browsergym-slowmo0")
+    # BrowserGym with slow_mo 0 is a variant, two more browser launches per
+    # case: the smoke runs BrowserGym as shipped only.
+    strategies += ["browsergym", *([] if args.smoke else ["browsergym-slowmo0"]), "networkidle"]
     command = "python bench/settle_bench.py " + " ".join(sys.argv[1:])
     rep = benchlib.header("settle", command.strip(), args.smoke)
     base, srv = pages.serve()
