@@ -10,20 +10,27 @@ two things keep it on loopback and quick to start on a small, busy host:
 - Each node's raylet waits a fixed time for its metrics agent to write its
   port to a file, and gives up on a loaded machine; given the agents' ports
   up front, it does not wait.
+- A node whose raylet does not register with the GCS within Ray's fixed
+  30 s fails to start (seen on a 2-core host running a test suite beside
+  it); its processes are stopped and the node is started again, up to
+  ``START_TRIES`` times.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import ray
 from ray.cluster_utils import Cluster
 
 LOOPBACK = "127.0.0.1"
+START_TRIES = 3
+_STARTUP_TIMEOUT = "timed out during startup"  # Ray's message for a node that did not register in time
 
 
 def _free_port() -> int:
@@ -72,20 +79,47 @@ def loopback_cluster(
     """
     keep_to_loopback()
     extra = dict(resources or {})
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args=node_args(
-            num_cpus, {"node0": 1, **extra}, object_store_memory, include_dashboard=False
-        ),
-    )
+    cluster = Cluster()
     try:
-        for i in range(1, nodes):
-            cluster.add_node(**node_args(num_cpus, {f"node{i}": 1, **extra}, object_store_memory))
+        for i in range(nodes):
+            more = {"include_dashboard": False} if i == 0 else {}
+            # A partial: each attempt calls node_args again, for fresh ports.
+            _add_node(
+                cluster, partial(node_args, num_cpus, {f"node{i}": 1, **extra}, object_store_memory, **more)
+            )
         ray.init(address=cluster.address, logging_level="warning")
         yield cluster
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def _add_node(cluster: Cluster, args: Callable[[], dict[str, Any]]) -> None:
+    """``cluster.add_node(**args())``, started again (with fresh ports) when Ray gives up waiting for it."""
+    for attempt in range(START_TRIES):
+        try:
+            cluster.add_node(**args())
+            return
+        except Exception as e:  # noqa: BLE001 (Ray raises a bare Exception here)
+            if _STARTUP_TIMEOUT not in str(e) or attempt == START_TRIES - 1:
+                raise
+            _stop_failed_node(e)
+
+
+def _stop_failed_node(e: BaseException) -> None:
+    """Stops the processes of the node whose start raised e.
+
+    Ray does not hand the half-started node back; it is the ``self`` of the
+    ``Node.__init__`` frame in the traceback. Left running, its processes
+    would hold their ports and load the host until this process exits.
+    """
+    tb = e.__traceback__
+    while tb is not None:
+        node = tb.tb_frame.f_locals.get("self")
+        if isinstance(node, ray._private.node.Node):
+            node.kill_all_processes(check_alive=False, allow_graceful=False, wait=True)
+            return
+        tb = tb.tb_next
 
 
 __all__ = ["LOOPBACK", "keep_to_loopback", "loopback_cluster", "node_args"]
