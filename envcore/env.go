@@ -32,8 +32,10 @@ type Config struct {
 	// Settled=false, SettleReason "timeout". Default 10s.
 	SettleTimeout time.Duration
 	// LongRequest is the age after which a request in flight stops
-	// counting, so long polling does not hold every step. WebSocket and
-	// EventSource never count. Default 5s.
+	// counting once its server has answered a later request of the page
+	// (a long poll), so long polling does not hold every step; a slow
+	// server's requests are waited for. WebSocket and EventSource never
+	// count. Default 5s.
 	LongRequest time.Duration
 	// ActionTimeout bounds the action itself (not the settle). Default 10s.
 	ActionTimeout time.Duration

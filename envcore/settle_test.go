@@ -91,6 +91,21 @@ func TestLongLivedRequestsDoNotHoldSteps(t *testing.T) {
 	}
 }
 
+func TestSlowRequestsAreWaitedForPastTheLongRequestBound(t *testing.T) {
+	t.Parallel()
+	// The orders take three times LongRequest to come, and the server
+	// answers nothing else meanwhile: a slow server (a loaded machine), not
+	// a long poll, so the step waits for them.
+	env := newEnv(t, envcore.Config{IdleWindow: 200 * time.Millisecond, LongRequest: 500 * time.Millisecond, SettleTimeout: 8 * time.Second})
+	if _, _, err := env.Reset(testCtx(t), site.URL+"/stream.html?ms=1500"); err != nil {
+		t.Fatal(err)
+	}
+	obs, info := mustStep(t, env, `click("load-orders")`)
+	if !info.Settled || !strings.Contains(obs.HTML, "ORDERS-DONE") {
+		t.Errorf("step with a slow request: settled=%v reason=%s %s\n%s", info.Settled, info.SettleReason, info.SettleError, obs.HTML)
+	}
+}
+
 func TestPageThatNeverSettlesReportsIt(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, envcore.Config{IdleWindow: 500 * time.Millisecond, SettleTimeout: 2 * time.Second})

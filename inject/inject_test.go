@@ -150,12 +150,21 @@ func TestSettleCountsTheActionsRequestsNotBackgroundOnes(t *testing.T) {
 	if st["pending"] != float64(0) || st["tracked"].(float64) < 3 {
 		t.Errorf("after completion: %v", st)
 	}
-	// A request older than the long-request bound is counted apart.
+	// A request older than the long-request bound whose server answers
+	// nothing sent after it is a slow server's: it still counts.
 	eval(t, p, `() => { __webserv.settle.begin(2); fetch('/api/slow'); }`)
 	eval(t, p, `() => new Promise(r => setTimeout(r, 150))`)
 	st = settleState(t, p, 2, 100)
+	if st["requests"] != float64(1) || st["long"] != float64(0) {
+		t.Errorf("a slow request was let go as a long poll: %v", st)
+	}
+	// Once the server has answered a later request, the old one is held
+	// open on purpose (a long poll) and is counted apart.
+	eval(t, p, `() => { __webserv.settle.begin(3); fetch('/api/slow');
+		return fetch('/page?html=ok').then(r => r.text()).then(() => new Promise(r => setTimeout(r, 150))); }`)
+	st = settleState(t, p, 3, 100)
 	if st["requests"] != float64(0) || st["long"] != float64(1) {
-		t.Errorf("long request not set apart: %v", st)
+		t.Errorf("long poll not set apart: %v", st)
 	}
 }
 

@@ -49,8 +49,11 @@
 //
 // Long-lived channels do not hold steps: EventSource and WebSocket are not
 // wrapped at all, a fetch body read as a stream stops counting once the
-// headers arrive, and state(k, longMs) leaves out requests open longer than
-// longMs. Requests of chains that are not followed (background polling,
+// headers arrive, and state(k, longMs) leaves out a request open longer than
+// longMs once its server has answered a request of this document sent after
+// it: the server is answering, yet holds this one (a long poll). A server
+// that is merely slow (a loaded machine) answers nothing newer, and its
+// requests are waited for. Requests of chains that are not followed (background polling,
 // analytics beacons, intervals) are reported as `background` and never
 // counted.
 (function () {
@@ -125,6 +128,7 @@
   // the `background` count); other kinds only when their chain is followed.
   const pending = new Map(); // id -> {kind, act, live, start, expires, what, method, url}
   const lastRequest = new Map(); // act -> time a followed request of it last started or ended
+  const answered = new Map(); // origin -> latest start of a request its server answered
   const tracked = new Map(); // act -> how many followed items it has had
   let seq = 0;
 
@@ -147,6 +151,19 @@
     if (!item) return;
     pending.delete(id);
     if (item.kind === 'request' && item.live) lastRequest.set(item.act, now());
+  }
+
+  // answer(id) untracks request id, which its server answered.
+  function answer(id) {
+    const item = pending.get(id);
+    if (item && item.start > (answered.get(item.origin) || -Infinity)) answered.set(item.origin, item.start);
+    untrack(id);
+  }
+
+  // held(item) tells a long poll from a slow server: the server of request
+  // item has answered a request sent after it.
+  function held(item) {
+    return (answered.get(item.origin) || -Infinity) > item.start;
   }
 
   // --- timers ------------------------------------------------------------
@@ -283,8 +300,13 @@
   // --- fetch -------------------------------------------------------------
   function request(c, kind, method, url) {
     let abs = String(url);
-    try { abs = new URL(abs, document.baseURI).href; } catch (e) { /* named as given */ }
-    return track(c, { kind: 'request', what: kind, method: String(method || 'GET').toUpperCase(), url: abs });
+    let origin = '';
+    try {
+      const u = new URL(abs, document.baseURI);
+      abs = u.href;
+      origin = u.origin;
+    } catch (e) { /* named as given */ }
+    return track(c, { kind: 'request', what: kind, method: String(method || 'GET').toUpperCase(), url: abs, origin: origin });
   }
 
   const origFetch = window.fetch;
@@ -302,7 +324,7 @@
         throw e;
       }
       return p.then(
-        function (resp) { untrack(id); enter(c); return resp; },
+        function (resp) { answer(id); enter(c); return resp; },
         function (err) { untrack(id); enter(c); throw err; });
     };
   }
@@ -325,7 +347,7 @@
           throw e;
         }
         return p.then(
-          function (v) { untrack(id); enter(c); return v; },
+          function (v) { answer(id); enter(c); return v; },
           function (err) { untrack(id); enter(c); throw err; });
       };
     });
@@ -344,7 +366,10 @@
     };
     const onEnd = function () {
       const m = info.get(this);
-      if (m && m.id) { untrack(m.id); m.id = 0; }
+      if (m && m.id) {
+        if (this.status > 0) answer(m.id); else untrack(m.id);
+        m.id = 0;
+      }
     };
     const XMLHttpRequest = function XMLHttpRequest() {
       const x = Reflect.construct(OXHR, arguments, new.target || XMLHttpRequest);
@@ -526,7 +551,7 @@
       if (item.kind === 'navigation' && loaded) continue; // the browser saw it start and end
       const age = t - item.start;
       if (item.kind === 'request') {
-        if (age > longMs) { acc.long++; continue; }
+        if (age > longMs && held(item)) { acc.long++; continue; }
         acc.requests++;
       } else if (t > item.expires) {
         continue;
@@ -563,7 +588,7 @@
     // closes the action window: what k caused that is still pending, in this
     // document and its same-origin frames (a document that never saw k
     // reports its start-up work instead); requests open longer than longMs
-    // apart as `long`; requests of other chains as `background`; quiet_ms
+    // while their server answered later ones apart as `long` (long polls); requests of other chains as `background`; quiet_ms
     // since a followed request last started or ended; `tracked`, how many
     // items the action has caused in all. `loaded` says the browser has
     // reported a document load starting and ending since the action: the

@@ -20,8 +20,8 @@ def test_twenty_concurrent_environments(server: str, pages: str) -> None:
             firsts = await asyncio.gather(*(e.reset() for e in envs))
             assert [o["title"] for o, _ in firsts] == [f"Page {i}" for i in range(20)]
             steps = await asyncio.gather(*(e.step('click("load")') for e in envs))
-            for i, (obs, *_rest) in enumerate(steps):
-                assert f"loaded {i}" in obs["html"], obs["html"]
+            for i, (obs, *_rest, info) in enumerate(steps):
+                assert f"loaded {i}" in obs["html"], (obs["html"], info)
             stats = await client.stats()
             assert stats["envs_live"] >= 20
             await asyncio.gather(*(e.close() for e in envs))
