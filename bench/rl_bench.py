@@ -7,7 +7,9 @@ backend by default or on Incus with --incus, and measures:
 
 - group reset of N=8: time until all 8 members have their first
   observation (make_group: the first prepares the start state, the others
-  fork it);
+  are answered with its page and fork it right after), and until all 8
+  are ready to step (each has answered an observe, which waits for its
+  fork);
 - fork of N=8 in the middle of an episode (the fork op: site instance and
   browser state), until all 8 have their observation, from a tab with 3
   history entries and from one with 10;
@@ -64,13 +66,16 @@ def site_dir(incus: bool) -> str:
     return d
 
 
-async def group_reset(client: webserv.AsyncClient, n: int) -> float:
+async def group_reset(client: webserv.AsyncClient, n: int) -> tuple[float, float]:
+    """Seconds until all n have their first observation, and until all n are ready to step."""
     t0 = time.perf_counter()
     group = await client.make_group(n, site="testsite", options={"start_url": "/set?v=prepared"})
     took = time.perf_counter() - t0
-    assert len({obs["html"] for _, obs, _ in group}) == 1
+    ready = await asyncio.gather(*(client.request("observe", e.id) for e, _, _ in group))
+    ready_s = time.perf_counter() - t0
+    assert len({obs["html"] for _, obs, _ in group} | {r["obs"]["html"] for r in ready}) == 1
     await asyncio.gather(*(e.close() for e, _, _ in group))
-    return took
+    return took, ready_s
 
 
 async def fork(client: webserv.AsyncClient, n: int, history: int = 3) -> float:
@@ -154,16 +159,23 @@ def main() -> None:
             async with webserv.AsyncClient(srv.url) as client:
                 out: dict[str, list[float]] = {
                     "group_reset_8_s": [],
+                    "group_reset_8_ready_s": [],
                     "fork_8_s": [],
                     "group_reset_8_back_to_back_s": [],
+                    "group_reset_8_back_to_back_ready_s": [],
                     "fork_8_back_to_back_s": [],
                     "fork_8_history_10_s": [],
                 }
+
+                def add(key: str, took: tuple[float, float]) -> None:
+                    out[key + "_s"].append(took[0])
+                    out[key + "_ready_s"].append(took[1])
+
                 for _ in range(args.reps):
-                    out["group_reset_8_back_to_back_s"].append(await group_reset(client, 8))
+                    add("group_reset_8_back_to_back", await group_reset(client, 8))
                     out["fork_8_back_to_back_s"].append(await fork(client, 8))
                     await asyncio.sleep(args.pause)
-                    out["group_reset_8_s"].append(await group_reset(client, 8))
+                    add("group_reset_8", await group_reset(client, 8))
                     await asyncio.sleep(args.pause)
                     out["fork_8_s"].append(await fork(client, 8))
                     await asyncio.sleep(args.pause)
@@ -187,8 +199,10 @@ def main() -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=2) + "\n")
     print(
-        f"group reset N=8: {res['group_reset_8_s_p50']:.2f} s "
-        f"(back to back {res['group_reset_8_back_to_back_s_p50']:.2f} s)   "
+        f"group reset N=8: {res['group_reset_8_s_p50']:.2f} s, ready to step "
+        f"{res['group_reset_8_ready_s_p50']:.2f} s (back to back "
+        f"{res['group_reset_8_back_to_back_s_p50']:.2f} s, "
+        f"{res['group_reset_8_back_to_back_ready_s_p50']:.2f} s)   "
         f"fork N=8: {res['fork_8_s_p50']:.2f} s "
         f"(back to back {res['fork_8_back_to_back_s_p50']:.2f} s; "
         f"10-entry history {res['fork_8_history_10_s_p50']:.2f} s)   "

@@ -92,19 +92,42 @@ func (s *Server) notify(f func(Observer)) {
 	}
 }
 
-// start is the one path by which an episode begins: it binds inst to the
-// environment, loads the browser side (load: a reset to the start page or
-// a rebuild of captured browser state), and begins the episode.
+// start is the one path by which an episode begins: it prepares the
+// environment (prepare) and begins the episode (begin). A group member
+// whose start page is known beforehand begins first and is prepared on its
+// worker right after (group.go).
 func (s *Server) start(ctx context.Context, x *session, cause string, inst Instance, ep Episode,
 	load func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error)) (*EpisodeReply, *Error) {
+	obs, info, e := s.prepare(ctx, x, inst, ep, load)
+	if e != nil {
+		return nil, e
+	}
+	return s.begin(x, cause, ep, x.reply(ep, obs, info)), nil
+}
+
+// reply is begin's reply for an episode's first observation.
+func (x *session) reply(ep Episode, obs envcore.Observation, info envcore.StepInfo) func() *EpisodeReply {
+	return func() *EpisodeReply {
+		r := &EpisodeReply{Env: x.id, Info: wireInfo(info, x)}
+		r.Info["obs_stats"] = obs.Stats
+		reportRefusals(x, &obs, r.Info)
+		r.Obs = Observation{Observation: obs, Goal: ep.Goal}
+		return r
+	}
+}
+
+// prepare binds inst to the environment and loads the browser side (load:
+// a reset to the start page or a rebuild of captured browser state).
+func (s *Server) prepare(ctx context.Context, x *session, inst Instance, ep Episode,
+	load func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error)) (envcore.Observation, envcore.StepInfo, *Error) {
 	s.bind(x, inst)
 	x.net.NewEpisode()
 	s.traceEpisode(x, ep)
 	obs, info, err := load(ctx)
 	if err != nil {
-		return nil, envError(err)
+		return obs, info, envError(err)
 	}
-	return s.begin(x, cause, ep, obs, info), nil
+	return obs, info, nil
 }
 
 // resetTo is start's load for a fresh start: the episode's start page, with
@@ -122,15 +145,12 @@ func (x *session) rebuild(st envcore.BrowserState) func(context.Context) (envcor
 	}
 }
 
-// begin resets the episode's bookkeeping (clock, steps, over), builds the
-// reply and tells the observers.
-func (s *Server) begin(x *session, cause string, ep Episode, obs envcore.Observation, info envcore.StepInfo) *EpisodeReply {
-	x.episode, x.started, x.steps, x.over = ep, time.Now(), 0, ""
-	r := &EpisodeReply{Env: x.id, Info: wireInfo(info, x)}
-	r.Info["obs_stats"] = obs.Stats
-	reportRefusals(x, &obs, r.Info)
+// begin resets the episode's bookkeeping (clock, steps, over, a failed
+// start), builds the reply and tells the observers.
+func (s *Server) begin(x *session, cause string, ep Episode, reply func() *EpisodeReply) *EpisodeReply {
+	x.episode, x.started, x.steps, x.over, x.failed = ep, time.Now(), 0, "", nil
+	r := reply()
 	r.Info["cause"] = cause
-	r.Obs = Observation{Observation: obs, Goal: ep.Goal}
 	s.notify(func(o Observer) {
 		o.Began(EpisodeEvent{Env: x.id, Site: x.site, Cause: cause, Episode: ep, Reply: r, Time: time.Now(), record: x.limits.record, trace: x.trace,
 			live: ui.Options{Approve: x.limits.approve, PreviewMS: int(x.limits.preview.Milliseconds())}})

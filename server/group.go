@@ -22,6 +22,14 @@ import (
 // rebuilds the browser state on it. All start from identical pages, each on
 // its own copy of the site.
 //
+// A member whose environment is configured as the leader's (viewport,
+// observation parts, settle settings) would see the leader's first page, so
+// its reset is answered with that page at once, and the fork and rebuild
+// run on the member's worker right after, before any further request of
+// it: the fork overlaps the trainer's generation instead of adding to the
+// group's reset. A member's step waits for them; if they fail, every
+// request but reset and close answers why.
+//
 // So that members keep coming after the leader has moved on, the group also
 // builds a base of its own in the background: one fork of the leader's
 // snapshot, snapshotted in turn. Members fork the leader's snapshot until
@@ -41,6 +49,8 @@ type group struct {
 	snap    string               // the snapshot name, on the leader and on the base
 	state   envcore.BrowserState // the leader's browser state
 	episode Episode
+	cfg     envcore.Config // the leader's environment settings
+	reply   *EpisodeReply  // the leader's first observation
 
 	// Members waiting for the start state: the base is built once no
 	// member waits and none forks the leader's snapshot.
@@ -169,43 +179,84 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 		done()
 		// No snapshot to share (or the leader failed): an ordinary reset,
 		// on an instance of its own.
-		if x.inst == nil {
-			inst, err := s.factory.Make(ctx, x.spec)
-			if err != nil {
-				return nil, instanceError(err)
-			}
-			x.inst = inst
-		}
 		res, e := s.episode(ctx, x, opts, cause)
 		if res != nil {
 			res.Info["group_role"] = "member"
 		}
 		return res, e
 	}
+	s.log.Debug("group member waited", zap.String("group", g.key), zap.Duration("wait", time.Since(tw)))
+	if x.env.Config() != g.cfg {
+		// Set up unlike the leader: its first page is its own.
+		obs, info, e := s.forkMember(ctx, x, g, src, done)
+		if e != nil {
+			return nil, e
+		}
+		res := s.begin(x, CauseGroup, g.episode, x.reply(g.episode, obs, info))
+		res.Info["group_role"] = "member"
+		return res, nil
+	}
+	x.prepared = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StepTimeout)
+		defer cancel()
+		go func() { // a close or the server's stop ends the preparation
+			select {
+			case <-x.done:
+			case <-s.stop:
+			case <-ctx.Done():
+			}
+			cancel()
+		}()
+		obs, _, e := s.forkMember(ctx, x, g, src, done)
+		switch {
+		case e != nil:
+			x.failed = errorf(e.Code, e.Retryable, "this group member's start failed: %s; reset it to start again", e.Message)
+		case obs.HTML != g.reply.Obs.HTML:
+			s.log.Warn("a group member's first page differs from the leader's", zap.String("env", x.id), zap.String("group", g.key))
+		}
+	}
+	return s.begin(x, CauseGroup, g.episode, func() *EpisodeReply {
+		r := &EpisodeReply{Env: x.id, Obs: g.reply.Obs, Info: make(map[string]any, len(g.reply.Info)+1)}
+		for k, v := range g.reply.Info {
+			r.Info[k] = v
+		}
+		r.Info["group_role"] = "member"
+		r.Info["preparing"] = true
+		return r
+	}), nil
+}
+
+// forkMember gives member x a fork of the group's start state, from src
+// (done is called once the fork is made), and rebuilds the leader's browser
+// state on it.
+func (s *Server) forkMember(ctx context.Context, x *session, g *group, src Snapshotter, done func()) (envcore.Observation, envcore.StepInfo, *Error) {
 	tf := time.Now()
 	forks, err := src.Fork(ctx, g.snap, 1)
 	done()
 	tr := time.Now()
 	defer func() {
-		s.log.Debug("group member forked", zap.String("group", g.key), zap.Duration("wait", tf.Sub(tw)), zap.Duration("fork", tr.Sub(tf)), zap.Duration("start", time.Since(tr)))
+		s.log.Debug("group member forked", zap.String("group", g.key), zap.Duration("fork", tr.Sub(tf)), zap.Duration("start", time.Since(tr)))
 	}()
 	if err != nil {
-		return nil, snapshotError(g.snap, err)
+		return envcore.Observation{}, envcore.StepInfo{}, snapshotError(g.snap, err)
+	}
+	if x.closed.Load() {
+		s.closeInstance(forks[0], "a fork for a group member closed meanwhile")
+		return envcore.Observation{}, envcore.StepInfo{}, errorf(CodeUnknownEnv, false, "environment %s was closed", x.id)
 	}
 	if old := x.inst; old != nil {
-		go func() {
-			cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := old.Close(cctx); err != nil {
-				s.log.Warn("closing a group member's own instance", zap.Error(err))
-			}
-		}()
+		go s.closeInstance(old, "a group member's own instance")
 	}
-	res, e := s.start(ctx, x, CauseGroup, forks[0], g.episode, x.rebuild(g.state))
-	if res != nil {
-		res.Info["group_role"] = "member"
+	return s.prepare(ctx, x, forks[0], g.episode, x.rebuild(g.state))
+}
+
+// closeInstance closes an instance the server no longer needs.
+func (s *Server) closeInstance(inst Instance, what string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := inst.Close(ctx); err != nil {
+		s.log.Warn("closing "+what, zap.Error(err))
 	}
-	return res, e
 }
 
 // leadGroup returns what finishes the leader's episode: on success its
@@ -234,7 +285,7 @@ func (s *Server) leadGroup(ctx context.Context, x *session, g *group) func(*Epis
 			s.log.Warn("group start state not shared; members get ordinary resets", zap.Error(err))
 			return res, nil
 		}
-		g.state = st
+		g.state, g.cfg, g.reply = st, x.env.Config(), res
 		g.baseReady = make(chan struct{})
 		g.mu.Lock()
 		g.src = sn

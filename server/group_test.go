@@ -89,16 +89,47 @@ func TestGroupResetConverges(t *testing.T) {
 		t.Errorf("members share a site: %s", html)
 	}
 	// The group owns its start state: with every first member closed, a
-	// late member still starts from it.
+	// late member still starts from it. Its viewport is not the leader's,
+	// so its first page is its own, prepared before the answer.
 	for _, env := range envs {
 		cl.call("close", env, nil)
 	}
-	late := cl.call("make", "", map[string]any{"site": "testsite", "options": map[string]any{"group_key": "uid-42", "start_url": "/set?v=prepared"}})
-	if role := late["info"].(map[string]any)["group_role"]; role != "member" {
-		t.Errorf("late member's role = %v", role)
+	late := cl.call("make", "", map[string]any{"site": "testsite", "viewport": map[string]any{"width": 800, "height": 600},
+		"options": map[string]any{"group_key": "uid-42", "start_url": "/set?v=prepared"}})
+	if info := late["info"].(map[string]any); info["group_role"] != "member" || info["preparing"] != nil {
+		t.Errorf("late member's info = %v", info)
 	}
 	if obsOf(late)["html"].(string) != first {
 		t.Errorf("late member's first page differs: %s", obsOf(late)["html"])
+	}
+}
+
+// A member whose fork fails (its copy of the site cannot start) has been
+// answered with the leader's page already: its next request says the start
+// failed, and a reset gives it a site of its own again.
+func TestGroupMemberWhoseForkFailsSaysSoAndResets(t *testing.T) {
+	t.Parallel()
+	cl := hostedServer(t)
+	opts := map[string]any{"site": "testsite", "options": map[string]any{"group_key": "doomed", "start_url": "/set?v=broken"}}
+	leader := cl.call("make", "", opts)
+	member := cl.call("make", "", opts)
+	if info := member["info"].(map[string]any); info["group_role"] != "member" || info["preparing"] != true {
+		t.Fatalf("member's info = %v", info)
+	}
+	env := member["env"].(string)
+	e := cl.fail("step", env, map[string]any{"action": `goto("/")`}, "backend")
+	if msg := e["message"].(string); !strings.Contains(msg, "group member's start failed") || !strings.Contains(msg, "reset it") {
+		t.Errorf("step after a failed start: %v", e)
+	}
+	cl.fail("observe", env, nil, "backend")
+	if html := obsOf(cl.call("reset", env, map[string]any{"options": map[string]any{"start_url": "/set?v=own"}}))["html"].(string); !strings.Contains(html, "ok") {
+		t.Errorf("reset after a failed start: %s", html)
+	}
+	if html := obsOf(cl.call("step", env, map[string]any{"action": `goto("/")`}))["html"].(string); !strings.Contains(html, "state=own") {
+		t.Errorf("step after the reset: %s", html)
+	}
+	if html := obsOf(cl.call("step", leader["env"].(string), map[string]any{"action": `goto("/")`}))["html"].(string); !strings.Contains(html, "state=broken") {
+		t.Errorf("the leader was disturbed: %s", html)
 	}
 }
 

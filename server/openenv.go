@@ -135,7 +135,12 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 		} else {
 			step["action"] = map[string]any(data)
 		}
-		res, e := s.onWorker(ctx, x, func(ctx context.Context) (any, *Error) { return s.step(ctx, x, step) })
+		res, e := s.onWorker(ctx, x, func(ctx context.Context) (any, *Error) {
+			if x.failed != nil {
+				return nil, x.failed
+			}
+			return s.step(ctx, x, step)
+		})
 		if e != nil {
 			return fail(e)
 		}

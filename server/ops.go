@@ -21,6 +21,9 @@ func (s *Server) handle(ctx context.Context, req Request, x *session) (any, *Err
 	if a == nil {
 		a = args{}
 	}
+	if x != nil && x.failed != nil && req.Op != "reset" && req.Op != "close" {
+		return nil, x.failed
+	}
 	switch req.Op {
 	case "sites":
 		return map[string]any{"sites": s.factory.Sites()}, nil
@@ -345,6 +348,15 @@ func (s *Server) startEpisode(ctx context.Context, x *session, a args, cause str
 func (s *Server) episode(ctx context.Context, x *session, opts EpisodeOptions, cause string) (*EpisodeReply, *Error) {
 	if g := x.lending.Swap(nil); g != nil {
 		g.lent() // the group's members may still fork this instance's snapshot
+	}
+	if x.inst == nil {
+		// A group member made without an instance of its own, whose
+		// group had none to share or whose fork failed.
+		inst, err := s.factory.Make(ctx, x.spec)
+		if err != nil {
+			return nil, instanceError(err)
+		}
+		x.inst = inst
 	}
 	ep, err := x.inst.Episode(ctx, opts)
 	if err != nil {

@@ -50,20 +50,37 @@ func TestGroupMembersSeeIdenticalObservations(t *testing.T) {
 				chans[i] = cl.send("make", "", map[string]any{"site": "testsite", "options": opts["options"]})
 			}
 			var first string
+			var want map[string]any
+			envs := make([]string, n)
 			for i, ch := range chans {
 				r := wait(t, ch)
 				if r["ok"] != true {
 					t.Fatalf("make %d: %v", i, r["error"])
 				}
 				res := r["result"].(map[string]any)
+				envs[i] = res["env"].(string)
+				info := res["info"].(map[string]any)
+				// Members are answered with the leader's page at once and
+				// prepared right after.
+				if member := info["group_role"] == "member"; member != (info["preparing"] == true) {
+					t.Errorf("member %d: group_role %v, preparing %v", i, info["group_role"], info["preparing"])
+				}
 				got := canonical(t, res)
 				if !strings.Contains(got, `"url":"http://testsite.webserv.test/set?v=prepared"`) {
 					t.Errorf("member %d is not at the site's origin: %s", i, got)
 				}
 				if i == 0 {
-					first = got
+					first, want = got, obsOf(res)
 				} else if got != first {
 					t.Errorf("member %d's first observation differs:\n%s\n---\n%s", i, first, got)
+				}
+			}
+			// Each member's own copy of the site, once prepared, shows that
+			// same page.
+			for i, env := range envs {
+				got := obsOf(cl.call("observe", env, nil))
+				if got["html"] != want["html"] || got["url"] != want["url"] || fmt.Sprint(got["tabs"]) != fmt.Sprint(want["tabs"]) {
+					t.Errorf("member %d once prepared: url %v tabs %v html %v; first: url %v tabs %v html %v", i, got["url"], got["tabs"], got["html"], want["url"], want["tabs"], want["html"])
 				}
 			}
 		})

@@ -45,6 +45,11 @@ type session struct {
 	spec    MakeSpec
 	joined  *group // the group make joined (consumed by the first episode)
 	leads   bool
+	// prepared is a group member's preparation, which its worker runs
+	// before any further request (group.go); failed is its error, the
+	// answer to every request but reset and close until a reset.
+	prepared func()
+	failed   *Error
 	// The group whose members may still fork this (leader's) instance's
 	// snapshot: its next reset or close waits for them (group.lent).
 	lending atomic.Pointer[group]
@@ -69,6 +74,10 @@ func (x *session) touch() { x.lastUsed.Store(time.Now().UnixNano()) }
 
 func (x *session) work() {
 	for {
+		if f := x.prepared; f != nil {
+			x.prepared = nil
+			f()
+		}
 		select {
 		case job := <-x.jobs:
 			x.touch()

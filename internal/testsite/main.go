@@ -13,6 +13,8 @@
 // stand in for a site with a large database: `testsite fill PATH BYTES`
 // writes a file of that size, and with $TOUCH=PATH every start writes 4 KiB
 // into that file first, as a database touches its files when it opens.
+// A start whose state is "broken" fails (a copy of a site that cannot come
+// up), so tests can break a fork.
 package main
 
 import (
@@ -48,6 +50,9 @@ func main() {
 		dir = "/data"
 	}
 	state := filepath.Join(dir, "state")
+	if b, _ := os.ReadFile(state); string(b) == "broken" {
+		log.Fatal("the state is broken")
+	}
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := os.ReadFile(state)
 		fmt.Fprintf(w, "state=%s", b)
