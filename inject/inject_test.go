@@ -168,6 +168,38 @@ func TestSettleCountsTheActionsRequestsNotBackgroundOnes(t *testing.T) {
 	}
 }
 
+// Work past its due time stops counting only when the page runs a later
+// probe ahead of it: a page that is merely late (here a long task, on a
+// loaded machine a starved renderer) still has it pending, while a message
+// to a port that was never started is let go.
+func TestSettleLetsGoOfOverdueWorkOnlyWhenItIsStuck(t *testing.T) {
+	p := open(t, `<p>late</p>`)
+	// The timer is due at once, but a 1.2 s task keeps it from running; the
+	// poll right after the task comes before it.
+	st := eval(t, p, `() => { __webserv.settle.begin(1); window.fired = false;
+		setTimeout(() => { window.fired = true; }, 0);
+		const end = performance.now() + 1200; while (performance.now() < end) {}
+		return __webserv.settle.state(1, 5000); }`).(map[string]any)
+	if st["pending"] != float64(1) {
+		t.Errorf("a timer made late by a long task was let go: %v", st)
+	}
+	eval(t, p, `() => new Promise(r => { const w = () => window.fired ? r() : setTimeout(w, 5); w(); })`)
+	if st := settleState(t, p, 1, 5000); st["pending"] != float64(0) {
+		t.Errorf("after the timer ran: %v", st)
+	}
+	// A message to a port nobody listens on is never delivered.
+	eval(t, p, `() => { __webserv.settle.begin(2); const ch = new MessageChannel(); ch.port2.postMessage('lost'); window.ch = ch; }`)
+	if st := settleState(t, p, 2, 5000); st["pending"] != float64(1) {
+		t.Errorf("a message just posted is not pending: %v", st)
+	}
+	eval(t, p, `() => new Promise(r => setTimeout(r, 150))`)
+	settleState(t, p, 2, 5000) // past due: the probe goes out
+	eval(t, p, `() => new Promise(r => setTimeout(r, 20))`)
+	if st := settleState(t, p, 2, 5000); st["pending"] != float64(0) {
+		t.Errorf("a message to a port never started still holds the step: %v", st)
+	}
+}
+
 func TestSettleFollowsTimersWithinTheBudgetOnly(t *testing.T) {
 	p := open(t, `<p>timers</p>`)
 	eval(t, p, `() => { __webserv.settle.begin(1);

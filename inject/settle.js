@@ -68,8 +68,8 @@
   const FRAME_COST = 16; // an animation frame, at 60 Hz
   const IDLE_COST = 50; // an idle callback
   const MESSAGE_COST = 4; // a MessageChannel hop
-  const OVERDUE = 1000; // a timer, frame or idle callback this late (a throttled document) stops counting
-  const MESSAGE_OVERDUE = 100; // a message undelivered this long (its port never started) stops counting
+  const OVERDUE = 1000; // a timer, frame or idle callback this late (a throttled document) may stop counting
+  const MESSAGE_OVERDUE = 100; // a message undelivered this long (its port never started) may stop counting
 
   // The originals, before any page script can replace them.
   const origAdd = EventTarget.prototype.addEventListener;
@@ -534,6 +534,36 @@
     }
   }
 
+  // Overdue work. A timer, frame, idle callback or message past its
+  // expiry stops counting only once a probe scheduled after that moment has
+  // run while the item still has not: a timer of ours, or for a message a
+  // message on a channel of ours. A page that is merely late (a loaded
+  // machine, a long task) runs the item first, since it was due first; a
+  // throttled frame, a port never started or a busy page's idle callback
+  // lets the probe through and the item behind. An answer to the Go side's
+  // poll can come before a late timer has run, so lateness alone is not
+  // proof.
+  const probeQueue = [];
+  const probePort = OMessageChannel && oPortPost ? (function () {
+    const ch = new OMessageChannel();
+    ch.port1.onmessage = function () { const fn = probeQueue.shift(); if (fn) fn(); };
+    return ch.port2;
+  })() : null;
+
+  function overdue(item, t) {
+    if (t <= item.expires) return false;
+    if (item.probe) return item.probe.ran;
+    const p = item.probe = { ran: false };
+    const ran = function () { p.ran = true; };
+    if (item.kind === 'message' && probePort) {
+      probeQueue.push(ran);
+      oPortPost.call(probePort, null);
+    } else {
+      oSetTimeout.call(window, ran, 0);
+    }
+    return false;
+  }
+
   // own(k, longMs) is this document's part of state(k, longMs).
   function own(k, longMs, acc, loaded) {
     const act = seen.has(k) ? k : 0;
@@ -553,7 +583,7 @@
       if (item.kind === 'request') {
         if (age > longMs && held(item)) { acc.long++; continue; }
         acc.requests++;
-      } else if (t > item.expires) {
+      } else if (item.kind === 'navigation' ? t > item.expires : overdue(item, t)) {
         continue;
       }
       acc.pending++;
