@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,8 +52,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	mux := http.NewServeMux()
+	// /api/slow answers after 400 ms, or ?ms=N.
 	mux.HandleFunc("/api/slow", func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(400 * time.Millisecond)
+		ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
+		if err != nil {
+			ms = 400
+		}
+		time.Sleep(time.Duration(ms) * time.Millisecond)
 		fmt.Fprint(w, `{"ok":true}`)
 	})
 	mux.HandleFunc("/nav/nothing", func(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +133,9 @@ func TestSettleCountsTheActionsRequestsNotBackgroundOnes(t *testing.T) {
 	if st := settleState(t, p, 1, 5000); st["pending"] != float64(0) {
 		t.Fatalf("pending before the action's requests = %v", st)
 	}
-	eval(t, p, `() => { window.f = fetch('/api/slow').then(r => r.json());
+	// As before every action, begin opens its window right before it: the
+	// requests are the action's whatever ran last (here a poll's tick).
+	eval(t, p, `() => { __webserv.settle.begin(1); window.f = fetch('/api/slow').then(r => r.json());
 		const x = new XMLHttpRequest(); x.open('POST', '/api/slow'); x.send('a'); }`)
 	st := settleState(t, p, 1, 5000)
 	if st["requests"] != float64(2) || st["pending"] != float64(2) {
@@ -235,10 +243,11 @@ func TestSettleFollowsTimersWithinTheBudgetOnly(t *testing.T) {
 
 func TestSettleCarriesTheCauseThroughCallbacks(t *testing.T) {
 	p := open(t, `<p>chains</p>`)
-	// Action 1 schedules five kinds of callbacks that each start a request;
-	// action 2 begins before any of them runs. The requests are action 1's.
+	// Action 1 schedules five kinds of callbacks that each start a request
+	// (long enough that all five are in flight together); action 2 begins
+	// before any of them runs. The requests are action 1's.
 	eval(t, p, `() => { __webserv.settle.begin(1); window.started = 0;
-		const go = () => { window.started++; fetch('/api/slow'); };
+		const go = () => { window.started++; fetch('/api/slow?ms=5000'); };
 		setTimeout(go, 30);
 		requestAnimationFrame(go);
 		const ch = new MessageChannel(); ch.port1.onmessage = go; ch.port2.postMessage(1);
