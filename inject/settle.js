@@ -542,7 +542,8 @@
   // throttled frame, a port never started or a busy page's idle callback
   // lets the probe through and the item behind. An answer to the Go side's
   // poll can come before a late timer has run, so lateness alone is not
-  // proof.
+  // proof. A navigation's bridge is the exception: past it, the browser
+  // should long have reported the load (see NAV_BRIDGE).
   const probeQueue = [];
   const probePort = OMessageChannel && oPortPost ? (function () {
     const ch = new OMessageChannel();
@@ -552,6 +553,7 @@
 
   function overdue(item, t) {
     if (t <= item.expires) return false;
+    if (item.kind === 'navigation') return true;
     if (item.probe) return item.probe.ran;
     const p = item.probe = { ran: false };
     const ran = function () { p.ran = true; };
@@ -583,7 +585,7 @@
       if (item.kind === 'request') {
         if (age > longMs && held(item)) { acc.long++; continue; }
         acc.requests++;
-      } else if (item.kind === 'navigation' ? t > item.expires : overdue(item, t)) {
+      } else if (overdue(item, t)) {
         continue;
       }
       acc.pending++;

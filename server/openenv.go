@@ -136,8 +136,8 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 			step["action"] = map[string]any(data)
 		}
 		res, e := s.onWorker(ctx, x, func(ctx context.Context) (any, *Error) {
-			if x.failed != nil {
-				return nil, x.failed
+			if e := x.startFailed("step"); e != nil {
+				return nil, e
 			}
 			return s.step(ctx, x, step)
 		})

@@ -21,8 +21,8 @@ func (s *Server) handle(ctx context.Context, req Request, x *session) (any, *Err
 	if a == nil {
 		a = args{}
 	}
-	if x != nil && x.failed != nil && req.Op != "reset" && req.Op != "close" {
-		return nil, x.failed
+	if e := x.startFailed(req.Op); e != nil {
+		return nil, e
 	}
 	switch req.Op {
 	case "sites":

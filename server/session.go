@@ -70,6 +70,15 @@ type limits struct {
 	preview        time.Duration
 }
 
+// startFailed is the answer to op when the environment's preparation
+// failed: every op but reset and close is refused with why.
+func (x *session) startFailed(op string) *Error {
+	if x == nil || x.failed == nil || op == "reset" || op == "close" {
+		return nil
+	}
+	return x.failed
+}
+
 func (x *session) touch() { x.lastUsed.Store(time.Now().UnixNano()) }
 
 func (x *session) work() {
