@@ -9,3 +9,6 @@ var NewLauncher = newLauncher
 // BrowserRod is b's rod connection, for benchmarks that read Chromium
 // directly (its traces).
 func BrowserRod(b *Browser) *rod.Browser { return b.rod }
+
+// BrowserPID is the process id of b's Chromium.
+func BrowserPID(b *Browser) int { return b.launcher.PID() }

@@ -107,6 +107,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 			}
 		}
 		now := time.Now()
+		wait := pollEvery
 		loading, lastEvent, crashed := t.loadState()
 		if crashed {
 			return SettleIdle, nil // observe reports the crash
@@ -153,7 +154,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 					caused = true
 				}
 				if st.Pending > 0 {
-					busy = true
+					busy, wait = true, st.nextPoll(idle)
 					last.Inflight, last.Callbacks = st.Requests, st.Pending-st.Requests
 					for _, it := range st.Items {
 						last.Pending = append(last.Pending, it.String())
@@ -178,7 +179,6 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 			last.Waited = now.Sub(actionEnd)
 			return SettleTimeout, &last
 		}
-		wait := 20 * time.Millisecond
 		if !busy {
 			wait = idle - quiet
 		}
@@ -220,9 +220,32 @@ type pageSettle struct {
 	Long       int          `json:"long"`       // caused requests older than LongRequest, not counted
 	Background int          `json:"background"` // requests of other chains, not counted
 	QuietMs    int64        `json:"quiet_ms"`   // since a caused request last started or ended
+	WakeMs     int64        `json:"wake_ms"`    // until the first pending item but a request is due (0: any moment; -1: only requests pending)
 	Tracked    int          `json:"tracked"`    // items the action has caused in all
 	Items      []settleItem `json:"items"`
 	Ready      string       `json:"ready"`
+}
+
+// While a page is busy, settle asks it again after pollEvery, or as late as
+// maxPoll when what is pending cannot end sooner (pageSettle.nextPoll).
+const (
+	pollEvery = 20 * time.Millisecond
+	maxPoll   = 250 * time.Millisecond
+)
+
+// nextPoll is how long settle can wait before asking the page again while
+// the work in st is pending, and still return when asking every pollEvery
+// would: a timer cannot end before it is due, and the end of a request
+// restarts the idle window (QuietMs), so an answer later by less than the
+// window changes nothing. Each poll is a round trip through the browser
+// and the renderer: on a search box's 250 ms debounce, one instead of a
+// dozen.
+func (st pageSettle) nextPoll(idle time.Duration) time.Duration {
+	wait := time.Duration(st.WakeMs)*time.Millisecond + time.Millisecond
+	if st.WakeMs < 0 {
+		wait = idle
+	}
+	return min(max(wait, pollEvery), maxPoll)
 }
 
 // settleItem is one pending item of a pageSettle.

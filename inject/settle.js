@@ -188,7 +188,7 @@
       enter(c);
       return fn.apply(this, args);
     }, delay);
-    id = track(c, { kind: 'timer', what: 'setTimeout ' + Math.round(d) + 'ms', expires: now() + d + OVERDUE });
+    id = track(c, { kind: 'timer', what: 'setTimeout ' + Math.round(d) + 'ms', due: now() + d, expires: now() + d + OVERDUE });
     if (id) timerItems.set(handle, id);
     return handle;
   };
@@ -589,6 +589,10 @@
         continue;
       }
       acc.pending++;
+      // A timer cannot end before it is due; anything else but a request
+      // may end any moment. (A request's end restarts the idle window, so
+      // the Go side loses nothing by asking later.)
+      if (item.kind !== 'request') acc.wake = Math.min(acc.wake, item.due > t ? item.due - t : 0);
       if (acc.items.length < 8) {
         acc.items.push({ kind: item.kind, what: item.what, method: item.method || '', url: item.url || '', ms: Math.round(age) });
       }
@@ -621,13 +625,15 @@
     // document and its same-origin frames (a document that never saw k
     // reports its start-up work instead); requests open longer than longMs
     // while their server answered later ones apart as `long` (long polls); requests of other chains as `background`; quiet_ms
-    // since a followed request last started or ended; `tracked`, how many
+    // since a followed request last started or ended; wake_ms, how soon the
+    // first pending item other than a request is due (0: any moment; -1:
+    // only requests are pending); `tracked`, how many
     // items the action has caused in all. `loaded` says the browser has
     // reported a document load starting and ending since the action: the
     // navigations the action started are over.
     state: function (k, longMs, loaded) {
       acting = false;
-      const acc = { pending: 0, requests: 0, long: 0, background: 0, quiet: Infinity, tracked: 0, items: [] };
+      const acc = { pending: 0, requests: 0, long: 0, background: 0, quiet: Infinity, wake: Infinity, tracked: 0, items: [] };
       const walk = function (s) { s.own(k, longMs || 5000, acc, !!loaded); s.frames(walk); };
       walk(W.settle);
       return {
@@ -636,6 +642,7 @@
         long: acc.long,
         background: acc.background,
         quiet_ms: acc.quiet === Infinity ? 1e9 : Math.round(acc.quiet),
+        wake_ms: acc.wake === Infinity ? -1 : Math.ceil(acc.wake),
         tracked: acc.tracked,
         items: acc.items,
         ready: document.readyState,
