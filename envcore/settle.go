@@ -235,17 +235,18 @@ const (
 
 // nextPoll is how long settle can wait before asking the page again while
 // the work in st is pending, and still return when asking every pollEvery
-// would: a timer cannot end before it is due, and the end of a request
-// restarts the idle window (QuietMs), so an answer later by less than the
-// window changes nothing. Each poll is a round trip through the browser
-// and the renderer: on a search box's 250 ms debounce, one instead of a
-// dozen.
+// would: a timer cannot end before it is due, and whatever else ends the
+// wait carries its own time (a request's end restarts the idle window in
+// QuietMs, a navigation's events are stamped as they arrive), so a poll
+// later by less than the idle window changes nothing. Each poll is a round
+// trip through the browser and the renderer: on a search box's 250 ms
+// debounce, one instead of a dozen.
 func (st pageSettle) nextPoll(idle time.Duration) time.Duration {
 	wait := time.Duration(st.WakeMs)*time.Millisecond + time.Millisecond
 	if st.WakeMs < 0 {
 		wait = idle
 	}
-	return min(max(wait, pollEvery), maxPoll)
+	return max(min(wait, idle, maxPoll), pollEvery)
 }
 
 // settleItem is one pending item of a pageSettle.

@@ -152,6 +152,9 @@ func TestSettleCountsTheActionsRequestsNotBackgroundOnes(t *testing.T) {
 	if q := st["quiet_ms"].(float64); q > 200 {
 		t.Errorf("quiet_ms right after starting requests = %v", q)
 	}
+	if st["wake_ms"] != float64(-1) {
+		t.Errorf("wake_ms with only requests pending = %v, want -1 (their end restarts the idle window)", st["wake_ms"])
+	}
 	eval(t, p, `() => window.f`) // awaits the fetch and its json() read
 	eval(t, p, `() => new Promise(r => { const w = () => __webserv.settle.state(1, 5000).requests === 0 ? r() : setTimeout(w, 5); w(); })`)
 	st = settleState(t, p, 1, 5000)
@@ -219,6 +222,9 @@ func TestSettleFollowsTimersWithinTheBudgetOnly(t *testing.T) {
 	st := settleState(t, p, 1, 5000)
 	if st["pending"] != float64(1) {
 		t.Fatalf("pending = %v, want only the 300ms timer", st)
+	}
+	if w := st["wake_ms"].(float64); w <= 0 || w > 300 {
+		t.Errorf("wake_ms = %v, want when the 300ms timer is due", w)
 	}
 	eval(t, p, `() => { __webserv.settle.begin(2); window.t = setTimeout(() => {}, 300); clearTimeout(window.t); }`)
 	if st := settleState(t, p, 2, 5000); st["pending"] != float64(0) {
