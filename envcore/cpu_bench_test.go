@@ -25,17 +25,26 @@ import (
 // same machine at the same moment, so their ratio holds on a machine whose
 // speed drifts from one minute to the next, which absolute figures do not.
 
-// BenchmarkSwitches compares Chromium as WebServ launches it with the same
-// browser given the extra switches in $WEBSERV_CANDIDATE_FLAGS (separated
-// by spaces, as in WEBSERV_CHROMIUM_FLAGS): both run the scale workload's
-// loop at a 500 ms idle window, and it reports the CPU per step of each
-// and their ratio (candidate/as-launched).
+// BenchmarkSwitches compares Chromium as WebServ launches it with a
+// candidate: the binary $WEBSERV_CANDIDATE_CHROMIUM (by default the same)
+// given the extra switches in $WEBSERV_CANDIDATE_FLAGS (separated by
+// spaces, as in WEBSERV_CHROMIUM_FLAGS; a disable-features list replaces
+// WebServ's). Both run the scale workload's loop at a 500 ms idle window,
+// and it reports the CPU per step of each and their ratio
+// (candidate/as-launched).
 //
 //	WEBSERV_CANDIDATE_FLAGS='--disable-lcd-text' \
 //	  go test ./envcore -run '^$' -bench Switches -benchtime 4x -count 3
+//
+// The configuration before issue 16 (the full browser, RenderDocument on):
+//
+//	WEBSERV_CANDIDATE_CHROMIUM=/usr/bin/chromium \
+//	WEBSERV_CANDIDATE_FLAGS='--disable-features=site-per-process,TranslateUI,BackForwardCache,MediaRouter,OptimizationHints,AutofillServerCommunication,InterestFeedContentSuggestions' \
+//	  go test ./envcore -run '^$' -bench Switches -benchtime 4x -count 3
 func BenchmarkSwitches(b *testing.B) {
 	ctx := testCtx(b)
-	other, err := envcore.Launch(ctx, zap.NewNop(), envcore.BrowserOptions{Flags: strings.Fields(os.Getenv("WEBSERV_CANDIDATE_FLAGS"))})
+	other, err := envcore.Launch(ctx, zap.NewNop(), envcore.BrowserOptions{
+		Bin: os.Getenv("WEBSERV_CANDIDATE_CHROMIUM"), Flags: strings.Fields(os.Getenv("WEBSERV_CANDIDATE_FLAGS"))})
 	if err != nil {
 		b.Fatal(err)
 	}
