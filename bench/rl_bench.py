@@ -129,8 +129,10 @@ def main() -> None:
         help="seconds between measured operations, in which the server refills its warm contexts "
         "(as a trainer's generation time would); the back-to-back figures are reported too",
     )
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "rl.json"))
+    ap.add_argument("--out", help="results file (default bench/results/rl.json, rl-incus.json with --incus)")
     args = ap.parse_args()
+    if args.out is None:
+        args.out = str(ROOT / "bench" / "results" / ("rl-incus.json" if args.incus else "rl.json"))
     if args.smoke:
         args.reps, args.pause = 1, 0.5
     binary = find_binary()
