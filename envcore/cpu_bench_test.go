@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/internal/procstat"
 	"github.com/webserv-rl/webserv/sites/shop"
 )
 
@@ -216,36 +215,9 @@ func shopServer(b *testing.B) string {
 // treeCPU is the CPU time, in ms, that process root and its descendants
 // have used, children that ended included.
 func treeCPU(b *testing.B, root int) float64 {
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	parent, ticks := map[int]int{}, map[int]float64{}
-	for _, d := range dirs {
-		raw, err := os.ReadFile(d + "/stat")
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(raw), ')')
-		f := strings.Fields(string(raw[i+1:]))
-		if len(f) < 15 {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(d))
-		parent[pid], _ = strconv.Atoi(f[1])
-		for _, v := range f[11:15] { // utime stime cutime cstime
-			t, _ := strconv.ParseFloat(v, 64)
-			ticks[pid] += t
-		}
+	d, err := procstat.TreeCPU(root)
+	if err != nil {
+		b.Fatal(err)
 	}
-	var sum float64
-	for pid, t := range ticks {
-		for p := pid; p > 1; p = parent[p] {
-			if p == root {
-				sum += t
-				break
-			}
-		}
-	}
-	if sum == 0 {
-		b.Fatalf("no CPU time read for process %d and its children", root)
-	}
-	return sum * 10 // USER_HZ ticks to ms
+	return float64(d) / float64(time.Millisecond)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/webserv-rl/webserv/internal/procstat"
 )
@@ -33,39 +34,34 @@ var procGroups = []string{procBrowser, procRenderer, procHelpers, procSite, proc
 
 // eachProc calls fn with every process's /proc directory and group.
 func eachProc(fn func(dir, group string)) {
-	self := os.Getpid()
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		pid, _ := strconv.Atoi(filepath.Base(d))
-		cmd, err := os.ReadFile(d + "/cmdline")
-		if err != nil {
-			continue
+		if group, ok := groupOf(pid); ok {
+			fn(d, group)
 		}
-		fn(d, procGroup(pid, self, string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))))
 	}
 }
 
-// procCPU sums the CPU time (in ticks) of every process, by group.
+// groupOf is process pid's group, from its command line (false once it
+// has ended).
+func groupOf(pid int) (string, bool) {
+	cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return "", false
+	}
+	return procGroup(pid, os.Getpid(), string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))), true
+}
+
+// procCPU sums the CPU time (in ms) of every process, by group.
 func procCPU() map[string]float64 {
 	out := map[string]float64{}
-	eachProc(func(d, group string) {
-		stat, err := os.ReadFile(d + "/stat")
-		if err != nil {
-			return
+	procs, _ := procstat.Processes() // none: every share reads 0
+	for _, p := range procs {
+		if group, ok := groupOf(p.PID); ok {
+			out[group] += float64(p.CPU) / float64(time.Millisecond)
 		}
-		// Fields after the command (which may hold spaces) in parentheses.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			return
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 13 {
-			return
-		}
-		ut, _ := strconv.ParseFloat(f[11], 64)
-		st, _ := strconv.ParseFloat(f[12], 64)
-		out[group] += ut + st
-	})
+	}
 	return out
 }
 

@@ -1,16 +1,21 @@
 // Package procstat reads how much CPU time the whole machine has used, from
-// the first line of /proc/stat, for benchmarks that report what a workload
-// cost all processes (Chromium's included), not only their own.
+// the first line of /proc/stat, and each process, from /proc/<pid>/stat,
+// for benchmarks that report what a workload cost all processes
+// (Chromium's included), not only their own.
 //
 //	t0, _ := procstat.Read()
 //	// ... the workload ...
 //	t1, _ := procstat.Read()
 //	d := t1.Sub(t0) // d.Busy: CPU time used; d.Busy/d.Total: the share of the machine
+//
+//	c, _ := procstat.TreeCPU(pid) // a process and its descendants, ended children included
 package procstat
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -62,4 +67,75 @@ func (t Times) Share() float64 {
 		return 0
 	}
 	return float64(t.Busy) / float64(t.Total)
+}
+
+// Process is one process's CPU time, from /proc/<pid>/stat.
+type Process struct {
+	PID, Parent int
+	CPU         time.Duration // user and system time
+	Children    time.Duration // user and system time of its children that ended
+}
+
+// Processes returns every process's CPU time now. Processes that end while
+// it reads are left out.
+func Processes() ([]Process, error) {
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil || len(dirs) == 0 {
+		return nil, fmt.Errorf("read process CPU times: no processes under /proc (%v)", err)
+	}
+	out := make([]Process, 0, len(dirs))
+	for _, d := range dirs {
+		raw, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// The fields after the command, which may hold spaces, in parentheses.
+		i := bytes.LastIndexByte(raw, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(raw[i+1:]))
+		if len(f) < 15 {
+			continue
+		}
+		p := Process{}
+		p.PID, _ = strconv.Atoi(filepath.Base(d))
+		p.Parent, _ = strconv.Atoi(f[1])
+		var ticks [4]int64 // utime stime cutime cstime
+		for j := range ticks {
+			ticks[j], _ = strconv.ParseInt(f[11+j], 10, 64)
+		}
+		p.CPU = time.Duration(ticks[0]+ticks[1]) * tick
+		p.Children = time.Duration(ticks[2]+ticks[3]) * tick
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// TreeCPU is the CPU time that process root and its descendants have used,
+// children that ended included.
+func TreeCPU(root int) (time.Duration, error) {
+	procs, err := Processes()
+	if err != nil {
+		return 0, err
+	}
+	parent := make(map[int]int, len(procs))
+	for _, p := range procs {
+		parent[p.PID] = p.Parent
+	}
+	var sum time.Duration
+	found := false
+	for _, p := range procs {
+		for q := p.PID; q > 1; q = parent[q] {
+			if q == root {
+				sum += p.CPU + p.Children
+				found = true
+				break
+			}
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("read CPU time of process %d: no such process", root)
+	}
+	return sum, nil
 }

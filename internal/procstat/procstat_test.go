@@ -1,6 +1,8 @@
 package procstat_test
 
 import (
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -25,5 +27,37 @@ func TestReadCountsWork(t *testing.T) {
 	d = d.Sub(t0)
 	if d.Busy < 100*time.Millisecond || d.Busy > d.Total || d.Share() <= 0 || d.Share() > 1 {
 		t.Errorf("after 200 ms of spinning (%d turns): %+v, share %.2f", x, d, d.Share())
+	}
+}
+
+// A process's tree counts the CPU of its children, running and ended, and
+// not that of unrelated processes; a process that does not exist is an
+// error.
+func TestTreeCPUCountsDescendants(t *testing.T) {
+	// A shell that runs a busy child to its end and then waits.
+	cmd := exec.Command("sh", "-c", `sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; sleep 5`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var tree time.Duration
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		var err error
+		if tree, err = procstat.TreeCPU(cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+		if tree >= 100*time.Millisecond {
+			break
+		}
+	}
+	if tree < 100*time.Millisecond {
+		t.Errorf("a shell whose child counted to 300000: %s of CPU in its tree", tree)
+	}
+	own, err := procstat.TreeCPU(os.Getpid())
+	if err != nil || own < tree {
+		t.Errorf("the test process's tree (the shell's parent): %s, %v; want at least the shell's %s", own, err, tree)
+	}
+	if _, err := procstat.TreeCPU(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
 	}
 }
