@@ -148,28 +148,7 @@ func newShopSide(b *testing.B, br *envcore.Browser, pid int) *cpuSide {
 // window.
 func newBareSide(b *testing.B, ctx context.Context, ws *cpuSide) *cpuSide {
 	base := shopServer(b)
-	l := envcore.NewLauncher(ctx, envcore.ChromiumBin(envcore.BrowserOptions{}), envcore.BrowserOptions{})
-	u, err := l.Launch()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(l.Kill)
-	br := rod.New().ControlURL(u).Context(ctx)
-	if err := br.Connect(); err != nil {
-		b.Fatal(err)
-	}
-	bc, err := proto.TargetCreateBrowserContext{}.Call(br)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tg, err := proto.TargetCreateTarget{URL: "about:blank", BrowserContextID: bc.BrowserContextID}.Call(br)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := br.PageFromTarget(tg.TargetID)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p, pid := bareTab(b, ctx, envcore.BrowserOptions{}, false)
 	if err := (proto.EmulationSetDeviceMetricsOverride{Width: 1280, Height: 720, DeviceScaleFactor: 1}).Call(p); err != nil {
 		b.Fatal(err)
 	}
@@ -179,7 +158,7 @@ func newBareSide(b *testing.B, ctx context.Context, ws *cpuSide) *cpuSide {
 			pages = append(pages, u)
 		}
 	}
-	s := &cpuSide{pid: l.PID(), loop: func() error {
+	s := &cpuSide{pid: pid, loop: func() error {
 		for _, u := range pages {
 			wait := p.WaitNavigation(proto.PageLifecycleEventNameLoad)
 			if err := p.Navigate(base + u); err != nil {
@@ -194,6 +173,36 @@ func newBareSide(b *testing.B, ctx context.Context, ws *cpuSide) *cpuSide {
 		b.Fatal(err)
 	}
 	return s
+}
+
+// bareTab launches Chromium as Launch does with opts, and returns a tab in
+// a browser context of its own, driven by bare CDP (with begin-frame
+// control when asked), and the browser's process id. Chromium ends with
+// the benchmark.
+func bareTab(b *testing.B, ctx context.Context, opts envcore.BrowserOptions, beginFrameControl bool) (*rod.Page, int) {
+	l := envcore.NewLauncher(ctx, envcore.ChromiumBin(opts), opts)
+	u, err := l.Launch()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(l.Kill)
+	br := rod.New().ControlURL(u).Context(ctx)
+	if err := br.Connect(); err != nil {
+		b.Fatal(err)
+	}
+	bc, err := proto.TargetCreateBrowserContext{}.Call(br)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tg, err := proto.TargetCreateTarget{URL: "about:blank", BrowserContextID: bc.BrowserContextID, EnableBeginFrameControl: beginFrameControl}.Call(br)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := br.PageFromTarget(tg.TargetID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p, l.PID()
 }
 
 // shopServer serves a freshly generated bundled shop until the benchmark

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rod/rod"
 	"github.com/go-rod/rod/lib/proto"
 
 	"github.com/webserv-rl/webserv/envcore"
@@ -38,29 +37,7 @@ func BenchmarkFramesOnDemand(b *testing.B) {
 			if mode.onDemand {
 				opts.Flags = []string{"enable-begin-frame-control"}
 			}
-			l := envcore.NewLauncher(testCtx(b), bin, opts)
-			u, err := l.Launch()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer l.Kill()
-			br := rod.New().ControlURL(u)
-			if err := br.Connect(); err != nil {
-				b.Fatal(err)
-			}
-			defer br.Close()
-			bc, err := proto.TargetCreateBrowserContext{}.Call(br)
-			if err != nil {
-				b.Fatal(err)
-			}
-			tg, err := proto.TargetCreateTarget{URL: "about:blank", BrowserContextID: bc.BrowserContextID, EnableBeginFrameControl: mode.onDemand}.Call(br)
-			if err != nil {
-				b.Fatal(err)
-			}
-			p, err := br.PageFromTarget(tg.TargetID)
-			if err != nil {
-				b.Fatal(err)
-			}
+			p, _ := bareTab(b, testCtx(b), opts, mode.onDemand)
 			pages := []string{"/big.html", "/a.html", "/inputs.html"}
 			b.ResetTimer()
 			cpu0 := machineCPU(b)
