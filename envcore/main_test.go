@@ -101,11 +101,33 @@ func fixtureHandler() http.Handler {
 		}
 		fmt.Fprintf(w, `<!doctype html><title>%[1]s</title><p>page %[1]s, visit %[2]d</p>`, html.EscapeString(name), n.(*atomic.Int64).Add(1))
 	})
+	// /late/NAME is a page with an image that answers at once for the
+	// page's first load and after two seconds for every later one: a page
+	// that loads slowly only when a restore loads it again.
+	var lateLoads sync.Map
+	mux.HandleFunc("/late/{name}", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><title>%[1]s</title><p>late %[1]s</p><img src="/late/%[1]s/pixel.gif" alt="pixel" width="1" height="1">`, html.EscapeString(r.PathValue("name")))
+	})
+	mux.HandleFunc("/late/{name}/pixel.gif", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := lateLoads.LoadOrStore(r.PathValue("name"), new(atomic.Int64))
+		if n.(*atomic.Int64).Add(1) > 1 {
+			select {
+			case <-time.After(2 * time.Second):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "image/gif")
+		_, _ = w.Write(pixelGIF)
+	})
 	mux.HandleFunc("/big.html", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, bigPage(100))
 	})
 	return mux
 }
+
+// pixelGIF is a 1×1 transparent GIF.
+var pixelGIF = []byte("GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;")
 
 // bigPage is a catalogue page with n products of three elements each.
 func bigPage(n int) string {

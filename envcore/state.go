@@ -146,11 +146,13 @@ func (e *Env) RestoreState(ctx context.Context, st BrowserState) (Observation, S
 	if st.Active >= 0 && st.Active < len(opened) {
 		e.setActive(opened[st.Active])
 	}
-	// The quiet window counts from the last navigation of the replay (and
-	// from the page's own events after it), as it would after an action.
-	// Every tab was opened before that moment, so settle keeps st.Active.
+	// The replay is the action: the work it caused counts from its last
+	// navigation, and the quiet window and the settle timeout from its end
+	// (its pages have loaded by then, however long they took), as they
+	// would after an action. Every tab was opened before that navigation,
+	// so settle keeps st.Active.
 	action := time.Since(start)
-	obs, info, err := e.finishStep(ctx, StepInfo{Attempts: 1}, settleFrom, "", e.cfg.Observe)
+	obs, info, err := e.finishStep(ctx, StepInfo{Attempts: 1, Action: time.Since(settleFrom)}, settleFrom, "", e.cfg.Observe)
 	info.Action = action
 	if err != nil {
 		return obs, info, err
@@ -187,7 +189,8 @@ func (e *Env) RestoreState(ctx context.Context, st BrowserState) (Observation, S
 // one real page load, no request of the history (a GET with side effects)
 // reaches the site again, and the captured storage, written in a stand-in
 // of the current page's origin, is in place before the page's first script
-// runs. It returns when the real load was started.
+// runs. It returns once that page has loaded (see restoreDeadline), with
+// last the moment its load was started.
 func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState) (last time.Time, err error) {
 	n := len(ts.History)
 	if n == 0 {
@@ -216,7 +219,7 @@ func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState) (last time
 	}()
 	applyStorage := func() error {
 		// In the stand-in just committed: wait for it to be in place.
-		if err := waitLoaded(ctx, t, e.cfg.SettleTimeout); err != nil {
+		if err := e.waitLoaded(ctx, t); err != nil {
 			return err
 		}
 		if err := t.evalJSON(ctx, inject.Call("state.applyStorage", ts.Page), nil); err != nil {
@@ -241,7 +244,7 @@ func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState) (last time
 			if err := e.navigate(ctx, t, u); err != nil {
 				return last, fmt.Errorf("restore history (%s): %w", u, err)
 			}
-			return last, waitLoaded(ctx, t, e.cfg.SettleTimeout)
+			return last, e.waitLoaded(ctx, t)
 		}
 		if err := setStandIns(true); err != nil {
 			return last, err
@@ -261,7 +264,7 @@ func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState) (last time
 	// The current entry shows a stand-in, or lies behind the last entry:
 	// load it for real (a history move may restore its stand-in from the
 	// back/forward cache, which a reload then replaces).
-	if err := waitLoaded(ctx, t, e.cfg.SettleTimeout); err != nil {
+	if err := e.waitLoaded(ctx, t); err != nil {
 		return last, err
 	}
 	if err := setStandIns(false); err != nil {
@@ -282,7 +285,7 @@ func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState) (last time
 	if err := (proto.PageReload{}).Call(t.client(ctx)); err != nil {
 		return last, fmt.Errorf("load the current page (%s): %w", ts.History[current], err)
 	}
-	return last, waitLoaded(ctx, t, e.cfg.SettleTimeout)
+	return last, e.waitLoaded(ctx, t)
 }
 
 // goToEntry moves delta entries in t's history and waits until the move
@@ -292,14 +295,14 @@ func (e *Env) goToEntry(ctx context.Context, t *tab, delta int) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(e.cfg.SettleTimeout)
+	start, deadline := time.Now(), e.restoreDeadline(ctx)
 	for {
 		h, err := proto.PageGetNavigationHistory{}.Call(t.client(ctx))
 		if err == nil && h.CurrentIndex >= 0 && h.CurrentIndex < len(h.Entries) && h.Entries[h.CurrentIndex].ID == id {
-			return waitLoaded(ctx, t, e.cfg.SettleTimeout)
+			return e.waitLoaded(ctx, t)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the history did not move %d entries within %s", delta, e.cfg.SettleTimeout)
+			return fmt.Errorf("the history did not move %d entries within %s", delta, time.Since(start).Round(time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():
@@ -318,9 +321,23 @@ func origin(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// waitLoaded waits until no frame of the tab is loading a document.
-func waitLoaded(ctx context.Context, t *tab, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
+// restoreDeadline bounds each wait of a restore for a page to load or the
+// history to move. A restore is part of a reset, not an action: its pages
+// must load for the episode to start from the captured state (a group
+// member starts where its leader did), so a page slower than
+// Config.SettleTimeout (a loaded site, a starved machine) is waited for as
+// long as ctx allows. Without a deadline on ctx, SettleTimeout bounds it.
+func (e *Env) restoreDeadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(e.cfg.SettleTimeout)
+}
+
+// waitLoaded waits until no frame of the tab is loading a document, until
+// restoreDeadline.
+func (e *Env) waitLoaded(ctx context.Context, t *tab) error {
+	start, deadline := time.Now(), e.restoreDeadline(ctx)
 	time.Sleep(10 * time.Millisecond) // let the navigation's first event arrive
 	for {
 		loading, _, crashed := t.loadState()
@@ -330,12 +347,14 @@ func waitLoaded(ctx context.Context, t *tab, limit time.Duration) error {
 		if loading == 0 {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("a page of the restored history did not load within %s", limit)
+		if !time.Now().Before(deadline) {
+			url, _ := t.info()
+			return fmt.Errorf("page %s of the restored history did not finish loading within %s", clipStr(url, 120), time.Since(start).Round(time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			url, _ := t.info()
+			return fmt.Errorf("waiting for page %s of the restored history to load: %w", clipStr(url, 120), ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -163,6 +163,40 @@ func TestRestoreStorageAtEveryPosition(t *testing.T) {
 	}
 }
 
+// A restore is part of a reset: a page that loads slower than the settle
+// timeout when the restore loads it again (a loaded site, a starved
+// machine) is waited for as long as the caller's context allows, and the
+// fork starts settled on the parent's page instead of failing.
+func TestRestoreWaitsForPagesSlowerThanTheSettleTimeout(t *testing.T) {
+	t.Parallel()
+	name := fmt.Sprintf("l%d", time.Now().UnixNano())
+	parent := newEnv(t, envcore.Config{})
+	mustReset(t, parent, "/counted/"+name)
+	for _, at := range []struct{ name, action string }{
+		{"last entry", `goto("` + site.URL + `/late/` + name + `-last")`},
+		{"behind a later entry", `goto("` + site.URL + `/late/` + name + `-behind")`},
+	} {
+		before := mustAct(t, parent, at.action)
+		if at.name == "behind a later entry" {
+			mustAct(t, parent, `goto("`+site.URL+`/counted/`+name+`-next")`)
+			before = mustAct(t, parent, `go_back()`)
+		}
+		st, err := parent.CaptureState(testCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fork := newEnv(t, envcore.Config{SettleTimeout: time.Second})
+		obs, info, err := fork.RestoreState(testCtx(t), st)
+		if err != nil {
+			t.Fatalf("%s: restore of a page slower than the settle timeout failed: %v", at.name, err)
+		}
+		if !info.Settled || obs.HTML != before.HTML {
+			t.Errorf("%s: the fork did not start settled on the parent's page (settled %v: %s):\nparent:\n%s\nfork:\n%s",
+				at.name, info.Settled, info.SettleError, before.HTML, obs.HTML)
+		}
+	}
+}
+
 // mustRestore rebuilds st in a new environment, which must settle.
 func mustRestore(t *testing.T, st envcore.BrowserState) (*envcore.Env, envcore.Observation) {
 	t.Helper()
