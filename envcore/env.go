@@ -29,7 +29,9 @@ type Config struct {
 	IdleWindow time.Duration
 	// SettleTimeout bounds the wait for the work an action caused. A page
 	// still busy then is observed as it is and the step reports
-	// Settled=false, SettleReason "timeout". Default 10s.
+	// Settled=false, SettleReason "timeout". Default 10s. A restore
+	// (RestoreState) waits for its pages to load as long as its context
+	// allows, and then settles within SettleTimeout.
 	SettleTimeout time.Duration
 	// LongRequest is the age after which a request in flight stops
 	// counting once its server has answered a later request of the page
