@@ -7,10 +7,12 @@
 // the page itself. They add one non-enumerable global, window.__webserv, with
 // five parts:
 //
-//   - settle (settle.js): tracks the work an action causes (timers,
-//     animation frames, MessageChannel messages, XHR and fetch) from the
-//     action's input events through everything they schedule, and answers
-//     what of it is still pending. The environment observes the page once
+//   - settle (settle.js, with its wrappers settle_callbacks.js,
+//     settle_messages.js, settle_requests.js and settle_navigation.js):
+//     tracks the work an action causes (timers, animation frames,
+//     MessageChannel messages, XHR and fetch, navigations and new tabs)
+//     from the action's input events through everything they schedule, and
+//     answers what of it is still pending. The environment observes the page once
 //     that work has drained and an idle window has passed
 //     (docs/envcore.md, "Settling").
 //   - listeners (listeners.js): wraps addEventListener to record which

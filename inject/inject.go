@@ -8,14 +8,23 @@ import (
 )
 
 // The injected files, in the order they run. core.js creates the namespace;
-// settle.js runs before listeners.js so that it captures the original
-// addEventListener for its own listeners, and before every page script so
-// that it sees all the work the page schedules.
+// settle.js and its wrappers (settle_*.js) run before listeners.js, so that
+// they capture the original addEventListener for their own listeners, and
+// before every page script, so that they see all the work the page
+// schedules.
 var (
 	//go:embed core.js
 	coreJS string
 	//go:embed settle.js
 	settleJS string
+	//go:embed settle_callbacks.js
+	settleCallbacksJS string
+	//go:embed settle_messages.js
+	settleMessagesJS string
+	//go:embed settle_requests.js
+	settleRequestsJS string
+	//go:embed settle_navigation.js
+	settleNavigationJS string
 	//go:embed listeners.js
 	listenersJS string
 	//go:embed parser.js
@@ -42,6 +51,10 @@ func Files() []File {
 	return []File{
 		{"core.js", coreJS},
 		{"settle.js", settleJS},
+		{"settle_callbacks.js", settleCallbacksJS},
+		{"settle_messages.js", settleMessagesJS},
+		{"settle_requests.js", settleRequestsJS},
+		{"settle_navigation.js", settleNavigationJS},
 		{"listeners.js", listenersJS},
 		{"parser.js", parserJS},
 		{"actions.js", actionsJS},

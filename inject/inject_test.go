@@ -119,6 +119,36 @@ func TestBundleRunsBeforePageScripts(t *testing.T) {
 	}
 }
 
+// A page whose bundle is installed twice (two sessions attached to it)
+// tracks its work once: every file keeps to its first run.
+func TestBundleInstalledTwiceTracksWorkOnce(t *testing.T) {
+	p, err := browser.Page(proto.TargetCreateTarget{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	for range 2 {
+		if _, err := p.EvalOnNewDocument(inject.Bundle()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Navigate(site.URL + "/page?html=" + url.QueryEscape(`<p>twice</p>`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitLoad(); err != nil {
+		t.Fatal(err)
+	}
+	eval(t, p, `() => { __webserv.settle.begin(1);
+		setTimeout(() => {}, 300);
+		fetch('/api/slow?ms=300');
+		const x = new XMLHttpRequest(); x.open('GET', '/api/slow?ms=300'); x.send();
+	}`)
+	st := settleState(t, p, 1, 5000)
+	if st["pending"] != float64(3) || st["requests"] != float64(2) {
+		t.Errorf("one timer and two requests are pending as %v (pending %v, requests %v)", st["items"], st["pending"], st["requests"])
+	}
+}
+
 // settleState is the tracker's answer for action k.
 func settleState(t *testing.T, p *rod.Page, k int, longMs int) map[string]any {
 	t.Helper()

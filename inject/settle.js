@@ -24,6 +24,15 @@
 //   - or it comes from setInterval after the first tick: intervals are
 //     recurring background work (clocks, pollers, carousels).
 //
+// This file keeps the bookkeeping (causes, pending work, the action window,
+// the answer to the Go side); the wrappers of the page's APIs live beside
+// it and reach it through window.__webserv.settleKit:
+//
+//   settle_callbacks.js   timers, intervals, animation frames, idle callbacks
+//   settle_messages.js    MessageChannel messages
+//   settle_requests.js    fetch, body reads, XMLHttpRequest
+//   settle_navigation.js  navigations and new tabs a document asks for
+//
 // Where the cause comes from:
 //
 //   - begin(k), called by the Go side before action k, makes k the latest
@@ -71,18 +80,12 @@
   const OVERDUE = 1000; // a timer, frame or idle callback this late (a throttled document) may stop counting
   const MESSAGE_OVERDUE = 100; // a message undelivered this long (its port never started) may stop counting
 
-  // The originals, before any page script can replace them.
+  // The originals this file uses, before any page script can replace them.
   const origAdd = EventTarget.prototype.addEventListener;
   const oSetTimeout = window.setTimeout;
-  const oClearTimeout = window.clearTimeout;
-  const oSetInterval = window.setInterval;
-  const oClearInterval = window.clearInterval;
-  const oRAF = window.requestAnimationFrame;
-  const oCancelRAF = window.cancelAnimationFrame;
-  const oRIC = window.requestIdleCallback;
-  const oCancelRIC = window.cancelIdleCallback;
   const OMessageChannel = window.MessageChannel;
   const oPortPost = typeof MessagePort === 'function' ? MessagePort.prototype.postMessage : null;
+
 
   function makeCause(act, spent, live, fn) {
     return { act: act, spent: spent, live: live, fn: fn };
@@ -166,248 +169,7 @@
     return (answered.get(item.origin) || -Infinity) > item.start;
   }
 
-  // --- timers ------------------------------------------------------------
-  const timerItems = new Map(); // timer handle -> pending id
-
-  function clearTimer(handle) {
-    const id = timerItems.get(handle);
-    if (id) {
-      timerItems.delete(handle);
-      untrack(id);
-    }
-  }
-
-  window.setTimeout = function setTimeout(fn, delay) {
-    if (typeof fn !== 'function') return oSetTimeout.apply(window, arguments);
-    const d = Math.max(Number(delay) || 0, 0);
-    const c = child(current(), Math.max(d, MIN_TIMER), fn);
-    const args = Array.prototype.slice.call(arguments, 2);
-    let id = 0;
-    const handle = oSetTimeout.call(window, function () {
-      clearTimer(handle);
-      enter(c);
-      return fn.apply(this, args);
-    }, delay);
-    id = track(c, { kind: 'timer', what: 'setTimeout ' + Math.round(d) + 'ms', due: now() + d, expires: now() + d + OVERDUE });
-    if (id) timerItems.set(handle, id);
-    return handle;
-  };
-  window.clearTimeout = function clearTimeout(handle) {
-    clearTimer(handle);
-    return oClearTimeout.call(window, handle);
-  };
-
-  window.setInterval = function setInterval(fn, period) {
-    if (typeof fn !== 'function') return oSetInterval.apply(window, arguments);
-    const parent = current();
-    const first = child(parent, Math.max(Number(period) || 0, MIN_TIMER), fn);
-    const later = makeCause(first.act, first.spent, false, fn);
-    const args = Array.prototype.slice.call(arguments, 2);
-    let ticks = 0;
-    return oSetInterval.call(window, function () {
-      enter(ticks++ === 0 ? first : later);
-      return fn.apply(this, args);
-    }, period);
-  };
-  window.clearInterval = function clearInterval(handle) {
-    clearTimer(handle); // the two clear functions share one id space
-    return oClearInterval.call(window, handle);
-  };
-
-  // --- animation frames and idle callbacks -------------------------------
-  const frameItems = new Map();
-  if (typeof oRAF === 'function') {
-    window.requestAnimationFrame = function requestAnimationFrame(fn) {
-      if (typeof fn !== 'function') return oRAF.call(window, fn);
-      const c = child(current(), FRAME_COST, fn);
-      let id = 0;
-      const handle = oRAF.call(window, function (ts) {
-        if (id) { frameItems.delete(handle); untrack(id); }
-        enter(c);
-        return fn.call(this, ts);
-      });
-      id = track(c, { kind: 'frame', what: 'requestAnimationFrame', expires: now() + OVERDUE });
-      if (id) frameItems.set(handle, id);
-      return handle;
-    };
-    window.cancelAnimationFrame = function cancelAnimationFrame(handle) {
-      const id = frameItems.get(handle);
-      if (id) { frameItems.delete(handle); untrack(id); }
-      return oCancelRAF.call(window, handle);
-    };
-  }
-
-  const idleItems = new Map();
-  if (typeof oRIC === 'function') {
-    window.requestIdleCallback = function requestIdleCallback(fn, opts) {
-      if (typeof fn !== 'function') return oRIC.apply(window, arguments);
-      const c = child(current(), IDLE_COST, fn);
-      let id = 0;
-      const handle = oRIC.call(window, function (deadline) {
-        if (id) { idleItems.delete(handle); untrack(id); }
-        enter(c);
-        return fn.call(this, deadline);
-      }, opts);
-      id = track(c, { kind: 'idle', what: 'requestIdleCallback', expires: now() + OVERDUE });
-      if (id) idleItems.set(handle, id);
-      return handle;
-    };
-    window.cancelIdleCallback = function cancelIdleCallback(handle) {
-      const id = idleItems.get(handle);
-      if (id) { idleItems.delete(handle); untrack(id); }
-      return oCancelRIC.call(window, handle);
-    };
-  }
-
-  // --- MessageChannel ----------------------------------------------------
-  // Schedulers (React's among them) post to themselves through a
-  // MessageChannel to run work in a later task. A message carries its
-  // sender's cause; a listener of ours, registered on both ports before the
-  // page gets them, runs first at delivery and restores it.
-  if (OMessageChannel && oPortPost) {
-    const partner = new WeakMap(); // port -> the port its messages arrive at
-    const inbox = new WeakMap(); // port -> [[cause, pending id]] in order
-    const deliver = function () {
-      const q = inbox.get(this);
-      if (!q || !q.length) return;
-      const m = q.shift();
-      untrack(m[1]);
-      enter(m[0]);
-    };
-    const MessageChannel = function MessageChannel() {
-      const ch = Reflect.construct(OMessageChannel, [], new.target || MessageChannel);
-      partner.set(ch.port1, ch.port2);
-      partner.set(ch.port2, ch.port1);
-      inbox.set(ch.port1, []);
-      inbox.set(ch.port2, []);
-      origAdd.call(ch.port1, 'message', deliver);
-      origAdd.call(ch.port2, 'message', deliver);
-      return ch;
-    };
-    MessageChannel.prototype = OMessageChannel.prototype;
-    window.MessageChannel = MessageChannel;
-    MessagePort.prototype.postMessage = function postMessage() {
-      const to = partner.get(this);
-      if (to) {
-        const c = child(current(), MESSAGE_COST);
-        const id = track(c, { kind: 'message', what: 'MessageChannel message', expires: now() + MESSAGE_OVERDUE });
-        inbox.get(to).push([c, id]);
-      }
-      return oPortPost.apply(this, arguments);
-    };
-  }
-
-  // --- fetch -------------------------------------------------------------
-  function request(c, kind, method, url) {
-    let abs = String(url);
-    let origin = '';
-    try {
-      const u = new URL(abs, document.baseURI);
-      abs = u.href;
-      origin = u.origin;
-    } catch (e) { /* named as given */ }
-    return track(c, { kind: 'request', what: kind, method: String(method || 'GET').toUpperCase(), url: abs, origin: origin });
-  }
-
-  const origFetch = window.fetch;
-  if (typeof origFetch === 'function') {
-    window.fetch = function fetch(input, init) {
-      const method = (init && init.method) || (input && typeof input === 'object' && input.method) || 'GET';
-      const url = (input && typeof input === 'object' && 'url' in input) ? input.url : input;
-      const c = current();
-      const id = request(c, 'fetch', method, url);
-      let p;
-      try {
-        p = origFetch.apply(this, arguments);
-      } catch (e) {
-        untrack(id);
-        throw e;
-      }
-      return p.then(
-        function (resp) { answer(id); enter(c); return resp; },
-        function (err) { untrack(id); enter(c); throw err; });
-    };
-  }
-
-  // Body reads: a response whose body is read with one of these methods keeps
-  // counting until the read completes (large or slow bodies). A body read as
-  // a stream (response.body.getReader()) is not counted.
-  if (typeof Response === 'function') {
-    ['json', 'text', 'arrayBuffer', 'blob', 'formData', 'bytes'].forEach(function (name) {
-      const orig = Response.prototype[name];
-      if (typeof orig !== 'function') return;
-      Response.prototype[name] = function () {
-        const c = current();
-        const id = request(c, 'body', 'READ', this.url);
-        let p;
-        try {
-          p = orig.apply(this, arguments);
-        } catch (e) {
-          untrack(id);
-          throw e;
-        }
-        return p.then(
-          function (v) { answer(id); enter(c); return v; },
-          function (err) { untrack(id); enter(c); throw err; });
-      };
-    });
-  }
-
-  // --- XMLHttpRequest ----------------------------------------------------
-  // Listeners of ours, added when the object is made (before any of the
-  // page's), restore the cause of send() for every event of the request.
-  const OXHR = window.XMLHttpRequest;
-  if (typeof OXHR === 'function') {
-    const XHR_EVENTS = ['readystatechange', 'loadstart', 'progress', 'abort', 'error', 'load', 'timeout', 'loadend'];
-    const info = new WeakMap(); // xhr -> {method, url, cause, id}
-    const onEvent = function () {
-      const m = info.get(this);
-      if (m && m.cause) enter(m.cause);
-    };
-    const onEnd = function () {
-      const m = info.get(this);
-      if (m && m.id) {
-        if (this.status > 0) answer(m.id); else untrack(m.id);
-        m.id = 0;
-      }
-    };
-    const XMLHttpRequest = function XMLHttpRequest() {
-      const x = Reflect.construct(OXHR, arguments, new.target || XMLHttpRequest);
-      for (let i = 0; i < XHR_EVENTS.length; i++) origAdd.call(x, XHR_EVENTS[i], onEvent);
-      origAdd.call(x, 'loadend', onEnd);
-      return x;
-    };
-    XMLHttpRequest.prototype = OXHR.prototype;
-    Object.setPrototypeOf(XMLHttpRequest, OXHR); // the UNSENT...DONE constants
-    window.XMLHttpRequest = XMLHttpRequest;
-    const origOpen = OXHR.prototype.open;
-    const origSend = OXHR.prototype.send;
-    OXHR.prototype.open = function (method, url) {
-      const m = info.get(this);
-      if (m && m.id) untrack(m.id); // open() ends a request in flight without events
-      info.set(this, { method: method, url: url, cause: null, id: 0 });
-      return origOpen.apply(this, arguments);
-    };
-    OXHR.prototype.send = function () {
-      let m = info.get(this);
-      if (!m) {
-        m = { method: 'GET', url: '', cause: null, id: 0 };
-        info.set(this, m);
-      }
-      m.cause = current();
-      m.id = request(m.cause, 'xhr', m.method, m.url);
-      try {
-        return origSend.apply(this, arguments);
-      } catch (e) {
-        untrack(m.id);
-        m.id = 0;
-        throw e;
-      }
-    };
-  }
-
-  // --- the action window -------------------------------------------------
-  // Trusted input events during an action are the action's doing. Capture
+  // The action window: trusted input events during an action are the action's doing. Capture
   // listeners on window, registered before any page script, run first.
   const INPUT_EVENTS = [
     'pointerdown', 'pointerup', 'pointermove', 'pointerover', 'pointerout', 'pointerenter', 'pointerleave', 'pointercancel',
@@ -424,106 +186,6 @@
   };
   for (let i = 0; i < INPUT_EVENTS.length; i++) {
     origAdd.call(window, INPUT_EVENTS[i], onInput, { capture: true, passive: true });
-  }
-
-  // --- navigations -------------------------------------------------------
-  // Between a form submission or a link click and the browser reporting the
-  // navigation (Page.frameStartedLoading, which the Go side waits on) lies
-  // an IPC hop, long on a loaded machine. The Navigation API's `navigate`
-  // event fires synchronously in the document that starts the navigation,
-  // so a navigation the action caused is pending from that moment: until a
-  // same-document navigation (an SPA route, a fragment) finishes or fails,
-  // until the document is replaced, until the Go side has seen the browser
-  // start and stop loading since the action (state(k, longMs, loaded): a
-  // navigation answered 204 never replaces the document), or at most
-  // NAV_BRIDGE ms.
-  const NAV_BRIDGE = 1000;
-  if (window.navigation && typeof window.navigation.addEventListener === 'function') {
-    let navItem = 0;
-    const navDone = function () { if (navItem) { untrack(navItem); navItem = 0; } };
-    origAdd.call(window.navigation, 'navigate', function (ev) {
-      // Same-document navigations (pushState, fragments) are done when the
-      // event is; downloads replace nothing.
-      if (ev.destination && ev.destination.sameDocument) return;
-      if (ev.downloadRequest !== null && ev.downloadRequest !== undefined) return;
-      navDone();
-      navItem = track(current(), {
-        kind: 'navigation', what: 'navigation to ' + String(ev.destination && ev.destination.url).slice(0, 120),
-        expires: now() + NAV_BRIDGE,
-      });
-    });
-    origAdd.call(window.navigation, 'navigatesuccess', navDone);
-    origAdd.call(window.navigation, 'navigateerror', navDone);
-  }
-
-  // --- new tabs ----------------------------------------------------------
-  // A link or form aimed at a new browsing context, or window.open, makes
-  // the browser create a tab. The tab reaches the Go side after an IPC hop,
-  // as a navigation does, and until then the opener looks done: on a loaded
-  // machine a step could return before its popup exists. So a tab the action
-  // asks for is pending from the moment it is asked for: until the Go side
-  // sees the new tab (from then on it waits on that tab and no longer asks
-  // this document), until the click or submission turns out cancelled (a
-  // later listener called preventDefault), until window.open's window is
-  // closed (the environment closes a tab past its tab limit as it appears),
-  // or at most TAB_BRIDGE ms (a tab the browser refuses never comes, nor
-  // does a link's tab past the limit).
-  const TAB_BRIDGE = 3000;
-  const named = new Set(); // window names this document has opened
-  // newContext reports whether target (a link's, form's or window.open's)
-  // names a browsing context that does not exist yet, and remembers it.
-  function newContext(target) {
-    const t = String(target || '').toLowerCase();
-    if (t === '' || t === '_self' || t === '_parent' || t === '_top') return false;
-    if (t === '_blank') return true;
-    if (named.has(t)) return false; // reused, not opened
-    named.add(t);
-    return true;
-  }
-  function baseTarget() {
-    const b = document.querySelector('base[target]');
-    return b ? b.target : '';
-  }
-  // win is window.open's result, when there is one: a tab the environment
-  // refuses (past its tab limit) is closed at once, and then win.closed.
-  function wantTab(what, ev, win) {
-    track(current(), { kind: 'tab', what: 'new tab for ' + String(what).slice(0, 120), expires: now() + TAB_BRIDGE, ev: ev, win: win });
-  }
-  // Links: a plain click follows the link's target; ctrl, meta or shift
-  // (and the middle button, auxclick) open any link in a new tab.
-  const onLinkClick = function (ev) {
-    if (ev.button !== 0 && !(ev.type === 'auxclick' && ev.button === 1)) return;
-    const path = ev.composedPath();
-    for (let i = 0; i < path.length; i++) {
-      const el = path[i];
-      if (!(el instanceof HTMLAnchorElement || el instanceof HTMLAreaElement)) continue;
-      if (!el.hasAttribute('href') || el.hasAttribute('download')) return;
-      const modified = ev.type === 'auxclick' || ev.ctrlKey || ev.metaKey || ev.shiftKey;
-      if (modified || newContext(el.target || baseTarget())) wantTab(el.href, ev);
-      return;
-    }
-  };
-  origAdd.call(window, 'click', onLinkClick, { capture: true, passive: true });
-  origAdd.call(window, 'auxclick', onLinkClick, { capture: true, passive: true });
-  origAdd.call(window, 'submit', function (ev) {
-    const form = ev.target;
-    if (!(form instanceof HTMLFormElement)) return;
-    const sub = ev.submitter;
-    const target = (sub && sub.hasAttribute('formtarget') ? sub.formTarget : form.target) || baseTarget();
-    if (newContext(target)) wantTab(form.action, ev);
-  }, { capture: true, passive: true });
-  // window.open: a null result is a refused popup, unless noopener or
-  // noreferrer asked for the null.
-  const oOpen = window.open;
-  if (typeof oOpen === 'function') {
-    // Declared without parameters, as the original is (open.length is 0).
-    window.open = function open() {
-      const w = oOpen.apply(this === undefined ? window : this, arguments);
-      const url = arguments[0], target = arguments[1], features = arguments[2];
-      const opened = w !== null || /noopener|noreferrer/i.test(String(features || ''));
-      if (opened && newContext(target === undefined ? '_blank' : target)) wantTab(url || 'about:blank', null, w);
-      return w;
-    };
   }
 
   function sameOriginFrames(win, fn) {
@@ -543,7 +205,7 @@
   // lets the probe through and the item behind. An answer to the Go side's
   // poll can come before a late timer has run, so lateness alone is not
   // proof. A navigation's bridge is the exception: past it, the browser
-  // should long have reported the load (see NAV_BRIDGE).
+  // should long have reported the load (NAV_BRIDGE, settle_navigation.js).
   const probeQueue = [];
   const probePort = OMessageChannel && oPortPost ? (function () {
     const ch = new OMessageChannel();
@@ -654,4 +316,21 @@
     },
     frames: function (fn) { sameOriginFrames(window, fn); },
   };
+
+  // The kit the settle_*.js files wrap the page's APIs with (they run
+  // next, before any page script): this file's bookkeeping and the bounds
+  // of the rule. claim(name) is true only the first time a file asks in
+  // this document, so a bundle run twice wraps nothing twice.
+  const claimed = new Set();
+  Object.defineProperty(W, 'settleKit', {
+    value: Object.freeze({
+      now, makeCause, child, current, enter, track, untrack, answer,
+      MIN_TIMER, FRAME_COST, IDLE_COST, MESSAGE_COST, OVERDUE, MESSAGE_OVERDUE,
+      claim: function (name) {
+        if (claimed.has(name)) return false;
+        claimed.add(name);
+        return true;
+      },
+    }),
+  });
 })();

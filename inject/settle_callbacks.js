@@ -1,0 +1,116 @@
+// settle_callbacks.js — follows the callbacks a page schedules: timers,
+// intervals, animation frames and idle callbacks (the rule: settle.js).
+//
+// Each wrapper runs its callback with the cause of the code that scheduled
+// it, one timer delay (at least MIN_TIMER), frame or idle callback further
+// down the chain, and counts the callback as pending, while the chain is
+// followed, until it runs or is cancelled. An interval's first tick
+// continues its chain; later ticks are background work.
+(function () {
+  'use strict';
+  const K = window.__webserv && window.__webserv.settleKit;
+  if (!K || !K.claim('callbacks')) return;
+  const { now, makeCause, child, current, enter, track, untrack, MIN_TIMER, FRAME_COST, IDLE_COST, OVERDUE } = K;
+
+  // The originals, before any page script can replace them.
+  const oSetTimeout = window.setTimeout;
+  const oClearTimeout = window.clearTimeout;
+  const oSetInterval = window.setInterval;
+  const oClearInterval = window.clearInterval;
+  const oRAF = window.requestAnimationFrame;
+  const oCancelRAF = window.cancelAnimationFrame;
+  const oRIC = window.requestIdleCallback;
+  const oCancelRIC = window.cancelIdleCallback;
+
+  const timerItems = new Map(); // timer handle -> pending id
+
+  function clearTimer(handle) {
+    const id = timerItems.get(handle);
+    if (id) {
+      timerItems.delete(handle);
+      untrack(id);
+    }
+  }
+
+  window.setTimeout = function setTimeout(fn, delay) {
+    if (typeof fn !== 'function') return oSetTimeout.apply(window, arguments);
+    const d = Math.max(Number(delay) || 0, 0);
+    const c = child(current(), Math.max(d, MIN_TIMER), fn);
+    const args = Array.prototype.slice.call(arguments, 2);
+    let id = 0;
+    const handle = oSetTimeout.call(window, function () {
+      clearTimer(handle);
+      enter(c);
+      return fn.apply(this, args);
+    }, delay);
+    id = track(c, { kind: 'timer', what: 'setTimeout ' + Math.round(d) + 'ms', due: now() + d, expires: now() + d + OVERDUE });
+    if (id) timerItems.set(handle, id);
+    return handle;
+  };
+  window.clearTimeout = function clearTimeout(handle) {
+    clearTimer(handle);
+    return oClearTimeout.call(window, handle);
+  };
+
+  window.setInterval = function setInterval(fn, period) {
+    if (typeof fn !== 'function') return oSetInterval.apply(window, arguments);
+    const parent = current();
+    const first = child(parent, Math.max(Number(period) || 0, MIN_TIMER), fn);
+    const later = makeCause(first.act, first.spent, false, fn);
+    const args = Array.prototype.slice.call(arguments, 2);
+    let ticks = 0;
+    return oSetInterval.call(window, function () {
+      enter(ticks++ === 0 ? first : later);
+      return fn.apply(this, args);
+    }, period);
+  };
+  window.clearInterval = function clearInterval(handle) {
+    clearTimer(handle); // the two clear functions share one id space
+    return oClearInterval.call(window, handle);
+  };
+
+  // Animation frames and idle callbacks.
+  const frameItems = new Map();
+  if (typeof oRAF === 'function') {
+    window.requestAnimationFrame = function requestAnimationFrame(fn) {
+      if (typeof fn !== 'function') return oRAF.call(window, fn);
+      const c = child(current(), FRAME_COST, fn);
+      let id = 0;
+      const handle = oRAF.call(window, function (ts) {
+        if (id) { frameItems.delete(handle); untrack(id); }
+        enter(c);
+        return fn.call(this, ts);
+      });
+      id = track(c, { kind: 'frame', what: 'requestAnimationFrame', expires: now() + OVERDUE });
+      if (id) frameItems.set(handle, id);
+      return handle;
+    };
+    window.cancelAnimationFrame = function cancelAnimationFrame(handle) {
+      const id = frameItems.get(handle);
+      if (id) { frameItems.delete(handle); untrack(id); }
+      return oCancelRAF.call(window, handle);
+    };
+  }
+
+  const idleItems = new Map();
+  if (typeof oRIC === 'function') {
+    window.requestIdleCallback = function requestIdleCallback(fn, opts) {
+      if (typeof fn !== 'function') return oRIC.apply(window, arguments);
+      const c = child(current(), IDLE_COST, fn);
+      let id = 0;
+      const handle = oRIC.call(window, function (deadline) {
+        if (id) { idleItems.delete(handle); untrack(id); }
+        enter(c);
+        return fn.call(this, deadline);
+      }, opts);
+      id = track(c, { kind: 'idle', what: 'requestIdleCallback', expires: now() + OVERDUE });
+      if (id) idleItems.set(handle, id);
+      return handle;
+    };
+    window.cancelIdleCallback = function cancelIdleCallback(handle) {
+      const id = idleItems.get(handle);
+      if (id) { idleItems.delete(handle); untrack(id); }
+      return oCancelRIC.call(window, handle);
+    };
+  }
+})();

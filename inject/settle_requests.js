@@ -1,0 +1,126 @@
+// settle_requests.js — follows a page's requests: fetch, the body reads of
+// its responses, and XMLHttpRequest (the rule: settle.js).
+//
+// A request is pending from the call until its answer or failure, whatever
+// its cause; settle.js counts the followed ones and reports the rest as
+// background. Its continuations (then-callbacks, XHR events) run with the
+// cause of the code that sent it.
+(function () {
+  'use strict';
+  const K = window.__webserv && window.__webserv.settleKit;
+  if (!K || !K.claim('requests')) return;
+  const { current, enter, track, untrack, answer } = K;
+
+  // The original, before any page script can replace it.
+  const origAdd = EventTarget.prototype.addEventListener;
+
+  // request tracks a request of kind 'fetch', 'body' or 'xhr' for cause c,
+  // named by its absolute URL and grouped by origin (see held in settle.js).
+  function request(c, kind, method, url) {
+    let abs = String(url);
+    let origin = '';
+    try {
+      const u = new URL(abs, document.baseURI);
+      abs = u.href;
+      origin = u.origin;
+    } catch (e) { /* named as given */ }
+    return track(c, { kind: 'request', what: kind, method: String(method || 'GET').toUpperCase(), url: abs, origin: origin });
+  }
+
+  const origFetch = window.fetch;
+  if (typeof origFetch === 'function') {
+    window.fetch = function fetch(input, init) {
+      const method = (init && init.method) || (input && typeof input === 'object' && input.method) || 'GET';
+      const url = (input && typeof input === 'object' && 'url' in input) ? input.url : input;
+      const c = current();
+      const id = request(c, 'fetch', method, url);
+      let p;
+      try {
+        p = origFetch.apply(this, arguments);
+      } catch (e) {
+        untrack(id);
+        throw e;
+      }
+      return p.then(
+        function (resp) { answer(id); enter(c); return resp; },
+        function (err) { untrack(id); enter(c); throw err; });
+    };
+  }
+
+  // Body reads: a response whose body is read with one of these methods keeps
+  // counting until the read completes (large or slow bodies). A body read as
+  // a stream (response.body.getReader()) is not counted.
+  if (typeof Response === 'function') {
+    ['json', 'text', 'arrayBuffer', 'blob', 'formData', 'bytes'].forEach(function (name) {
+      const orig = Response.prototype[name];
+      if (typeof orig !== 'function') return;
+      Response.prototype[name] = function () {
+        const c = current();
+        const id = request(c, 'body', 'READ', this.url);
+        let p;
+        try {
+          p = orig.apply(this, arguments);
+        } catch (e) {
+          untrack(id);
+          throw e;
+        }
+        return p.then(
+          function (v) { answer(id); enter(c); return v; },
+          function (err) { untrack(id); enter(c); throw err; });
+      };
+    });
+  }
+
+  // XMLHttpRequest.
+  // Listeners of ours, added when the object is made (before any of the
+  // page's), restore the cause of send() for every event of the request.
+  const OXHR = window.XMLHttpRequest;
+  if (typeof OXHR === 'function') {
+    const XHR_EVENTS = ['readystatechange', 'loadstart', 'progress', 'abort', 'error', 'load', 'timeout', 'loadend'];
+    const info = new WeakMap(); // xhr -> {method, url, cause, id}
+    const onEvent = function () {
+      const m = info.get(this);
+      if (m && m.cause) enter(m.cause);
+    };
+    const onEnd = function () {
+      const m = info.get(this);
+      if (m && m.id) {
+        if (this.status > 0) answer(m.id); else untrack(m.id);
+        m.id = 0;
+      }
+    };
+    const XMLHttpRequest = function XMLHttpRequest() {
+      const x = Reflect.construct(OXHR, arguments, new.target || XMLHttpRequest);
+      for (let i = 0; i < XHR_EVENTS.length; i++) origAdd.call(x, XHR_EVENTS[i], onEvent);
+      origAdd.call(x, 'loadend', onEnd);
+      return x;
+    };
+    XMLHttpRequest.prototype = OXHR.prototype;
+    Object.setPrototypeOf(XMLHttpRequest, OXHR); // the UNSENT...DONE constants
+    window.XMLHttpRequest = XMLHttpRequest;
+    const origOpen = OXHR.prototype.open;
+    const origSend = OXHR.prototype.send;
+    OXHR.prototype.open = function (method, url) {
+      const m = info.get(this);
+      if (m && m.id) untrack(m.id); // open() ends a request in flight without events
+      info.set(this, { method: method, url: url, cause: null, id: 0 });
+      return origOpen.apply(this, arguments);
+    };
+    OXHR.prototype.send = function () {
+      let m = info.get(this);
+      if (!m) {
+        m = { method: 'GET', url: '', cause: null, id: 0 };
+        info.set(this, m);
+      }
+      m.cause = current();
+      m.id = request(m.cause, 'xhr', m.method, m.url);
+      try {
+        return origSend.apply(this, arguments);
+      } catch (e) {
+        untrack(m.id);
+        m.id = 0;
+        throw e;
+      }
+    };
+  }
+})();
