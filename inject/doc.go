@@ -18,10 +18,12 @@
 //   - listeners (listeners.js): wraps addEventListener to record which
 //     elements listen for hover events (marked data-maybe-hoverable="true")
 //     and click events, so hover-only menus and div buttons are found.
-//   - parser (parser.js): walks the rendered DOM once and returns the compact
-//     observation: stripped HTML with semantic ids, clickable and hoverable
-//     ids, inputs and selects with their live state, the focused id, and an
-//     optional accessibility-tree text view.
+//   - parser (parser.js, then parser_ids.js, parser_geometry.js,
+//     parser_views.js and parser_observe.js): walks the rendered DOM once
+//     and returns the compact observation: stripped HTML with semantic ids,
+//     clickable and hoverable ids, inputs and selects with their live
+//     state, the focused id, and optionally an accessibility-tree text view
+//     and each target's geometry.
 //   - act (actions.js): resolves a semantic id, checks the element can be
 //     acted on, scrolls it into view and returns the point to click; a
 //     check that fails answers one of the codes in act.codes, a part of

@@ -29,6 +29,14 @@ var (
 	listenersJS string
 	//go:embed parser.js
 	parserJS string
+	//go:embed parser_ids.js
+	parserIDsJS string
+	//go:embed parser_geometry.js
+	parserGeometryJS string
+	//go:embed parser_views.js
+	parserViewsJS string
+	//go:embed parser_observe.js
+	parserObserveJS string
 	//go:embed actions.js
 	actionsJS string
 	//go:embed state.js
@@ -57,6 +65,10 @@ func Files() []File {
 		{"settle_navigation.js", settleNavigationJS},
 		{"listeners.js", listenersJS},
 		{"parser.js", parserJS},
+		{"parser_ids.js", parserIDsJS},
+		{"parser_geometry.js", parserGeometryJS},
+		{"parser_views.js", parserViewsJS},
+		{"parser_observe.js", parserObserveJS},
 		{"actions.js", actionsJS},
 		{"state.js", stateJS},
 	}

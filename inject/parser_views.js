@@ -1,0 +1,151 @@
+// parser_views.js — writes the stripped tree out: as the observation's
+// html (kept attributes plus data-semantic-id, data-clickable,
+// data-maybe-hoverable and cols) and as the axtree text view, which names
+// elements by role with the same ids.
+(function () {
+  'use strict';
+  const W = window.__webserv;
+  if (!W || W.parser || !W.parserKit) return;
+  const K = W.parserKit;
+  const { clip, textOf, labelText, BUTTON_INPUT, MAX_HREF } = K;
+
+  // Tags that start a new line in the serialized HTML (readability; one token each).
+  const BLOCK = new Set(['div', 'p', 'ul', 'ol', 'li', 'table', 'tr', 'form', 'section', 'article',
+    'header', 'footer', 'nav', 'main', 'aside', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'fieldset',
+    'dl', 'dt', 'dd', 'blockquote', 'pre', 'iframe', 'details', 'summary', 'dialog', 'label', 'hr',
+    'select', 'textarea', 'thead', 'tbody', 'figure', 'figcaption']);
+  const VOID = new Set(['input', 'img', 'br', 'hr', 'area', 'wbr']);
+  const MAX_HTML_OPTIONS = 30;
+
+  function escText(s) {
+    return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  }
+
+  function escAttr(s) {
+    return s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+  }
+
+  function serialize(node, out) {
+    if (typeof node === 'string') { out.push(escText(node)); return; }
+    const tag = node.t;
+    if (BLOCK.has(tag) && out.length) out.push('\n');
+    out.push('<', tag);
+    for (const a of node.a) {
+      out.push(' ', a[0]);
+      if (a[1] !== '') out.push('="', escAttr(a[1]), '"');
+    }
+    if (node.id) out.push(' data-semantic-id="', escAttr(node.id), '"');
+    if (node.click) out.push(' data-clickable="true"');
+    if (node.hover) out.push(' data-maybe-hoverable="true"');
+    if (node.cols) out.push(' cols="', String(node.cols), '"');
+    out.push('>');
+    if (VOID.has(tag)) return;
+    if (node.options) {
+      const n = Math.min(node.options.length, MAX_HTML_OPTIONS);
+      for (let i = 0; i < n; i++) {
+        const o = node.options[i];
+        out.push('<option data-semantic-id="', escAttr(o.id), '"', o.selected ? ' selected' : '', '>', escText(o.text), '</option>');
+      }
+      if (node.options.length > n) out.push('<!-- ', String(node.options.length - n), ' more options: see selects -->');
+    }
+    const c = node.c;
+    for (let i = 0; i < c.length; i++) {
+      if (i > 0 && (typeof c[i] === 'string' || typeof c[i - 1] === 'string')) out.push(' ');
+      serialize(c[i], out);
+    }
+    out.push('</', tag, '>');
+  }
+
+  // Roles for the text view; elements without one are transparent there.
+  function roleOf(node) {
+    const el = node.el, tag = node.t;
+    const r = el.getAttribute('role');
+    if (r) return r;
+    switch (tag) {
+      case 'a': return el.hasAttribute('href') ? 'link' : (node.click ? 'link' : '');
+      case 'button': case 'summary': return 'button';
+      case 'select': return el.multiple ? 'listbox' : 'combobox';
+      case 'textarea': return 'textbox';
+      case 'img': return 'img';
+      case 'ul': case 'ol': return 'list';
+      case 'li': return 'listitem';
+      case 'table': return 'table';
+      case 'tr': return 'row';
+      case 'td': return 'cell';
+      case 'th': return 'columnheader';
+      case 'nav': return 'navigation';
+      case 'form': return 'form';
+      case 'main': return 'main';
+      case 'dialog': return 'dialog';
+      case 'iframe': return 'iframe';
+      case 'h1': case 'h2': case 'h3': case 'h4': case 'h5': case 'h6': return 'heading';
+      case 'input': {
+        const t = el.type;
+        if (BUTTON_INPUT.has(t)) return 'button';
+        if (t === 'checkbox' || t === 'radio') return t;
+        if (t === 'number') return 'spinbutton';
+        if (t === 'range') return 'slider';
+        if (t === 'search') return 'searchbox';
+        return 'textbox';
+      }
+    }
+    if (node.kind === 'input') return 'textbox';
+    if (node.click) return 'clickable';
+    if (node.hover) return 'hoverable';
+    return '';
+  }
+
+  // Roles whose name is their text: their text children are not repeated.
+  const NAMED_BY_TEXT = new Set(['link', 'button', 'heading', 'clickable', 'hoverable', 'tab', 'menuitem', 'option', 'checkbox', 'radio', 'switch', 'cell', 'columnheader', 'listitem-leaf']);
+
+  function axtree(node, depth, lines) {
+    const pad = '\t'.repeat(depth);
+    if (typeof node === 'string') { lines.push(pad + 'StaticText ' + JSON.stringify(node)); return; }
+    const role = roleOf(node);
+    if (!role) { for (const c of node.c) axtree(c, depth, lines); return; }
+    const el = node.el;
+    let name = el.getAttribute('aria-label') || '';
+    const byText = NAMED_BY_TEXT.has(role) && node.c.every(function (c) { return typeof c === 'string' || !roleOf(c); });
+    if (!name && byText) name = textOf(node, 200);
+    if (!name && (node.kind === 'input' || node.kind === 'select') && el.labels && el.labels.length) name = labelText(el.labels[0]);
+    if (!name && node.t === 'img') name = el.alt || el.title || '';
+    let line = pad + (node.id ? '[' + node.id + '] ' : '') + role;
+    if (name) line += ' ' + JSON.stringify(clip(name.replace(/\s+/g, ' ').trim(), 200));
+    if (node.kind === 'input') {
+      const t = el.type;
+      if (t === 'checkbox' || t === 'radio') line += el.checked ? ' checked' : ' unchecked';
+      else if (el.isContentEditable) line += ' value=' + JSON.stringify(clip(el.innerText.trim(), 200));
+      else if (el.value !== undefined) line += ' value=' + JSON.stringify(clip(el.value, 200));
+      if (el.placeholder) line += ' placeholder=' + JSON.stringify(el.placeholder);
+    }
+    if (node.t === 'a' && el.getAttribute('href')) line += ' url=' + JSON.stringify(clip(el.getAttribute('href'), MAX_HREF));
+    if (el.getAttribute('aria-expanded')) line += ' expanded=' + el.getAttribute('aria-expanded');
+    if (node.t.length === 2 && node.t[0] === 'h' && node.t[1] >= '1' && node.t[1] <= '6') line += ' level=' + node.t[1];
+    lines.push(line);
+    if (node.options) {
+      for (const o of node.options) lines.push(pad + '\t[' + o.id + '] option ' + JSON.stringify(o.text) + (o.selected ? ' selected' : ''));
+      return;
+    }
+    if (byText) return;
+    for (const c of node.c) axtree(c, depth + 1, lines);
+  }
+
+  // html is the observation's html: the root's children, serialized.
+  function html(root) {
+    const parts = [];
+    for (let i = 0; i < root.c.length; i++) {
+      if (i > 0 && (typeof root.c[i] === 'string' || typeof root.c[i - 1] === 'string')) parts.push(' ');
+      serialize(root.c[i], parts);
+    }
+    return parts.join('').trim();
+  }
+
+  // axtreeText is the text view of the tree, under the page's title.
+  function axtreeText(root) {
+    const lines = ['RootWebArea ' + JSON.stringify(document.title)];
+    for (const c of root.c) axtree(c, 1, lines);
+    return lines.join('\n');
+  }
+
+  Object.assign(K, { html, axtreeText });
+})();
