@@ -15,13 +15,12 @@
 (function () {
   'use strict';
   const W = window.__webserv;
-  if (!W || W.act) return;
+  if (!W || W.act || !W.elements) return;
 
   const CODES = Object.freeze(['missing', 'stale', 'hidden', 'covered', 'disabled', 'not_editable',
     'readonly', 'no_option', 'not_select', 'bad_value', 'bad_action']);
 
-  const TEXT_TYPES = new Set(['text', 'search', 'email', 'url', 'tel', 'password', 'number', '']);
-  const VALUE_TYPES = new Set(['date', 'time', 'datetime-local', 'month', 'week', 'color', 'range']);
+  const { disabled, editKind, frameOffset } = W.elements;
 
   function describe(el) {
     if (!el || !el.localName) return 'nothing';
@@ -54,39 +53,6 @@
       return [null, fail('stale', "element '" + id + "' is no longer on the page (it changed after the last observation)")];
     }
     return [el, null];
-  }
-
-  function disabled(el) {
-    try { if (el.matches(':disabled')) return true; } catch (e) { /* not a form control */ }
-    return el.getAttribute('aria-disabled') === 'true';
-  }
-
-  // editKind says how text goes into an element: "text" (typed keystrokes),
-  // "value" (date/colour/range pickers: the value is set directly) or "" (not
-  // editable).
-  function editKind(el) {
-    if (el.localName === 'textarea') return 'text';
-    if (el.localName === 'input') {
-      const t = el.type || 'text';
-      if (TEXT_TYPES.has(t)) return 'text';
-      if (VALUE_TYPES.has(t)) return 'value';
-      return '';
-    }
-    return el.isContentEditable ? 'text' : '';
-  }
-
-  // Offset of a frame's viewport inside the top-level viewport.
-  function frameOffset(win) {
-    let x = 0, y = 0;
-    while (win !== window.top) {
-      const fe = win.frameElement;
-      if (!fe) break;
-      const r = fe.getBoundingClientRect();
-      x += r.left + fe.clientLeft;
-      y += r.top + fe.clientTop;
-      win = win.parent;
-    }
-    return [x, y];
   }
 
   // prepare(id, mode) validates the target for mode "click", "hover", "focus"

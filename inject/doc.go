@@ -5,7 +5,7 @@
 // Page.addScriptToEvaluateOnNewDocument, so they run in every document of a
 // page (its frames, its reloads, and popups it opens) before any script of
 // the page itself. They add one non-enumerable global, window.__webserv, with
-// five parts:
+// these parts:
 //
 //   - settle (settle.js, with its wrappers settle_callbacks.js,
 //     settle_messages.js, settle_requests.js and settle_navigation.js):
@@ -18,6 +18,9 @@
 //   - listeners (listeners.js): wraps addEventListener to record which
 //     elements listen for hover events (marked data-maybe-hoverable="true")
 //     and click events, so hover-only menus and div buttons are found.
+//   - elements (elements.js): what the parser and the actions both ask of
+//     an element (disabled, how text goes into it, its frame's offset), so
+//     the two always agree.
 //   - parser (parser.js, then parser_ids.js, parser_geometry.js,
 //     parser_views.js and parser_observe.js): walks the rendered DOM once
 //     and returns the compact observation: stripped HTML with semantic ids,

@@ -27,6 +27,8 @@ var (
 	settleNavigationJS string
 	//go:embed listeners.js
 	listenersJS string
+	//go:embed elements.js
+	elementsJS string
 	//go:embed parser.js
 	parserJS string
 	//go:embed parser_ids.js
@@ -64,6 +66,7 @@ func Files() []File {
 		{"settle_requests.js", settleRequestsJS},
 		{"settle_navigation.js", settleNavigationJS},
 		{"listeners.js", listenersJS},
+		{"elements.js", elementsJS},
 		{"parser.js", parserJS},
 		{"parser_ids.js", parserIDsJS},
 		{"parser_geometry.js", parserGeometryJS},

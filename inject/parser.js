@@ -30,7 +30,8 @@
 //   parser_observe.js   the component lists and W.parser, the entry point
 //
 // Each reaches what the files before it provide through
-// window.__webserv.parserKit, which parser_observe.js freezes.
+// window.__webserv.parserKit, which parser_observe.js freezes, and what it
+// shares with actions.js through window.__webserv.elements (elements.js).
 //
 // Geometry and layout read the rendered boxes and change nothing in the page.
 //
@@ -44,7 +45,8 @@
 (function () {
   'use strict';
   const W = window.__webserv;
-  if (!W || W.parser || W.parserKit) return;
+  if (!W || W.parser || W.parserKit || !W.elements) return;
+  const isDisabled = W.elements.disabled; // as actions.js judges it
 
   // Tags that never reach the observation, with their whole subtree.
   const SKIP = new Set(['script', 'style', 'link', 'meta', 'noscript', 'template', 'base', 'head',
@@ -99,13 +101,6 @@
     const ox = st.overflowX, oy = st.overflowY;
     return ((oy === 'auto' || oy === 'scroll') && el.scrollHeight > el.clientHeight) ||
       ((ox === 'auto' || ox === 'scroll') && el.scrollWidth > el.clientWidth);
-  }
-
-  function isDisabled(el) {
-    try {
-      if (el.matches(':disabled')) return true;
-    } catch (e) { /* not a form-associated element */ }
-    return el.getAttribute('aria-disabled') === 'true';
   }
 
   // Text of a stripped subtree, up to max characters.
@@ -411,6 +406,6 @@
   }
 
   Object.defineProperty(W, 'parserKit', {
-    value: { slug, clip, textOf, labelledBy, labelText, isDisabled, BUTTON_INPUT, MAX_HREF, walk },
+    value: { slug, clip, textOf, labelledBy, labelText, BUTTON_INPUT, MAX_HREF, walk },
   });
 })();

@@ -6,26 +6,13 @@
   const W = window.__webserv;
   if (!W || W.parser || !W.parserKit) return;
   const K = W.parserKit;
+  const frameOffset = W.elements.frameOffset;
 
   // Sample points per axis of the covered test: a 3x3 grid of cell centres
   // over the part of the box inside the viewport.
   const SAMPLES = 3;
 
   function round2(x) { return Math.round(x * 100) / 100; }
-
-  // Offset of a frame's viewport inside the top-level viewport.
-  function frameOffset(win) {
-    let x = 0, y = 0;
-    while (win !== window.top) {
-      const fe = win.frameElement;
-      if (!fe) break;
-      const r = fe.getBoundingClientRect();
-      x += r.left + fe.clientLeft;
-      y += r.top + fe.clientTop;
-      win = win.parent;
-    }
-    return [x, y];
-  }
 
   // geometry describes a target's box: bbox [x, y, width, height] in CSS
   // pixels of the top-level viewport; in_viewport, the share of its area

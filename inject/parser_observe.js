@@ -7,10 +7,8 @@
   const W = window.__webserv;
   if (!W || W.parser || !W.parserKit) return;
   const K = W.parserKit;
-  const { walk, assignIds, geometry, round2, html, axtreeText, isDisabled } = K;
-
-  const TEXT_INPUT = new Set(['text', 'search', 'email', 'url', 'tel', 'password', 'number', '']);
-  const VALUE_INPUT = new Set(['date', 'time', 'datetime-local', 'month', 'week', 'color', 'range']);
+  const { walk, assignIds, geometry, round2, html, axtreeText } = K;
+  const { disabled, editKind } = W.elements;
 
   let registry = new Map(); // semantic id -> element, from the last observation
 
@@ -31,8 +29,7 @@
     const el = n.el;
     const tag = n.t;
     const type = tag === 'input' ? (el.type || 'text') : (tag === 'textarea' ? 'textarea' : 'contenteditable');
-    const editable = !isDisabled(el) && !el.readOnly &&
-      (tag === 'textarea' || el.isContentEditable || TEXT_INPUT.has(type) || VALUE_INPUT.has(type));
+    const editable = !disabled(el) && !el.readOnly && editKind(el) !== '';
     const s = {
       id: n.id, tag: tag, type: type,
       value: el.isContentEditable && tag !== 'input' && tag !== 'textarea' ? el.innerText : String(el.value),
@@ -56,7 +53,7 @@
     const el = n.el;
     return {
       id: n.id, value: el.value, selected_index: el.selectedIndex, multiple: el.multiple,
-      focused: el === focusedEl, disabled: isDisabled(el),
+      focused: el === focusedEl, disabled: disabled(el),
       options: n.options.map(function (o) {
         const x = { id: o.id, text: o.text, value: o.value, selected: o.selected };
         if (o.disabled) x.disabled = true;
