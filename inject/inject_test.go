@@ -277,6 +277,34 @@ func TestSettleFollowsTimersWithinTheBudgetOnly(t *testing.T) {
 	}
 }
 
+// Animation frames and idle callbacks carry their cause into what they
+// schedule, and a cancelled one is no longer pending. The wrappers keep
+// the originals' names.
+func TestSettleFollowsFramesAndIdleCallbacks(t *testing.T) {
+	p := open(t, `<p>frames</p>`)
+	if got := eval(t, p, `() => [requestAnimationFrame.name, cancelAnimationFrame.name, requestIdleCallback.name, cancelIdleCallback.name].join(' ')`); got != "requestAnimationFrame cancelAnimationFrame requestIdleCallback cancelIdleCallback" {
+		t.Errorf("wrapper names: %v", got)
+	}
+	eval(t, p, `() => { __webserv.settle.begin(1);
+		cancelAnimationFrame(requestAnimationFrame(() => {}));
+		cancelIdleCallback(requestIdleCallback(() => {}));
+	}`)
+	if st := settleState(t, p, 1, 5000); st["pending"] != float64(0) {
+		t.Errorf("cancelled frame and idle callback still pending: %v", st["items"])
+	}
+	for k, schedule := range []string{"requestAnimationFrame", "requestIdleCallback"} {
+		act := 2 + k*20
+		// A later action begins before the callback runs: the timer is
+		// still the earlier action's.
+		eval(t, p, fmt.Sprintf(`() => new Promise(r => { __webserv.settle.begin(%d);
+			%s(() => { setTimeout(() => {}, 300); r(); }); __webserv.settle.begin(%d); })`, act, schedule, act+10))
+		st := settleState(t, p, act, 5000)
+		if st["pending"] != float64(1) {
+			t.Errorf("a timer set from a %s callback is not the action's: %v", schedule, st["items"])
+		}
+	}
+}
+
 func TestSettleCarriesTheCauseThroughCallbacks(t *testing.T) {
 	p := open(t, `<p>chains</p>`)
 	// Action 1 schedules five kinds of callbacks that each start a request
