@@ -17,10 +17,6 @@
   const oClearTimeout = window.clearTimeout;
   const oSetInterval = window.setInterval;
   const oClearInterval = window.clearInterval;
-  const oRAF = window.requestAnimationFrame;
-  const oCancelRAF = window.cancelAnimationFrame;
-  const oRIC = window.requestIdleCallback;
-  const oCancelRIC = window.cancelIdleCallback;
 
   const timerItems = new Map(); // timer handle -> pending id
 
@@ -69,48 +65,39 @@
     return oClearInterval.call(window, handle);
   };
 
-  // Animation frames and idle callbacks.
-  const frameItems = new Map();
-  if (typeof oRAF === 'function') {
-    window.requestAnimationFrame = function requestAnimationFrame(fn) {
-      if (typeof fn !== 'function') return oRAF.call(window, fn);
-      const c = child(current(), FRAME_COST, fn);
-      let id = 0;
-      const handle = oRAF.call(window, function (ts) {
-        if (id) { frameItems.delete(handle); untrack(id); }
-        enter(c);
-        return fn.call(this, ts);
-      });
-      id = track(c, { kind: 'frame', what: 'requestAnimationFrame', expires: now() + OVERDUE });
-      if (id) frameItems.set(handle, id);
-      return handle;
+  // Animation frames and idle callbacks: schedulers that take a callback
+  // (and options) and answer a handle, each with its cancel function. A
+  // callback is pending, at cost in timer delay, until it runs or is
+  // cancelled. The wrappers are methods named as the originals are.
+  function followScheduler(request, cancel, kind, cost) {
+    const oRequest = window[request], oCancel = window[cancel];
+    if (typeof oRequest !== 'function') return;
+    const items = new Map(); // handle -> pending id
+    const wrappers = {
+      [request](fn) {
+        if (typeof fn !== 'function') return oRequest.apply(window, arguments);
+        const c = child(current(), cost, fn);
+        let id = 0;
+        // The callback's one argument: a timestamp or an idle deadline. An
+        // idle callback's options pass through.
+        const handle = oRequest.call(window, function (arg) {
+          if (id) { items.delete(handle); untrack(id); }
+          enter(c);
+          return fn.call(this, arg);
+        }, arguments[1]);
+        id = track(c, { kind: kind, what: request, expires: now() + OVERDUE });
+        if (id) items.set(handle, id);
+        return handle;
+      },
+      [cancel](handle) {
+        const id = items.get(handle);
+        if (id) { items.delete(handle); untrack(id); }
+        return oCancel.call(window, handle);
+      },
     };
-    window.cancelAnimationFrame = function cancelAnimationFrame(handle) {
-      const id = frameItems.get(handle);
-      if (id) { frameItems.delete(handle); untrack(id); }
-      return oCancelRAF.call(window, handle);
-    };
+    window[request] = wrappers[request];
+    window[cancel] = wrappers[cancel];
   }
-
-  const idleItems = new Map();
-  if (typeof oRIC === 'function') {
-    window.requestIdleCallback = function requestIdleCallback(fn, opts) {
-      if (typeof fn !== 'function') return oRIC.apply(window, arguments);
-      const c = child(current(), IDLE_COST, fn);
-      let id = 0;
-      const handle = oRIC.call(window, function (deadline) {
-        if (id) { idleItems.delete(handle); untrack(id); }
-        enter(c);
-        return fn.call(this, deadline);
-      }, opts);
-      id = track(c, { kind: 'idle', what: 'requestIdleCallback', expires: now() + OVERDUE });
-      if (id) idleItems.set(handle, id);
-      return handle;
-    };
-    window.cancelIdleCallback = function cancelIdleCallback(handle) {
-      const id = idleItems.get(handle);
-      if (id) { idleItems.delete(handle); untrack(id); }
-      return oCancelRIC.call(window, handle);
-    };
-  }
+  followScheduler('requestAnimationFrame', 'cancelAnimationFrame', 'frame', FRAME_COST);
+  followScheduler('requestIdleCallback', 'cancelIdleCallback', 'idle', IDLE_COST);
 })();

@@ -27,23 +27,29 @@
     return track(c, { kind: 'request', what: kind, method: String(method || 'GET').toUpperCase(), url: abs, origin: origin });
   }
 
+  // follow calls orig (fetch, a body read) on self with args as request id
+  // of cause c: it stops being pending when the call throws or its promise
+  // settles (answered when it resolves), and what follows runs in cause c.
+  function follow(c, id, orig, self, args) {
+    let p;
+    try {
+      p = orig.apply(self, args);
+    } catch (e) {
+      untrack(id);
+      throw e;
+    }
+    return p.then(
+      function (v) { answer(id); enter(c); return v; },
+      function (err) { untrack(id); enter(c); throw err; });
+  }
+
   const origFetch = window.fetch;
   if (typeof origFetch === 'function') {
     window.fetch = function fetch(input, init) {
       const method = (init && init.method) || (input && typeof input === 'object' && input.method) || 'GET';
       const url = (input && typeof input === 'object' && 'url' in input) ? input.url : input;
       const c = current();
-      const id = request(c, 'fetch', method, url);
-      let p;
-      try {
-        p = origFetch.apply(this, arguments);
-      } catch (e) {
-        untrack(id);
-        throw e;
-      }
-      return p.then(
-        function (resp) { answer(id); enter(c); return resp; },
-        function (err) { untrack(id); enter(c); throw err; });
+      return follow(c, request(c, 'fetch', method, url), origFetch, this, arguments);
     };
   }
 
@@ -56,17 +62,7 @@
       if (typeof orig !== 'function') return;
       Response.prototype[name] = function () {
         const c = current();
-        const id = request(c, 'body', 'READ', this.url);
-        let p;
-        try {
-          p = orig.apply(this, arguments);
-        } catch (e) {
-          untrack(id);
-          throw e;
-        }
-        return p.then(
-          function (v) { answer(id); enter(c); return v; },
-          function (err) { untrack(id); enter(c); throw err; });
+        return follow(c, request(c, 'body', 'READ', this.url), orig, this, arguments);
       };
     });
   }
