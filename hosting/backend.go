@@ -41,6 +41,10 @@ type Instance interface {
 // ErrNoSnapshot is returned by Restore and Fork for an unknown name.
 var ErrNoSnapshot = errors.New("no snapshot with that name")
 
+// ErrBadSnapshotName is returned by Snapshot for a name the backend cannot
+// take: the caller's mistake, not the backend's failure.
+var ErrBadSnapshotName = errors.New("not a valid snapshot name")
+
 // WaitReady polls base+probe.Path until it answers probe.Status or the
 // probe's timeout passes. The wait between probes doubles from 10 ms to at
 // most 40 ms: a probe on loopback costs well under a millisecond, and every

@@ -284,7 +284,7 @@ func (in *localInstance) restart(ctx context.Context, from string) error {
 // not change while it is copied, then resumes it.
 func (in *localInstance) Snapshot(ctx context.Context, name string) error {
 	if !ValidSnapshotName(name) {
-		return fmt.Errorf("snapshot name %q: use letters, digits, - and _", name)
+		return fmt.Errorf("snapshot name %q: use letters, digits, - and _: %w", name, ErrBadSnapshotName)
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()

@@ -81,7 +81,7 @@ func (in *Instance) swap(c *container) {
 // snapshots it under name (replacing an older one) and thaws it.
 func (in *Instance) Snapshot(ctx context.Context, name string) error {
 	if !validSnapshot(name) {
-		return fmt.Errorf("snapshot name %q: use letters, digits, - and _ (and not %q)", name, baseSnap)
+		return fmt.Errorf("snapshot name %q: use letters, digits, - and _ (and not %q): %w", name, baseSnap, hosting.ErrBadSnapshotName)
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()

@@ -111,7 +111,8 @@ func (cn *conn) readLoop() error {
 		}
 		cn.s.metrics.requests.WithLabelValues(opLabel(req.Op)).Inc()
 		if req.Op == "hello" {
-			cn.reply(start, cn.hello(req))
+			res, err := cn.hello(req.Args)
+			cn.reply(start, &Reply{ID: req.ID, Result: res, Error: wireError(err)})
 			continue
 		}
 		if !cn.authed {
@@ -128,7 +129,7 @@ func (cn *conn) reply(start time.Time, r *Reply) {
 	r.OK = r.Error == nil
 	r.ServerMs = float64(time.Since(start).Microseconds()) / 1000
 	if r.Error != nil {
-		cn.s.metrics.errors.WithLabelValues(r.Error.Code).Inc()
+		cn.s.metrics.errors.WithLabelValues(string(r.Error.Code)).Inc()
 	}
 	data, err := encodeReply(r)
 	if err != nil {
@@ -144,73 +145,60 @@ func (cn *conn) reply(start time.Time, r *Reply) {
 	}
 }
 
-func (cn *conn) hello(req Request) *Reply {
-	a := args(req.Args)
-	token, e := a.str("token")
-	if e != nil {
-		return &Reply{ID: req.ID, Error: e}
+func (cn *conn) hello(raw args) (any, error) {
+	a, err := decodeArgs[helloArgs]("hello", raw)
+	if err != nil {
+		return nil, err
 	}
-	if !cn.s.authorized(token) {
-		return &Reply{ID: req.ID, Error: errorf(CodeUnauthorized, false, "wrong or missing token")}
+	if !cn.s.authorized(a.Token) {
+		return nil, errorf(CodeUnauthorized, false, "wrong or missing token")
 	}
-	if v, ok, _ := a.num("version"); ok && int(v) != ProtocolVersion {
-		return &Reply{ID: req.ID, Error: errorf(CodeBadArgs, false, "this server speaks protocol version %d, the client asked for %d; upgrade the older side", ProtocolVersion, int(v))}
+	if a.Version != nil && *a.Version != ProtocolVersion {
+		return nil, errorf(CodeBadArgs, false, "this server speaks protocol version %d, the client asked for %d; upgrade the older side", ProtocolVersion, *a.Version)
 	}
-	keep, e := a.boolean("keep_envs")
-	if e != nil {
-		return &Reply{ID: req.ID, Error: e}
-	}
-	cn.keep.Store(keep)
+	cn.keep.Store(a.KeepEnvs)
 	cn.authed = true
 	cfg := cn.s.cfg
-	return &Reply{ID: req.ID, Result: map[string]any{
+	return map[string]any{
 		"protocol": ProtocolVersion,
 		"server":   "webserv",
 		"version":  Version,
 		"build":    Build(),
 		"sites":    cn.s.factory.Sites(),
+		"ops":      opNames(),
 		"limits": map[string]any{
 			"max_envs": cfg.MaxEnvs, "max_creating": cfg.MaxCreating, "max_frame": cfg.MaxFrame,
 			"ttl_s": cfg.TTL.Seconds(), "request_timeout_s": cfg.StepTimeout.Seconds(),
 		},
-	}}
+	}, nil
 }
 
-// dispatch runs a request: on its environment's worker when it names one,
-// so one environment's requests keep their order; otherwise at once.
+// dispatch runs a request: on its environment's worker when its op names
+// one, so one environment's requests keep their order; otherwise at once.
+// Its context derives from the server's, so Close cancels it.
 func (cn *conn) dispatch(start time.Time, req Request) {
+	o, ok := lookupOp(req.Op)
+	if !ok {
+		cn.reply(start, &Reply{ID: req.ID, Error: wireError(unknownOp(req.Op))})
+		return
+	}
 	run := func(x *session) {
-		ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), connKey{}, cn), cn.s.cfg.StepTimeout)
-		defer cancel()
-		res, e := cn.s.handle(ctx, req, x)
-		if e == nil && ctx.Err() != nil {
-			e = errorf(CodeTimeout, true, "request took longer than %s", cn.s.cfg.StepTimeout)
-		}
-		cn.reply(start, &Reply{ID: req.ID, Result: res, Error: e})
+		res, err := cn.s.run(req, call{conn: cn, x: x})
+		cn.reply(start, &Reply{ID: req.ID, Result: res, Error: wireError(err)})
 	}
-	switch req.Op {
-	case "reset", "step", "observe", "close", "snapshot", "restore", "fork":
-		x, e := cn.s.session(req.Env)
-		if e != nil {
-			cn.reply(start, &Reply{ID: req.ID, Error: e})
-			return
-		}
-		x.owner.Store(cn) // the connection that uses an environment owns it
-		if !x.enqueue(func() { run(x) }) {
-			cn.reply(start, &Reply{ID: req.ID, Error: errorf(CodeUnknownEnv, false, "environment %q was closed", req.Env)})
-		}
-	default:
+	if !o.env {
 		go run(nil)
+		return
 	}
-}
-
-// connKey carries the requesting connection in a request's context, so
-// the environments it makes belong to it.
-type connKey struct{}
-
-func connOf(ctx context.Context) *conn {
-	cn, _ := ctx.Value(connKey{}).(*conn)
-	return cn
+	x, err := cn.s.session(req.Env)
+	if err != nil {
+		cn.reply(start, &Reply{ID: req.ID, Error: wireError(err)})
+		return
+	}
+	x.owner.Store(cn) // the connection that uses an environment owns it
+	if !x.enqueue(func() { run(x) }) {
+		cn.reply(start, &Reply{ID: req.ID, Error: errorf(CodeUnknownEnv, false, "environment %q was closed", req.Env)})
+	}
 }
 
 // releaseOwned closes the environments whose owner is cn.
@@ -231,10 +219,10 @@ func (s *Server) releaseOwned(cn *conn) {
 	}
 }
 
-func opLabel(op string) string {
-	switch op {
-	case "hello", "sites", "tasks", "make", "reset", "step", "observe", "close", "stats", "snapshot", "restore", "fork":
-		return op
+// opLabel is the metric label of an op: its name, or "unknown".
+func opLabel(name string) string {
+	if _, ok := lookupOp(name); ok {
+		return name
 	}
 	return "unknown"
 }

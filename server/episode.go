@@ -97,7 +97,7 @@ func (s *Server) notify(f func(Observer)) {
 // whose start page is known beforehand begins first and is prepared on its
 // worker right after (group.go).
 func (s *Server) start(ctx context.Context, x *session, cause string, inst Instance, ep Episode,
-	load func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error)) (*EpisodeReply, *Error) {
+	load func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error)) (*EpisodeReply, error) {
 	obs, info, e := s.prepare(ctx, x, inst, ep, load)
 	if e != nil {
 		return nil, e
@@ -119,13 +119,13 @@ func (x *session) reply(ep Episode, obs envcore.Observation, info envcore.StepIn
 // prepare binds inst to the environment and loads the browser side (load:
 // a reset to the start page or a rebuild of captured browser state).
 func (s *Server) prepare(ctx context.Context, x *session, inst Instance, ep Episode,
-	load func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error)) (envcore.Observation, envcore.StepInfo, *Error) {
+	load func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error)) (envcore.Observation, envcore.StepInfo, error) {
 	s.bind(x, inst)
 	x.net.NewEpisode()
 	s.traceEpisode(x, ep)
 	obs, info, err := load(ctx)
 	if err != nil {
-		return obs, info, envError(err)
+		return obs, info, err
 	}
 	return obs, info, nil
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -102,25 +101,6 @@ type Episode struct {
 	Trace bool
 }
 
-// backendError is a site that failed to start, reset or sign in: the
-// infrastructure's failure, not the request's.
-type backendError struct{ error }
-
-func (e backendError) Unwrap() error { return e.error }
-
-// failed marks err as the infrastructure's.
-func failed(err error) error { return backendError{err} }
-
-// instanceError is the reply for a Factory.Make or Instance.Episode error:
-// backend for the infrastructure's failures, bad_args for the request's.
-func instanceError(err error) *Error {
-	var be backendError
-	if errors.As(err, &be) {
-		return errorf(CodeBackend, true, "%v", err)
-	}
-	return errorf(CodeBadArgs, false, "%v", err)
-}
-
 // OpenFactory serves the "open" site: any http(s) URL, no hosting, reward 0
 // until the agent terminates (the analogue of BrowserGym's openended task).
 type OpenFactory struct{}
@@ -133,7 +113,7 @@ func (OpenFactory) Sites() []SiteInfo {
 // Tasks: the open site has none.
 func (OpenFactory) Tasks(site string) ([]TaskInfo, error) {
 	if site != "" && site != "open" {
-		return nil, fmt.Errorf("unknown site %q", site)
+		return nil, badRequest(fmt.Errorf("unknown site %q", site))
 	}
 	return []TaskInfo{}, nil
 }
@@ -141,13 +121,13 @@ func (OpenFactory) Tasks(site string) ([]TaskInfo, error) {
 // Make checks the spec and returns an instance that starts at its URL.
 func (OpenFactory) Make(ctx context.Context, spec MakeSpec) (Instance, error) {
 	if spec.Site != "open" {
-		return nil, fmt.Errorf("unknown site %q; this server has: open", spec.Site)
+		return nil, badRequest(fmt.Errorf("unknown site %q; this server has: open", spec.Site))
 	}
 	if spec.Task != "" {
-		return nil, fmt.Errorf("site open has no tasks; give start_url (and optionally goal) instead")
+		return nil, badRequest(fmt.Errorf("site open has no tasks; give start_url (and optionally goal) instead"))
 	}
 	if err := checkURL(spec.StartURL); err != nil {
-		return nil, err
+		return nil, badRequest(err)
 	}
 	return &openInstance{url: spec.StartURL, goal: spec.Goal, allow: spec.Allow, polite: spec.Politeness}, nil
 }
@@ -174,7 +154,7 @@ func (o *openInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episod
 	u, goal := o.url, o.goal
 	if opts.StartURL != "" {
 		if err := checkURL(opts.StartURL); err != nil {
-			return Episode{}, err
+			return Episode{}, badRequest(err)
 		}
 		u = opts.StartURL
 	}

@@ -141,16 +141,8 @@ func (g *group) lent() {
 	}
 }
 
-// episodeOptions reads the options that identify a group's start state.
-func episodeOptions(o args) EpisodeOptions {
-	var opts EpisodeOptions
-	opts.Task, _ = o.str("task")
-	opts.StartURL, _ = o.str("start_url")
-	return opts
-}
-
 // groupEpisode starts x's episode as a member of the group key.
-func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts EpisodeOptions, cause string) (*EpisodeReply, *Error) {
+func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts EpisodeOptions, cause string) (*EpisodeReply, error) {
 	g, leader := x.joined, x.leads
 	x.joined = nil
 	if g == nil {
@@ -210,7 +202,8 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 		obs, _, e := s.forkMember(ctx, x, g, src, done)
 		switch {
 		case e != nil:
-			x.failed = errorf(e.Code, e.Retryable, "this group member's start failed: %s; reset it to start again", e.Message)
+			we := wireError(e)
+			x.failed = errorf(we.Code, we.Retryable, "this group member's start failed: %s; reset it to start again", we.Message)
 		case obs.HTML != g.reply.Obs.HTML:
 			s.log.Warn("a group member's first page differs from the leader's", zap.String("env", x.id), zap.String("group", g.key))
 		}
@@ -229,7 +222,7 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 // forkMember gives member x a fork of the group's start state, from src
 // (done is called once the fork is made), and rebuilds the leader's browser
 // state on it.
-func (s *Server) forkMember(ctx context.Context, x *session, g *group, src Snapshotter, done func()) (envcore.Observation, envcore.StepInfo, *Error) {
+func (s *Server) forkMember(ctx context.Context, x *session, g *group, src Snapshotter, done func()) (envcore.Observation, envcore.StepInfo, error) {
 	tf := time.Now()
 	forks, err := src.Fork(ctx, g.snap, 1)
 	done()
@@ -263,8 +256,8 @@ func (s *Server) closeInstance(inst Instance, what string) {
 // browser state is captured and its instance snapshotted for the members
 // (and the group's base started in the background); either way the members
 // waiting are let go.
-func (s *Server) leadGroup(ctx context.Context, x *session, g *group) func(*EpisodeReply, *Error) (*EpisodeReply, *Error) {
-	return func(res *EpisodeReply, e *Error) (*EpisodeReply, *Error) {
+func (s *Server) leadGroup(ctx context.Context, x *session, g *group) func(*EpisodeReply, error) (*EpisodeReply, error) {
+	return func(res *EpisodeReply, e error) (*EpisodeReply, error) {
 		defer close(g.ready)
 		if e != nil {
 			g.failed.Store(true)

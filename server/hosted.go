@@ -123,7 +123,7 @@ func (f *HostedFactory) Tasks(site string) ([]TaskInfo, error) {
 		return out, nil
 	}
 	if !f.known(site) {
-		return nil, fmt.Errorf("unknown site %q", site)
+		return nil, badRequest(fmt.Errorf("unknown site %q", site))
 	}
 	out := []TaskInfo{}
 	if st := f.tasks[site]; st != nil {
@@ -138,23 +138,23 @@ func (f *HostedFactory) Make(ctx context.Context, spec MakeSpec) (Instance, erro
 		return f.open.Make(ctx, spec)
 	}
 	if a, ok := f.absent[spec.Site]; ok {
-		return nil, failed(fmt.Errorf("site %s is %s", spec.Site, a.Description))
+		return nil, unconfigured(fmt.Errorf("site %s is %s", spec.Site, a.Description))
 	}
 	s, ok := f.sites[spec.Site]
 	if !ok && !strings.Contains(spec.Site, multiSep) {
 		names := append([]string{"open"}, f.order...)
-		return nil, fmt.Errorf("unknown site %q; this server has: %s (and combinations like a%sb)", spec.Site, strings.Join(names, ", "), multiSep)
+		return nil, badRequest(fmt.Errorf("unknown site %q; this server has: %s (and combinations like a%sb)", spec.Site, strings.Join(names, ", "), multiSep))
 	}
 	st, err := f.taskSet(spec)
 	if err != nil {
-		return nil, err
+		return nil, badRequest(err)
 	}
 	if spec.Task != "" {
 		if st == nil {
-			return nil, fmt.Errorf("site %s has no tasks", spec.Site)
+			return nil, badRequest(fmt.Errorf("site %s has no tasks", spec.Site))
 		}
 		if _, err := st.pick(spec.Site, spec.Task, nil); err != nil {
-			return nil, err // an unknown task fails before an instance starts
+			return nil, badRequest(err) // an unknown task fails before an instance starts
 		}
 	}
 	if s == nil {
@@ -166,11 +166,11 @@ func (f *HostedFactory) Make(ctx context.Context, spec MakeSpec) (Instance, erro
 	}
 	b, ok := f.backends[s.Backend()]
 	if !ok {
-		return nil, failed(fmt.Errorf("site %s runs on %s, which is not available on this server: %s", s.Name, s.Backend(), f.missing[s.Backend()]))
+		return nil, unconfigured(fmt.Errorf("site %s runs on %s, which is not available on this server: %s", s.Name, s.Backend(), f.missing[s.Backend()]))
 	}
 	in, err := b.Start(ctx, s)
 	if err != nil {
-		return nil, failed(fmt.Errorf("start site %s: %w", s.Name, err))
+		return nil, fmt.Errorf("start site %s: %w", s.Name, err)
 	}
 	return newHostedInstance(s, in, spec, st), nil
 }
@@ -221,7 +221,7 @@ func (h *hostedInstance) prepare(ctx context.Context) error {
 	h.mu.Unlock()
 	if !fresh {
 		if err := h.in.Reset(ctx); err != nil {
-			return failed(fmt.Errorf("reset site %s: %w", h.site.Name, err))
+			return fmt.Errorf("reset site %s: %w", h.site.Name, err)
 		}
 		// Connections kept open to the server the reset replaced are dead.
 		if err := h.routes.Set(h.site.Origin, instanceDialer(h.in)); err != nil {
@@ -235,6 +235,9 @@ func (h *hostedInstance) Episode(ctx context.Context, opts EpisodeOptions) (Epis
 	if err := h.prepare(ctx); err != nil {
 		return Episode{}, err
 	}
+	if err := oneStart(opts); err != nil {
+		return Episode{}, err
+	}
 	if h.tasks != nil && opts.StartURL == "" && h.spec.StartURL == "" {
 		return h.tasks.episode(ctx, h.site.Name, h.tasks.roleOrigins(h.site.Origin), h.routes.Client(), opts, h.spec.Task)
 	}
@@ -246,9 +249,13 @@ func (h *hostedInstance) Episode(ctx context.Context, opts EpisodeOptions) (Epis
 func plainEpisode(site *hosting.Site, spec MakeSpec, opts EpisodeOptions) (Episode, error) {
 	start := site.StartPath
 	for _, p := range []string{spec.StartURL, opts.StartURL} {
-		if p != "" {
-			start = p
+		if p == "" {
+			continue
 		}
+		if err := onOrigin(site, p); err != nil {
+			return Episode{}, err
+		}
+		start = p
 	}
 	u, err := resolve(site, start)
 	if err != nil {
@@ -283,6 +290,33 @@ func resolve(site *hosting.Site, p string) (string, error) {
 		p = u.RequestURI()
 	}
 	return base + p, nil
+}
+
+// oneStart refuses an episode asked to start both at a task and at a URL:
+// one of them would be dropped without a word.
+func oneStart(opts EpisodeOptions) error {
+	if opts.Task != "" && opts.StartURL != "" {
+		return badRequest(fmt.Errorf("give task or start_url, not both: a task starts at its own page"))
+	}
+	return nil
+}
+
+// onOrigin refuses a client's start URL that is not on the site: a full
+// URL must be at the site's origin (a path is always on it). The browser
+// could not reach another origin anyway; the request is told so instead of
+// starting somewhere it did not ask for.
+func onOrigin(site *hosting.Site, p string) error {
+	if strings.HasPrefix(p, "/") {
+		return nil
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Host == "" {
+		return badRequest(fmt.Errorf("start_url %s: give a path on the site, like /cart", quoteKey(p)))
+	}
+	if origin, err := hosting.CanonicalOrigin(u.Scheme + "://" + u.Host); err != nil || origin != site.Origin {
+		return badRequest(fmt.Errorf("start_url %s is not on site %s, whose origin is %s; give a path like /cart or a URL at that origin", quoteKey(p), site.Name, site.Origin))
+	}
+	return nil
 }
 
 func (h *hostedInstance) Close(ctx context.Context) error {

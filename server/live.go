@@ -80,42 +80,31 @@ func (sc screens) Screencast(ctx context.Context, env string, frame func([]byte)
 	return x.env.Screencast(ctx, envcore.ScreencastOptions{}, frame)
 }
 
-// liveOptions reads make's approve, approve_timeout_ms and preview_ms.
-func (s *Server) liveOptions(a args, l *limits) *Error {
-	approve, e := a.boolean("approve")
-	if e != nil {
-		return e
-	}
-	if approve && s.board == nil {
+// liveOptions reads make's approve and approve_timeout_ms.
+func (s *Server) liveOptions(a *makeArgs, l *limits) error {
+	if a.Approve && s.board == nil {
 		return errorf(CodeNotSupported, false, "approve needs the server's web UI, where a person decides; this server runs with --no-ui")
 	}
-	timeout, e := a.ms("approve_timeout_ms")
-	if e != nil {
-		return e
-	}
+	timeout := a.ApproveTimeoutMs.D()
 	if timeout <= 0 {
 		timeout = DefaultApproveTimeout
 	}
-	if approve && timeout >= s.cfg.StepTimeout {
+	if a.Approve && timeout >= s.cfg.StepTimeout {
 		return errorf(CodeBadArgs, false, "approve_timeout_ms (%s) must be shorter than the server's request timeout (%s)", timeout, s.cfg.StepTimeout)
 	}
-	l.approve, l.approveTimeout = approve, timeout
-	return s.previewOption(a, l)
+	l.approve, l.approveTimeout = a.Approve, timeout
+	return nil
 }
 
-// previewOption reads preview_ms (make and reset).
-func (s *Server) previewOption(a args, l *limits) *Error {
-	if _, ok := a["preview_ms"]; !ok {
+// previewOption applies preview_ms (make and reset) when it was given.
+func (s *Server) previewOption(ms *Millis, l *limits) error {
+	if ms == nil {
 		return nil
 	}
-	d, e := a.ms("preview_ms")
-	if e != nil {
-		return e
-	}
-	if d < 0 || d > 10*time.Second {
+	if d := ms.D(); d > 10*time.Second {
 		return errorf(CodeBadArgs, false, "preview_ms must be between 0 (off) and 10000")
 	}
-	l.preview = d
+	l.preview = ms.D()
 	return nil
 }
 
@@ -125,7 +114,7 @@ func (s *Server) previewOption(a args, l *limits) *Error {
 // the page, then waits preview_ms, or for a person's verdict in the live
 // view (the outline stays meanwhile); the outline is removed before it
 // returns. A nil review means the action runs unasked.
-func (s *Server) vet(ctx context.Context, x *session, raw any) (*trajectory.Review, *envcore.Box, *Error) {
+func (s *Server) vet(ctx context.Context, x *session, raw any) (*trajectory.Review, *envcore.Box, error) {
 	l := x.limits
 	measure := l.record != nil && l.record.screenshots
 	if l.preview <= 0 && !l.approve && !measure {
@@ -159,13 +148,13 @@ func (s *Server) vet(ctx context.Context, x *session, raw any) (*trajectory.Revi
 		select {
 		case <-time.After(l.preview):
 		case <-ctx.Done():
-			return nil, target, envError(ctx.Err())
+			return nil, target, ctx.Err()
 		}
 		return nil, target, nil
 	}
 	r, err := s.board.Ask(ctx, x.id, x.steps+1, actionText(raw), l.approveTimeout)
 	if err != nil {
-		return nil, target, envError(err)
+		return nil, target, err
 	}
 	return &r, target, nil
 }

@@ -50,10 +50,10 @@ func (f *HostedFactory) startParts(ctx context.Context, names []string, spec Mak
 	for i, n := range names {
 		s, ok := f.sites[n]
 		if !ok {
-			return nil, fmt.Errorf("unknown site %q in %q; this server has: %s", n, strings.Join(names, multiSep), strings.Join(f.order, ", "))
+			return nil, badRequest(fmt.Errorf("unknown site %q in %q; this server has: %s", n, strings.Join(names, multiSep), strings.Join(f.order, ", ")))
 		}
 		if seen[s.Origin] {
-			return nil, fmt.Errorf("sites %q share the origin %s; one environment can hold each origin once", strings.Join(names, multiSep), s.Origin)
+			return nil, badRequest(fmt.Errorf("sites %q share the origin %s; one environment can hold each origin once", strings.Join(names, multiSep), s.Origin))
 		}
 		seen[s.Origin] = true
 		sites[i] = s
@@ -67,12 +67,12 @@ func (f *HostedFactory) startParts(ctx context.Context, names []string, spec Mak
 			defer wg.Done()
 			b, ok := f.backends[s.Backend()]
 			if !ok {
-				errs[i] = failed(fmt.Errorf("site %s runs on %s, which is not available on this server: %s", s.Name, s.Backend(), f.missing[s.Backend()]))
+				errs[i] = unconfigured(fmt.Errorf("site %s runs on %s, which is not available on this server: %s", s.Name, s.Backend(), f.missing[s.Backend()]))
 				return
 			}
 			in, err := b.Start(ctx, s)
 			if err != nil {
-				errs[i] = failed(fmt.Errorf("start site %s: %w", s.Name, err))
+				errs[i] = fmt.Errorf("start site %s: %w", s.Name, err)
 				return
 			}
 			parts[i] = newHostedInstance(s, in, spec, f.tasks[s.Name])
@@ -108,6 +108,9 @@ func (m *multiInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episo
 	if err := m.each(ctx, func(p *hostedInstance) error { return p.prepare(ctx) }); err != nil {
 		return Episode{}, err
 	}
+	if err := oneStart(opts); err != nil {
+		return Episode{}, err
+	}
 	if m.tasks != nil && opts.StartURL == "" && m.spec.StartURL == "" {
 		origins := map[string]string{}
 		for _, p := range m.parts {
@@ -127,7 +130,9 @@ func (m *multiInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episo
 		if pu, err := url.Parse(u); err == nil && pu.Host != "" {
 			for _, p := range m.parts {
 				if o, err := hosting.CanonicalOrigin(pu.Scheme + "://" + pu.Host); err == nil && o == p.site.Origin {
-					ep, err := plainEpisode(p.site, m.spec, opts)
+					spec, o := m.spec, opts
+					spec.StartURL, o.StartURL = "", ""
+					ep, err := plainEpisode(p.site, spec, o)
 					ep.StartURL = u
 					return ep, err
 				}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"time"
 
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/netroute"
@@ -58,15 +59,23 @@ func openPolicy(start string, allow []string) netroute.Policy {
 }
 
 // reportRefusals puts what the environment's policy refused since the last
-// reply into info["refused"]; a refused navigation of the page becomes the
-// observation's last_action_error when the action had none.
+// reply into info["refused"] (times as RFC 3339 text, so info stays plain
+// data in any client); a refused navigation of the page becomes the
+// observation's last_action_error, with code refused, when the action had
+// no error or only the browser's view of the same refusal (a navigation
+// that failed: net::ERR_ABORTED and the like).
 func reportRefusals(x *session, obs *envcore.Observation, info map[string]any) {
 	refs := x.net.Refused()
 	if len(refs) == 0 {
 		return
 	}
-	info["refused"] = refs
-	if obs.LastActionError != "" {
+	wire := make([]map[string]any, len(refs))
+	for i, r := range refs {
+		wire[i] = map[string]any{"url": r.URL, "method": r.Method, "reason": r.Reason, "navigation": r.Navigation,
+			"time": r.Time.UTC().Format(time.RFC3339Nano)}
+	}
+	info["refused"] = wire
+	if obs.LastActionError != "" && info["action_error_code"] != "navigation" {
 		return
 	}
 	for _, r := range refs {

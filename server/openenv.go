@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -34,8 +37,8 @@ type openEnvMessage struct {
 
 func (s *Server) serveOpenEnv(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if !s.authorized(q.Get("token")) {
-		http.Error(w, "this server needs a token: add ?token=... to the URL", http.StatusUnauthorized)
+	if !s.authorized(openEnvToken(r)) {
+		http.Error(w, "this server needs a token: send it as Authorization: Bearer TOKEN, or add ?token=... to the URL", http.StatusUnauthorized)
 		return
 	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
@@ -75,53 +78,79 @@ func (s *Server) serveOpenEnv(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// openEnvHandle runs one message; xp receives the environment a first
-// reset makes.
+// openEnvToken is the token an OpenEnv client sent: in an Authorization
+// header (Bearer), or in the URL's query. openenv-core's client appends
+// "/ws" to the URL it is given, query and all, so a token given as
+// http://HOST/openenv?token=T arrives as "T/ws" on the path /openenv.
+func openEnvToken(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if t, ok := strings.CutPrefix(h, "Bearer "); ok {
+			return strings.TrimSpace(t)
+		}
+	}
+	t := r.URL.Query().Get("token")
+	if r.URL.Path == "/openenv" {
+		t = strings.TrimSuffix(t, "/ws")
+	}
+	return t
+}
+
+// openEnvHandle runs one message through the ops table; xp receives the
+// environment a first reset makes. A reset's data are make's arguments
+// (the first) or reset's, with the episode options (start_url, goal,
+// task, group_key) at the top level as OpenEnv sends them; anything else
+// is refused as the table's ops refuse it.
 func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any, msg openEnvMessage) (string, map[string]any) {
-	fail := func(e *Error) (string, map[string]any) {
-		s.metrics.errors.WithLabelValues(e.Code).Inc()
-		return "error", map[string]any{"message": e.Message, "code": e.Code, "retryable": e.Retryable}
+	fail := func(err error) (string, map[string]any) {
+		e := wireError(err)
+		s.metrics.errors.WithLabelValues(string(e.Code)).Inc()
+		return "error", map[string]any{"message": e.Message, "code": e.Code, "retryable": e.Retryable, "fault": e.Fault}
 	}
 	data := args(msg.Data)
 	if data == nil {
 		data = args{}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StepTimeout)
-	defer cancel()
+	// onEnv runs op on x's worker, within the server's lifetime.
+	onEnv := func(name string, a args) (any, error) {
+		res, err := s.onWorker(x, func() (any, error) { return s.run(Request{Op: name, Args: a}, call{x: x}) })
+		return res, err
+	}
 	switch msg.Type {
 	case "reset":
-		opts := map[string]any{}
-		for _, k := range []string{"start_url", "goal", "task", "group_key"} {
-			if v, ok := data[k]; ok {
+		a, opts := args{}, map[string]any{}
+		for k, v := range data {
+			if slices.Contains(wireNames(reflect.TypeFor[episodeOpts]()), k) {
 				opts[k] = v
+			} else {
+				a[k] = v
 			}
 		}
-		a := args{"options": opts}
-		if v, ok := data["seed"]; ok {
-			a["seed"] = v
+		if len(opts) > 0 {
+			a["options"] = opts
 		}
 		var res any
-		var e *Error
+		var err error
 		if x == nil {
 			for k, v := range defaults {
 				if _, ok := data[k]; !ok {
-					data[k] = v
-				}
-			}
-			for _, k := range []string{"site", "start_url", "goal", "task", "idle_ms", "max_steps", "episode_timeout_ms", "observe"} {
-				if v, ok := data[k]; ok {
 					a[k] = v
 				}
 			}
-			res, e = s.makeEnv(ctx, a)
-			if e == nil {
-				*xp, e = s.session(res.(*EpisodeReply).Env)
+			// make takes the episode options at its top level too.
+			for k, v := range opts {
+				if k != "group_key" {
+					a[k] = v
+				}
+			}
+			res, err = s.run(Request{Op: "make", Args: a}, call{})
+			if err == nil {
+				*xp, err = s.session(res.(*EpisodeReply).Env)
 			}
 		} else {
-			res, e = s.onWorker(ctx, x, func(ctx context.Context) (any, *Error) { return s.startEpisode(ctx, x, a, CauseReset) })
+			res, err = onEnv("reset", a)
 		}
-		if e != nil {
-			return fail(e)
+		if err != nil {
+			return fail(err)
 		}
 		r := res.(*EpisodeReply)
 		return "observation", map[string]any{"observation": openEnvObs(r.Obs, r.Info), "reward": 0.0, "done": false}
@@ -135,14 +164,9 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 		} else {
 			step["action"] = map[string]any(data)
 		}
-		res, e := s.onWorker(ctx, x, func(ctx context.Context) (any, *Error) {
-			if e := x.startFailed("step"); e != nil {
-				return nil, e
-			}
-			return s.step(ctx, x, step)
-		})
-		if e != nil {
-			return fail(e)
+		res, err := onEnv("step", step)
+		if err != nil {
+			return fail(err)
 		}
 		r := res.(*StepReply)
 		return "observation", map[string]any{"observation": openEnvObs(r.Obs, r.Info), "reward": r.Reward,
@@ -151,20 +175,22 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 		if x == nil {
 			return "state", map[string]any{"episode_id": nil, "step_count": 0}
 		}
-		res, e := s.onWorker(ctx, x, func(ctx context.Context) (any, *Error) {
+		res, err := s.onWorker(x, func() (any, error) {
+			ctx, cancel := context.WithTimeout(s.base, s.cfg.StepTimeout)
+			defer cancel()
 			obs, err := x.env.Observe(ctx, observeNothing)
 			if err != nil {
-				return nil, envError(err)
+				return nil, err
 			}
 			return map[string]any{"episode_id": x.id, "step_count": x.steps, "site": x.site, "url": obs.URL,
 				"title": obs.Title, "over": x.over, "goal": x.episode.Goal}, nil
 		})
-		if e != nil {
-			return fail(e)
+		if err != nil {
+			return fail(err)
 		}
 		return "state", res.(map[string]any)
 	}
-	return fail(errorf(CodeUnknownOp, false, "unknown message type %q; use reset, step, state or close", msg.Type))
+	return fail(errorf(CodeUnknownOp, false, "unknown message type %s; use reset, step, state or close", quoteKey(msg.Type)))
 }
 
 // openEnvObs is the observation with the step's info folded in (OpenEnv's
@@ -181,24 +207,20 @@ func openEnvObs(o Observation, info map[string]any) map[string]any {
 }
 
 // onWorker runs fn on x's worker, after the requests queued before it.
-func (s *Server) onWorker(ctx context.Context, x *session, fn func(context.Context) (any, *Error)) (any, *Error) {
+func (s *Server) onWorker(x *session, fn func() (any, error)) (any, error) {
 	type result struct {
-		v any
-		e *Error
+		v   any
+		err error
 	}
 	done := make(chan result, 1)
 	if !x.enqueue(func() {
-		v, e := fn(ctx)
-		done <- result{v, e}
+		v, err := fn()
+		done <- result{v, err}
 	}) {
 		return nil, errorf(CodeUnknownEnv, false, "environment %s was closed", x.id)
 	}
-	select {
-	case r := <-done:
-		return r.v, r.e
-	case <-ctx.Done():
-		return nil, errorf(CodeTimeout, true, "request took longer than %s", s.cfg.StepTimeout)
-	}
+	r := <-done
+	return r.v, r.err
 }
 
 func (s *Server) openEnvReply(ctx context.Context, c *websocket.Conn, typ string, data map[string]any) {

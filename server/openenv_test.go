@@ -73,7 +73,7 @@ func TestOpenEnvProtocol(t *testing.T) {
 	if st["step_count"] != 2.0 || !strings.HasPrefix(st["episode_id"].(string), "env-") || st["title"] != "Page 5" {
 		t.Errorf("state = %v", st)
 	}
-	if r := send(`{"type": "dance"}`); r["type"] != "error" || r["data"].(map[string]any)["code"] != server.CodeUnknownOp {
+	if r := send(`{"type": "dance"}`); r["type"] != "error" || r["data"].(map[string]any)["code"] != string(server.CodeUnknownOp) {
 		t.Errorf("unknown type = %v", r)
 	}
 	if r := send(`not json`); r["type"] != "error" {

@@ -209,19 +209,19 @@ func TestBadInputGetsErrorsAndLosesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := <-cl.unsolic
-		if e := r["error"].(map[string]any); e["code"] != server.CodeBadFrame {
+		if e := r["error"].(map[string]any); e["code"] != string(server.CodeBadFrame) {
 			t.Errorf("frame %x: %v", frame, r)
 		}
 	}
 	if err := cl.c.Write(ctx, websocket.MessageText, []byte(`{"op":"stats"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if r := <-cl.unsolic; r["error"].(map[string]any)["code"] != server.CodeBadFrame {
+	if r := <-cl.unsolic; r["error"].(map[string]any)["code"] != string(server.CodeBadFrame) {
 		t.Errorf("text frame: %v", r)
 	}
 	big := cl.send("make", "", map[string]any{"start_url": pageURL(1), "goal": strings.Repeat("x", 8000)})
 	_ = big
-	if r := <-cl.unsolic; r["error"].(map[string]any)["code"] != server.CodeFrameTooLarge {
+	if r := <-cl.unsolic; r["error"].(map[string]any)["code"] != string(server.CodeFrameTooLarge) {
 		t.Errorf("big frame: %v", r)
 	}
 

@@ -33,7 +33,7 @@ type Reply struct {
 
 // Error is a failure reported as a value; the connection stays open.
 type Error struct {
-	Code      string `json:"code"`
+	Code      Code   `json:"code"`
 	Message   string `json:"message"`
 	Retryable bool   `json:"retryable"`
 	// RetryAfter is set with code "capacity": seconds to wait before
@@ -42,54 +42,13 @@ type Error struct {
 	// Fault says whose the failure is (FaultClient, FaultAgent,
 	// FaultInfrastructure), so a trainer never scores an environment's
 	// failure as the policy's.
-	Fault string `json:"fault"`
+	Fault Fault `json:"fault"`
 }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
-// Whose a failure is.
-const (
-	// FaultClient: the request is wrong (bad arguments, unknown op or
-	// environment, no token); fix the caller.
-	FaultClient = "client"
-	// FaultAgent: the episode's own state refuses the request (it is
-	// over); the policy's doing, a reset goes on.
-	FaultAgent = "agent"
-	// FaultInfrastructure: the browser, a site, the server or the host
-	// failed or is full; not the policy's doing: retry or report, never
-	// score it.
-	FaultInfrastructure = "infrastructure"
-)
-
-// Error codes, each with whose fault it is. One table: errorf, the docs'
-// list and clients' exception classes follow it.
-const (
-	CodeBadFrame      = "bad_frame"       // not a MessagePack map of the request shape
-	CodeFrameTooLarge = "frame_too_large" // over the server's frame limit
-	CodeUnauthorized  = "unauthorized"    // token missing or wrong
-	CodeUnknownOp     = "unknown_op"
-	CodeBadArgs       = "bad_args"
-	CodeUnknownEnv    = "unknown_env"    // never existed, closed, or reclaimed after its TTL
-	CodeCapacity      = "capacity"       // too many environments or creations; see RetryAfter
-	CodeTimeout       = "timeout"        // the request ran past its deadline
-	CodeEpisodeOver   = "episode_over"   // terminated or truncated: reset first
-	CodeNotSupported  = "not_supported"  // the environment's backend cannot do this
-	CodeBackend       = "backend"        // the browser or site failed
-	CodeShuttingDown  = "shutting_down"  // the server is stopping
-	CodeInternal      = "internal_error" // a bug: please report it
-)
-
-// Faults maps every error code to whose fault it is.
-var Faults = map[string]string{
-	CodeBadFrame: FaultClient, CodeFrameTooLarge: FaultClient, CodeUnauthorized: FaultClient,
-	CodeUnknownOp: FaultClient, CodeBadArgs: FaultClient, CodeUnknownEnv: FaultClient,
-	CodeNotSupported: FaultClient, CodeEpisodeOver: FaultAgent,
-	CodeCapacity: FaultInfrastructure, CodeTimeout: FaultInfrastructure, CodeBackend: FaultInfrastructure,
-	CodeShuttingDown: FaultInfrastructure, CodeInternal: FaultInfrastructure,
-}
-
-func errorf(code string, retryable bool, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Retryable: retryable, Fault: Faults[code]}
+func errorf(code Code, retryable bool, format string, args ...any) *Error {
+	return &Error{Code: code, Message: bounded(fmt.Sprintf(format, args...)), Retryable: retryable, Fault: code.Fault()}
 }
 
 // maxIDBytes bounds what is read when only the id of a bad frame is wanted.

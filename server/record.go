@@ -28,23 +28,16 @@ type recordSpec struct {
 	screenshots bool
 }
 
-// recordSpec reads make's record option.
-func (s *Server) recordSpec(a args) (*recordSpec, *Error) {
+// recordSpec checks make's record option: where and what to record.
+func (s *Server) recordSpec(a *recordArg) (*recordSpec, error) {
 	if s.cfg.TrajectoryDir == "" {
 		return nil, errorf(CodeNotSupported, false, "this server records no trajectories: start it with --trajectories DIR")
 	}
-	sub, e := a.str("dir")
-	if e != nil {
-		return nil, e
-	}
+	sub := a.Dir
 	if filepath.IsAbs(sub) || filepath.Clean(sub) != sub && sub != "" || len(sub) > 0 && sub[0] == '.' {
 		return nil, errorf(CodeBadArgs, false, "record.dir %q must be a plain relative name under the server's trajectory directory", sub)
 	}
-	shots, e := a.boolean("screenshots")
-	if e != nil {
-		return nil, e
-	}
-	return &recordSpec{dir: filepath.Join(s.cfg.TrajectoryDir, sub), screenshots: shots}, nil
+	return &recordSpec{dir: filepath.Join(s.cfg.TrajectoryDir, sub), screenshots: a.Screenshots}, nil
 }
 
 // recorder writes the episodes of recording environments: an Observer of

@@ -23,24 +23,19 @@ type player struct {
 }
 
 func (p *player) Start(ctx context.Context, head trajectory.Line) (*trajectory.Observation, error) {
-	a := args{"goal": head.Goal}
+	a := &makeArgs{Goal: head.Goal}
 	switch {
 	case head.Site == "" || head.Site == "open":
-		a["start_url"] = head.StartURL
+		a.StartURL = head.StartURL
 	case strings.Contains(head.Site, multiSep):
-		sites := []any{}
-		for _, n := range siteNames(head.Site) {
-			sites = append(sites, n)
-		}
-		a["sites"] = sites
+		a.Sites = siteNames(head.Site)
 	default:
-		a["site"] = head.Site
+		a.Site = head.Site
 	}
 	if head.TaskID != "" {
-		a["task"] = head.TaskID
-		delete(a, "goal")
+		a.Task, a.Goal = head.TaskID, ""
 	}
-	res, e := p.s.makeEnv(ctx, a)
+	res, e := p.s.makeEnv(ctx, call{}, a)
 	if e != nil {
 		return nil, e
 	}
@@ -57,11 +52,11 @@ func (p *player) Start(ctx context.Context, head trajectory.Line) (*trajectory.O
 func (p *player) Step(ctx context.Context, action string) (*trajectory.Observation, error) {
 	type result struct {
 		v any
-		e *Error
+		e error
 	}
 	done := make(chan result, 1)
 	if !p.x.enqueue(func() {
-		v, e := p.s.step(ctx, p.x, args{"action": action})
+		v, e := p.s.step(ctx, p.x, &stepArgs{Action: action})
 		done <- result{v, e}
 	}) {
 		return nil, fmt.Errorf("the re-run's environment %s was closed", p.x.id)

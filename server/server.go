@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -98,6 +99,11 @@ type Server struct {
 	board     *ui.Board // the live view's; nil with NoUI
 
 	stepsTotal atomic.Int64
+	// base is the parent of every request's context; Close cancels it and
+	// waits for inflight, as http.Server.Shutdown does.
+	base       context.Context
+	cancelBase context.CancelFunc
+	inflight   sync.WaitGroup
 	stop       chan struct{}
 	reaperDone chan struct{}
 }
@@ -122,6 +128,7 @@ func New(log *zap.Logger, browser *envcore.Browser, factory Factory, cfg Config)
 		stop:       make(chan struct{}),
 		reaperDone: make(chan struct{}),
 	}
+	s.base, s.cancelBase = context.WithCancel(context.Background())
 	s.observers = append(s.observers, cfg.Observers...)
 	if cfg.TrajectoryDir != "" {
 		s.observers = append(s.observers, newRecorder(log), newHARWriter(log))
@@ -176,7 +183,10 @@ func CheckListen(addr, token string) error {
 	return fmt.Errorf("refusing to listen on %s without a token: anyone who reaches it could drive the browser; listen on 127.0.0.1 or set --token", addr)
 }
 
-// Close closes every environment and stops the reaper.
+// Close stops the server: new requests are answered shutting_down, the
+// requests in flight are cancelled (and answered shutting_down) and waited
+// for, at most closeWait, then every environment and site instance is
+// closed and the reaper stopped. The HTTP listener is the caller's.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closing {
@@ -184,19 +194,41 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closing = true
+	s.mu.Unlock()
+	s.cancelBase()
+	waited := make(chan struct{})
+	go func() {
+		s.inflight.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-time.After(closeWait):
+		s.log.Warn("requests still running after the server's close wait; closing their environments under them", zap.Duration("wait", closeWait))
+	}
+	close(s.stop)
+	<-s.reaperDone
+	s.mu.Lock()
 	list := make([]*session, 0, len(s.sessions))
 	for _, x := range s.sessions {
 		list = append(list, x)
 	}
 	s.mu.Unlock()
-	close(s.stop)
-	<-s.reaperDone
+	var wg sync.WaitGroup
 	for _, x := range list {
-		s.closeSession(x, "server shutting down")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.closeSession(x, "server shutting down")
+		}()
 	}
+	wg.Wait()
 	s.closeGroups(true)
 	return nil
 }
+
+// closeWait bounds how long Close waits for cancelled requests to return.
+const closeWait = 5 * time.Second
 
 // reap closes environments idle longer than the TTL.
 func (s *Server) reap() {
@@ -263,3 +295,35 @@ func tokenOK(want, got string) bool {
 }
 
 var errNoBrowser = errors.New("the browser process is gone; restart the server")
+
+// run runs one request within the server's lifetime: its context derives
+// from the server's and is bounded by the request timeout; a request that
+// arrives after Close began, or that Close cut short, is answered
+// shutting_down.
+func (s *Server) run(req Request, c call) (any, error) {
+	if !s.admit() {
+		return nil, errShuttingDown
+	}
+	defer s.inflight.Done()
+	ctx, cancel := context.WithTimeout(s.base, s.cfg.StepTimeout)
+	defer cancel()
+	res, err := s.handle(ctx, req, c)
+	switch {
+	case s.base.Err() != nil:
+		return nil, errShuttingDown
+	case err == nil && ctx.Err() != nil:
+		return nil, errorf(CodeTimeout, true, "request took longer than the server's request timeout (%s)", s.cfg.StepTimeout)
+	}
+	return res, err
+}
+
+// admit counts a request in flight, unless the server is closing.
+func (s *Server) admit() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.inflight.Add(1)
+	return true
+}

@@ -207,11 +207,11 @@ func (cl *client) call(op, env string, args map[string]any) map[string]any {
 }
 
 // fail sends a request that must fail with code and returns the error.
-func (cl *client) fail(op, env string, args map[string]any, code string) map[string]any {
+func (cl *client) fail(op, env string, args map[string]any, code server.Code) map[string]any {
 	cl.t.Helper()
 	r := wait(cl.t, cl.send(op, env, args))
 	e, _ := r["error"].(map[string]any)
-	if r["ok"] != false || e == nil || e["code"] != code {
+	if r["ok"] != false || e == nil || e["code"] != string(code) {
 		cl.t.Fatalf("%s: want error %s, got %v", op, code, r)
 	}
 	if msg, _ := e["message"].(string); msg == "" {

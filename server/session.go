@@ -49,7 +49,7 @@ type session struct {
 	// before any further request (group.go); failed is its error, the
 	// answer to every request but reset and close until a reset.
 	prepared func()
-	failed   *Error
+	failed   error
 	// The group whose members may still fork this (leader's) instance's
 	// snapshot: its next reset or close waits for them (group.lent).
 	lending atomic.Pointer[group]
@@ -72,7 +72,7 @@ type limits struct {
 
 // startFailed is the answer to op when the environment's preparation
 // failed: every op but reset and close is refused with why.
-func (x *session) startFailed(op string) *Error {
+func (x *session) startFailed(op string) error {
 	if x == nil || x.failed == nil || op == "reset" || op == "close" {
 		return nil
 	}
@@ -118,7 +118,7 @@ func newID() string {
 	return "env-" + hex.EncodeToString(b[:])
 }
 
-func (s *Server) session(id string) (*session, *Error) {
+func (s *Server) session(id string) (*session, error) {
 	if id == "" {
 		return nil, errorf(CodeBadArgs, false, "this op needs env, the id make returned")
 	}
@@ -137,7 +137,7 @@ func (s *Server) session(id string) (*session, *Error) {
 // capacity: a burst of makes from a rollout batch is paced by the server
 // instead of turning into a storm of client retries. Call release when
 // the make is done.
-func (s *Server) awaitCreating(ctx context.Context) (release func(), e *Error) {
+func (s *Server) awaitCreating(ctx context.Context) (release func(), e error) {
 	release = func() { <-s.creating }
 	select {
 	case s.creating <- struct{}{}:
@@ -156,19 +156,19 @@ func (s *Server) awaitCreating(ctx context.Context) (release func(), e *Error) {
 		e.RetryAfter = 1
 		return nil, e
 	case <-s.stop:
-		return nil, errorf(CodeShuttingDown, true, "the server is shutting down")
+		return nil, wireError(errShuttingDown)
 	case <-ctx.Done():
 		return nil, errorf(CodeTimeout, true, "no place to create the environment before the request's deadline: %v", ctx.Err())
 	}
 }
 
 // reserve takes a slot for a new environment, or answers capacity. The
-// environment belongs to the connection of ctx.
-func (s *Server) reserve(ctx context.Context) (*session, *Error) {
+// environment belongs to owner (nil: to no connection).
+func (s *Server) reserve(owner *conn) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return nil, errorf(CodeShuttingDown, true, "the server is shutting down")
+		return nil, wireError(errShuttingDown)
 	}
 	if len(s.sessions) >= s.cfg.MaxEnvs {
 		e := errorf(CodeCapacity, true, "%d environments are open, the most this server allows; close one or retry later", len(s.sessions))
@@ -176,7 +176,7 @@ func (s *Server) reserve(ctx context.Context) (*session, *Error) {
 		return nil, e
 	}
 	x := &session{id: newID(), jobs: make(chan func(), 64), done: make(chan struct{})}
-	x.owner.Store(connOf(ctx))
+	x.owner.Store(owner)
 	x.touch()
 	s.sessions[x.id] = x
 	s.metrics.envsLive.Set(float64(len(s.sessions)))
@@ -185,7 +185,7 @@ func (s *Server) reserve(ctx context.Context) (*session, *Error) {
 
 // open gives a reserved session its browser side and its network, with the
 // settings of make (or of the parent, for a fork).
-func (s *Server) open(x *session, site string, spec MakeSpec, cfg envcore.Config, l limits) *Error {
+func (s *Server) open(x *session, site string, spec MakeSpec, cfg envcore.Config, l limits) error {
 	x.site, x.spec, x.limits = site, spec, l
 	if l.record != nil {
 		// Recordings always carry the accessibility tree (both export

@@ -24,32 +24,28 @@ type snapshotInfo struct {
 	taken time.Time
 }
 
-func snapshotName(a args) (string, *Error) {
-	name, e := a.str("name")
-	if e != nil {
-		return "", e
-	}
+// checkSnapshotName refuses an empty snapshot name.
+func checkSnapshotName(name string) error {
 	if name == "" {
-		return "", errorf(CodeBadArgs, false, "this op needs name, the snapshot's name (letters, digits, - and _)")
+		return errorf(CodeBadArgs, false, "this op needs name, the snapshot's name (letters, digits, - and _)")
 	}
-	return name, nil
+	return nil
 }
 
-func (s *Server) snapshot(ctx context.Context, x *session, sn Snapshotter, a args) (any, *Error) {
-	name, e := snapshotName(a)
-	if e != nil {
-		return nil, e
+func (s *Server) snapshot(ctx context.Context, x *session, sn Snapshotter, name string) (any, error) {
+	if err := checkSnapshotName(name); err != nil {
+		return nil, err
 	}
 	obs, err := x.env.Observe(ctx, observeNothing)
 	if err != nil {
-		return nil, envError(err)
+		return nil, err
 	}
 	st, err := x.env.CaptureState(ctx)
 	if err != nil {
-		return nil, envError(err)
+		return nil, err
 	}
 	if err := sn.Snapshot(ctx, name); err != nil {
-		return nil, errorf(CodeBadArgs, false, "snapshot %q: %v", name, err)
+		return nil, snapshotError(name, err)
 	}
 	if x.snaps == nil {
 		x.snaps = map[string]snapshotInfo{}
@@ -58,10 +54,9 @@ func (s *Server) snapshot(ctx context.Context, x *session, sn Snapshotter, a arg
 	return map[string]any{"name": name, "url": obs.URL, "tabs": len(st.Tabs)}, nil
 }
 
-func (s *Server) restore(ctx context.Context, x *session, sn Snapshotter, a args) (any, *Error) {
-	name, e := snapshotName(a)
-	if e != nil {
-		return nil, e
+func (s *Server) restore(ctx context.Context, x *session, sn Snapshotter, name string) (any, error) {
+	if err := checkSnapshotName(name); err != nil {
+		return nil, err
 	}
 	snap, ok := x.snaps[name]
 	if !ok {
@@ -76,22 +71,15 @@ func (s *Server) restore(ctx context.Context, x *session, sn Snapshotter, a args
 // fork makes n new environments from a snapshot (taking one named
 // "fork-<time>" when no name is given), each at the snapshot's page on its
 // own copy of the site.
-func (s *Server) fork(ctx context.Context, x *session, sn Snapshotter, a args) (any, *Error) {
-	nf, ok, e := a.num("n")
-	if e != nil {
-		return nil, e
-	}
-	n := int(nf)
-	if !ok || n < 1 || n > s.cfg.MaxEnvs {
+func (s *Server) fork(ctx context.Context, owner *conn, x *session, sn Snapshotter, a *forkArgs) (any, error) {
+	n := a.N
+	if n < 1 || n > s.cfg.MaxEnvs {
 		return nil, errorf(CodeBadArgs, false, "fork needs n, the number of new environments (1 to %d)", s.cfg.MaxEnvs)
 	}
-	name, e := a.str("name")
-	if e != nil {
-		return nil, e
-	}
+	name := a.Name
 	if name == "" {
 		name = fmt.Sprintf("fork-%d", time.Now().UnixNano())
-		if _, e := s.snapshot(ctx, x, sn, args{"name": name}); e != nil {
+		if _, e := s.snapshot(ctx, x, sn, name); e != nil {
 			return nil, e
 		}
 	}
@@ -106,7 +94,7 @@ func (s *Server) fork(ctx context.Context, x *session, sn Snapshotter, a args) (
 		}
 	}
 	for i := 0; i < n; i++ {
-		y, e := s.reserve(ctx)
+		y, e := s.reserve(owner)
 		if e != nil {
 			release()
 			return nil, e
@@ -156,9 +144,12 @@ func (s *Server) fork(ctx context.Context, x *session, sn Snapshotter, a args) (
 	return map[string]any{"snapshot": name, "envs": out}, nil
 }
 
-func snapshotError(name string, err error) *Error {
+func snapshotError(name string, err error) error {
 	if errors.Is(err, hosting.ErrNoSnapshot) {
 		return errorf(CodeBadArgs, false, "no snapshot %q: %v", name, err)
+	}
+	if errors.Is(err, hosting.ErrBadSnapshotName) {
+		return errorf(CodeBadArgs, false, "%v", err)
 	}
 	return errorf(CodeBackend, true, "snapshot %q: %v", name, err)
 }

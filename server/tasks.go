@@ -70,18 +70,18 @@ func (st *SiteTasks) pick(site, id string, seed *int64) (*tasks.Task, error) {
 		raw := strings.TrimPrefix(strings.TrimPrefix(id, st.IDPrefix), site+".")
 		n, err := strconv.Atoi(raw)
 		if err != nil {
-			return nil, fmt.Errorf("task id %q: want a number like 17 or %s.17", id, site)
+			return nil, badRequest(fmt.Errorf("task id %q: want a number like 17 or %s.17", id, site))
 		}
 		t, ok := st.Set.ByID[n]
 		if !ok {
 			ids := st.ids()
-			return nil, fmt.Errorf("site %s has no task %d (its %s tasks are %d..%d; the tasks op lists them)", site, n, st.Name, ids[0], ids[len(ids)-1])
+			return nil, badRequest(fmt.Errorf("site %s has no task %d (its %s tasks are %d..%d; the tasks op lists them)", site, n, st.Name, ids[0], ids[len(ids)-1]))
 		}
 		return t, nil
 	}
 	ids := st.ids()
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("site %s has no tasks", site)
+		return nil, badRequest(fmt.Errorf("site %s has no tasks", site))
 	}
 	var i int
 	if seed != nil {
@@ -139,15 +139,15 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 	ep := Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
 	if inst.Login == nil && inst.RequireLogin && inst.StorageState != "" {
 		if ep.Cookies, err = st.storageCookies(origins, origin, inst.StorageState); err != nil {
-			return Episode{}, failed(fmt.Errorf("sign in for task %s: %w", ep.TaskID, err))
+			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
 		}
 	}
 	if inst.Login != nil {
 		if st.Login == nil {
-			return Episode{}, fmt.Errorf("task %s starts signed in, and site %s has no login method", ep.TaskID, site)
+			return Episode{}, unconfigured(fmt.Errorf("task %s starts signed in, and site %s has no login method", ep.TaskID, site))
 		}
 		if ep.Cookies, err = st.Login(ctx, hc, origin, inst.Login); err != nil {
-			return Episode{}, failed(fmt.Errorf("sign in for task %s: %w", ep.TaskID, err))
+			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
 		}
 	}
 	if t.Eval.Verified != nil {

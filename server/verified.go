@@ -253,7 +253,7 @@ func (f *HostedFactory) taskSet(spec MakeSpec) (*SiteTasks, error) {
 			}
 			names = append(names, st.Name)
 		}
-		return nil, fmt.Errorf("site %s has no task set %q (it has: %s)", spec.Site, spec.TaskSet, strings.Join(names, ", "))
+		return nil, badRequest(fmt.Errorf("site %s has no task set %q (it has: %s)", spec.Site, spec.TaskSet, strings.Join(names, ", ")))
 	}
 	for _, st := range f.sets[spec.Site] {
 		if st.IDPrefix != "" && !st.Unlisted && strings.HasPrefix(spec.Task, st.IDPrefix) {
@@ -287,7 +287,7 @@ func (st *SiteTasks) verifiedEpisode(ep *Episode, t *tasks.Task, origins map[str
 			return nil, nil // Verified grades finished episodes only
 		}
 		if g == nil {
-			return nil, fmt.Errorf("task %s is a WebArena-Verified task and this server has no Verified grader; start it with --verified-python pointing at a Python with webarena-verified installed", ep.TaskID)
+			return nil, unconfigured(fmt.Errorf("task %s is a WebArena-Verified task and this server has no Verified grader; start it with --verified-python pointing at a Python with webarena-verified installed", ep.TaskID))
 		}
 		req := VerifiedRequest{TaskID: t.ID, Environments: envs, AgentResponse: info.Answer}
 		if !byID {

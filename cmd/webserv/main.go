@@ -38,6 +38,12 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts a graceful stop; with the handler gone, a
+	// second one ends the process at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	log, err := zap.NewDevelopment()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

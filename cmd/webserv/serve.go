@@ -35,6 +35,7 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	fs.Int64Var(&cfg.MaxFrame, "max-frame", 64<<20, "largest request frame in bytes")
 	fs.DurationVar(&cfg.StepTimeout, "request-timeout", 2*time.Minute, "longest a request may run")
 	fs.StringVar(&cfg.TrajectoryDir, "trajectories", "", "directory where make's record option writes episodes (off when empty); the UI's replayer shows them")
+	shutdownBound := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM or Ctrl-C, exit after at most this long even if environments are still closing")
 	fs.BoolVar(&cfg.NoUI, "no-ui", false, "do not serve the web UI at /ui (live view, approval, replayer)")
 	fs.Lookup("warm-contexts").DefValue = "4"
 	ef.warm = 4
@@ -67,7 +68,7 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	}
 	defer closeBackends()
 	srv := server.New(log.Named("server"), b, factory, cfg)
-	defer srv.Close()
+	defer srv.Close() // a no-op after the shutdown below
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(l) }()
@@ -84,7 +85,17 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 			return fmt.Errorf("serve: %w", err)
 		}
 	}
-	log.Info("shutting down")
+	// Shutdown: requests in flight are answered shutting_down while their
+	// connections are still open, every environment and site instance is
+	// closed, then the listener. Past shutdownBound the process exits
+	// anyway; a second signal ends it at once (main).
+	log.Info("shutting down: answering requests in flight, closing environments")
+	watchdog := time.AfterFunc(*shutdownBound, func() {
+		log.Error("shutdown took longer than its bound; exiting now", zap.Duration("bound", *shutdownBound))
+		os.Exit(1)
+	})
+	defer watchdog.Stop()
+	_ = srv.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(sctx)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +45,7 @@ class Connection:
 
     Args:
         url: the server (``ws://127.0.0.1:8765/v1/ws``; ``http://`` and a missing path are accepted).
-        token: the server's token, when it has one.
+        token: the server's token, when it has one (default ``$WEBSERV_TOKEN``).
         timeout: seconds to wait for any one reply (``RequestTimeout`` after).
         keep_envs: hello's ``keep_envs``: keep this connection's environments for the
             server's TTL when the connection vanishes (default: the server closes them at once).
@@ -54,7 +55,8 @@ class Connection:
         self, url: str, *, token: str | None = None, timeout: float = 300.0, keep_envs: bool = False
     ):
         self.url = url
-        self.token = token
+        # A server started with --token (or $WEBSERV_TOKEN) needs it; so does every client of it.
+        self.token = token if token is not None else os.environ.get("WEBSERV_TOKEN") or None
         self.timeout = timeout
         self.keep_envs = keep_envs
         self.hello: dict[str, Any] = {}

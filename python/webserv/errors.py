@@ -8,9 +8,11 @@ Every error reply of the server carries a code and a fault (docs/protocol.md,
     ├── ClientError            the request is wrong: fix the caller        (fault "client")
     │   ├── BadFrame, FrameTooLarge, Unauthorized, UnknownOp
     │   ├── BadArgs, UnknownEnv, NotSupported
+    │   ├── NotConfigured      a site, image or grader this server is not set up for
     │   └── NotReset           step or observe before the first reset (raised by the client)
     ├── AgentError             the episode's state refuses it: reset        (fault "agent")
-    │   └── EpisodeOver
+    │   ├── EpisodeOver
+    │   └── ResourceLimit      the pages the policy opened went past a limit (memory, tabs, page size)
     └── InfrastructureError    the browser, a site, a server or the network failed;
         │                      not the policy's doing: retry or report, never score it
         ├── CapacityError, RequestTimeout, BackendError, ShuttingDown, InternalError
@@ -123,6 +125,15 @@ class NotSupported(ClientError):
     code = "not_supported"
 
 
+class NotConfigured(ClientError):
+    """A site, image, task set or grader this server is not set up for; retrying cannot help.
+
+    A misconfigured run: the trainer adapters raise it instead of scoring or skipping rollouts.
+    """
+
+    code = "not_configured"
+
+
 class NotReset(ClientError):
     """``step``, ``observe``, ``snapshot`` or ``fork`` before the first ``reset``."""
 
@@ -142,6 +153,16 @@ class EpisodeOver(AgentError):
     """The episode terminated or was truncated; steps are refused until a reset."""
 
     code = "episode_over"
+
+
+class ResourceLimit(AgentError):
+    """The pages the policy opened went past an environment limit (memory, tabs, page size).
+
+    The episode is over and the environment recycled; ``reset`` goes on. The message names
+    the limit and how far past it the environment went.
+    """
+
+    code = "resource_limit"
 
 
 # -- the environment failed ------------------------------------------------------------------------------
@@ -225,8 +246,10 @@ _BY_CODE: dict[str, type[WebServError]] = {
         BadArgs,
         UnknownEnv,
         NotSupported,
+        NotConfigured,
         NotReset,
         EpisodeOver,
+        ResourceLimit,
         CapacityError,
         RequestTimeout,
         BackendError,

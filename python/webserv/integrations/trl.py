@@ -48,6 +48,7 @@ class WebEnvironment:
 
     site: str = "open"
     server_url: str | None = None
+    server_token: str | None = None
     max_steps: int | None = 30
 
     def __init__(self) -> None:
@@ -71,7 +72,9 @@ class WebEnvironment:
     def reset(self, **row: Any) -> str | None:
         """Starts the episode the dataset row describes and returns the first page."""
         if self._env is None:
-            self._env = WebEnv(self.site, url=self.server_url, max_steps=self.max_steps)
+            self._env = WebEnv(
+                self.site, url=self.server_url, token=self.server_token, max_steps=self.max_steps
+            )
         self._reward, self._done, self._failure = 0.0, False, None
         options: dict[str, Any] = {}
         for key in ("start_url", "goal"):
@@ -221,11 +224,18 @@ class WebEnvironment:
 
 
 def web_environment(
-    site: str = "open", *, server_url: str | None = None, max_steps: int | None = 30
+    site: str = "open",
+    *,
+    server_url: str | None = None,
+    server_token: str | None = None,
+    max_steps: int | None = 30,
 ) -> type[WebEnvironment]:
-    """A WebEnvironment class bound to a site and server, for ``environment_factory``."""
+    """A WebEnvironment class bound to a site and server, for ``environment_factory``.
+
+    ``server_token`` is the server's token (default ``$WEBSERV_TOKEN``).
+    """
     return type(
         f"WebEnvironment_{site}",
         (WebEnvironment,),
-        {"site": site, "server_url": server_url, "max_steps": max_steps},
+        {"site": site, "server_url": server_url, "server_token": server_token, "max_steps": max_steps},
     )

@@ -36,14 +36,14 @@ from ..errors import EvaluationError, InfrastructureError
 
 Policy = Callable[[Obs, list[dict[str, Any]]], Awaitable[str]]
 
-_clients: dict[str | None, AsyncClient] = {}
+_clients: dict[tuple[str | None, str | None], AsyncClient] = {}
 
 
-def _client(url: str | None) -> AsyncClient:
-    """One connection per server and event loop's process, shared by all loops."""
-    c = _clients.get(url)
+def _client(url: str | None, token: str | None = None) -> AsyncClient:
+    """One connection per server (and token) and event loop's process, shared by all loops."""
+    c = _clients.get((url, token))
     if c is None:
-        c = _clients[url] = AsyncClient(url)
+        c = _clients[(url, token)] = AsyncClient(url, token=token)
     return c
 
 
@@ -58,6 +58,7 @@ class WebAgentLoop:
         *,
         site: str = "open",
         server_url: str | None = None,
+        server_token: str | None = None,
         max_turns: int = 10,
         policy: Policy | None = None,
         on_infrastructure_error: Literal["raise", "report"] = "raise",
@@ -72,7 +73,7 @@ class WebAgentLoop:
         self.site = site
         self.max_turns = max_turns
         self.policy = policy
-        self.client = _client(server_url)
+        self.client = _client(server_url, server_token)
         self.sessions: dict[str, str] = {}  # request id -> environment id (resumed rollouts)
 
     async def generate(self, obs: Obs, history: list[dict[str, Any]], sampling_params: dict[str, Any]) -> str:
@@ -163,9 +164,10 @@ class WebTool:
         *,
         site: str = "open",
         server_url: str | None = None,
+        server_token: str | None = None,
     ):
         self.config, self.tool_schema, self.site = config, tool_schema, site
-        self.client = _client(server_url)
+        self.client = _client(server_url, server_token)
         self.envs: dict[str, AsyncEnv] = {}
         self.rewards: dict[str, float] = {}
         self.failures: dict[str, InfrastructureError] = {}

@@ -1,0 +1,204 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/envcore"
+)
+
+// observeNothing asks for no optional observation parts.
+var observeNothing = envcore.ObserveOptions{}
+
+// step runs one action.
+func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error) {
+	if x.over != "" {
+		return nil, errorf(CodeEpisodeOver, false, "the episode is over (%s): call reset to start a new one", x.over)
+	}
+	opts, e := a.Observe.options()
+	if e != nil {
+		return nil, e
+	}
+	if a.Observe == nil {
+		opts = x.env.Config().Observe
+	}
+	if r := x.limits.record; r != nil {
+		opts.AXTree = true
+		opts.Screenshot = opts.Screenshot || r.screenshots
+	}
+	action := a.Action
+	review, target, e := s.vet(ctx, x, action) // preview_ms, approve (live.go)
+	if e != nil {
+		return nil, e
+	}
+	began := time.Now()
+	if rejected(review) {
+		action = noAction
+	}
+	var obs envcore.Observation
+	var info envcore.StepInfo
+	var err error
+	switch act := action.(type) {
+	case string:
+		obs, info, err = x.env.StepTextObserve(ctx, act, opts)
+	case map[string]any:
+		action, err := actionOf(act)
+		if err != nil {
+			return nil, err
+		}
+		obs, info, err = x.env.StepObserve(ctx, action, opts)
+	case nil:
+		return nil, errorf(CodeBadArgs, false, `step needs action: a string like click("id") or a map like {type: "click", target: "id"}`)
+	default:
+		return nil, errorf(CodeBadArgs, false, "action must be a string or a map, got %s", typeName(act))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rejected(review) {
+		refuse(&obs, &info, actionText(a.Action), review)
+	}
+	x.steps++
+	s.stepsTotal.Add(1)
+	s.metrics.steps.Inc()
+	s.metrics.stepTime.Observe((info.Action + info.Settle + info.Extract).Seconds())
+	if !info.Settled {
+		s.metrics.notSettled.Inc()
+	}
+	var reward any = 0.0
+	terminated := info.Terminated
+	var evalErr string
+	var scores map[string]float64
+	var grading any
+	if ev := x.episode.Evaluate; ev != nil {
+		res, err := ev(ctx, x.env, x.net.Client(), info, x.limits.everyStep, x.trace)
+		switch {
+		case err != nil:
+			// Not a silent 0: the reward is missing and the reply says why.
+			reward, evalErr = nil, err.Error()
+			s.log.Warn("grading failed", zap.String("env", x.id), zap.String("task", x.episode.TaskID), zap.Error(err))
+		case res != nil:
+			reward, scores, grading = res.Reward, res.Scores, res.Grading
+		}
+	}
+	truncated := false
+	if !terminated {
+		l := x.limits
+		if l.maxSteps > 0 && x.steps >= l.maxSteps {
+			truncated = true
+		}
+		if l.timeLimit > 0 && time.Since(x.started) >= l.timeLimit {
+			truncated = true
+		}
+		if l.stepLimit > 0 && info.Action+info.Settle+info.Extract > l.stepLimit {
+			truncated = true // a step past its deadline ends the episode
+		}
+	}
+	switch {
+	case terminated:
+		x.over = "terminated"
+	case truncated:
+		x.over = "truncated"
+	}
+	wi := wireInfo(info, x)
+	wi["obs_stats"] = obs.Stats
+	reportRefusals(x, &obs, wi)
+	if evalErr != "" {
+		wi["eval_error"] = evalErr
+	}
+	if scores != nil {
+		wi["scores"] = scores
+	}
+	if grading != nil {
+		wi["grading"] = grading
+	}
+	if review != nil {
+		wi["review"] = review
+	}
+	if target != nil {
+		wi["target_box"] = target
+	}
+	res := &StepReply{Obs: wireObs(obs, x), Reward: reward, Terminated: terminated, Truncated: truncated, Info: wi}
+	s.notify(func(o Observer) {
+		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a.Action), Reply: res, Time: time.Now(), Began: began, Review: review})
+	})
+	return res, nil
+}
+
+// actionText is an action as recorded: its string form.
+func actionText(v any) string {
+	switch a := v.(type) {
+	case string:
+		return a
+	case map[string]any:
+		if act, err := actionOf(a); err == nil {
+			return act.String()
+		}
+	}
+	return bounded(fmt.Sprint(v))
+}
+
+func wireObs(obs envcore.Observation, x *session) Observation {
+	return Observation{Observation: obs, Goal: x.episode.Goal}
+}
+
+func wireInfo(info envcore.StepInfo, x *session) map[string]any {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	m := map[string]any{
+		"action_ms": ms(info.Action), "settle_ms": ms(info.Settle), "extract_ms": ms(info.Extract),
+		"settled": info.Settled, "attempts": info.Attempts, "step": x.steps,
+		"elapsed_s": time.Since(x.started).Seconds(), "site": x.site,
+	}
+	if info.SettleReason != "" {
+		m["settle_reason"] = info.SettleReason
+	}
+	if info.SettleError != "" {
+		m["settle_error"] = info.SettleError
+	}
+	if len(info.Pending) > 0 {
+		m["pending"] = info.Pending
+	}
+	if info.ActionError != "" {
+		m["action_error"], m["action_error_code"] = info.ActionError, info.ActionErrorCode
+	}
+	if info.Terminated {
+		m["answer"], m["infeasible"] = info.Answer, info.Infeasible
+	}
+	if x.episode.TaskID != "" {
+		m["task_id"] = x.episode.TaskID
+		m["task_set"], m["variant"] = x.episode.TaskSet, x.episode.Variant
+	}
+	return m
+}
+
+// actionOf reads a structured action strictly: a key envcore.Action does
+// not have is refused with the nearest one.
+func actionOf(m map[string]any) (envcore.Action, error) {
+	var act envcore.Action
+	names := wireNames(reflect.TypeFor[envcore.Action]())
+	for k := range m {
+		found := false
+		for _, n := range names {
+			found = found || n == k
+		}
+		if !found {
+			return act, unknownKey("step.action", k, names)
+		}
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return act, badArgs(fmt.Sprintf("step.action: %v", err))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&act); err != nil {
+		return act, badArgs(fmt.Sprintf("step.action does not match the action schema (%s): %v", strings.Join(names, ", "), err))
+	}
+	return act, nil
+}

@@ -1,0 +1,141 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/webserv-rl/webserv/envcore"
+)
+
+// The typed arguments of every op (see ops.go). Each field's wire name is
+// its json tag; decodeArgs refuses any other key.
+
+type noArgs struct{}
+
+type helloArgs struct {
+	Version  *int   `json:"version"`
+	Token    string `json:"token"`
+	KeepEnvs bool   `json:"keep_envs"`
+}
+
+type tasksArgs struct {
+	Site string `json:"site"`
+}
+
+// observeSpec is the observe map of make, step and observe.
+type observeSpec struct {
+	Screenshot bool   `json:"screenshot"`
+	AXTree     bool   `json:"axtree"`
+	Geometry   bool   `json:"geometry"`
+	Marks      bool   `json:"marks"`
+	Layout     bool   `json:"layout"`
+	Format     string `json:"format"`
+	Quality    int    `json:"quality"`
+	MaxSide    int    `json:"max_side"`
+}
+
+// options returns the envcore options, checked.
+func (o *observeSpec) options() (envcore.ObserveOptions, error) {
+	if o == nil {
+		return envcore.ObserveOptions{}, nil
+	}
+	opts := envcore.ObserveOptions{Screenshot: o.Screenshot, AXTree: o.AXTree, Geometry: o.Geometry, Marks: o.Marks,
+		Layout: o.Layout, Format: o.Format, Quality: o.Quality, MaxSide: o.MaxSide}
+	if err := opts.Validate(); err != nil {
+		return opts, badArgs(fmt.Sprintf("observe: %v", err))
+	}
+	return opts, nil
+}
+
+type observeArgs struct {
+	Observe *observeSpec `json:"observe"`
+}
+
+// episodeOpts are reset's options (and make's): where the episode starts.
+type episodeOpts struct {
+	Task     string `json:"task"`
+	StartURL string `json:"start_url"`
+	Goal     string `json:"goal"`
+	GroupKey string `json:"group_key"`
+}
+
+// EpisodeOptions are the options as the site sees them.
+func (o episodeOpts) episode(seed *int64) EpisodeOptions {
+	return EpisodeOptions{Task: o.Task, StartURL: o.StartURL, Goal: o.Goal, Seed: seed}
+}
+
+type resetArgs struct {
+	Seed      *int64      `json:"seed"`
+	Options   episodeOpts `json:"options"`
+	PreviewMs *Millis     `json:"preview_ms"`
+}
+
+type viewportArgs struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+type politenessArgs struct {
+	RatePerHost        float64 `json:"rate_per_host"`
+	ConcurrencyPerHost int     `json:"concurrency_per_host"`
+	MaxRequests        int     `json:"max_requests"`
+	UserAgent          string  `json:"user_agent"`
+	Robots             bool    `json:"robots"`
+}
+
+// recordArg is make's record: true, or a map of recording settings.
+type recordArg struct {
+	on          bool
+	Dir         string `json:"dir"`
+	Screenshots bool   `json:"screenshots"`
+}
+
+func (r *recordArg) decodeWire(v any, path string) error {
+	switch v := v.(type) {
+	case bool:
+		r.on = v
+		return nil
+	case map[string]any:
+		r.on = true
+		return decodeStruct(derefValue(r), v, path)
+	}
+	return badArgs(fmt.Sprintf("%s must be true or a map like {screenshots: true, dir: \"run-7\"}, got %s", path, typeName(v)))
+}
+
+type makeArgs struct {
+	resetArgs
+	Site              string          `json:"site"`
+	Sites             []string        `json:"sites"`
+	TaskSet           string          `json:"task_set"`
+	Task              string          `json:"task"`
+	StartURL          string          `json:"start_url"`
+	Goal              string          `json:"goal"`
+	Allow             []string        `json:"allow"`
+	Politeness        *politenessArgs `json:"politeness"`
+	IdleMs            Millis          `json:"idle_ms"`
+	SettleTimeoutMs   Millis          `json:"settle_timeout_ms"`
+	LongRequestMs     Millis          `json:"long_request_ms"`
+	ActionTimeoutMs   Millis          `json:"action_timeout_ms"`
+	Viewport          *viewportArgs   `json:"viewport"`
+	Observe           *observeSpec    `json:"observe"`
+	MaxSteps          int             `json:"max_steps"`
+	EpisodeTimeoutMs  Millis          `json:"episode_timeout_ms"`
+	StepTimeoutMs     Millis          `json:"step_timeout_ms"`
+	EvaluateEveryStep bool            `json:"evaluate_every_step"`
+	Record            recordArg       `json:"record"`
+	Approve           bool            `json:"approve"`
+	ApproveTimeoutMs  Millis          `json:"approve_timeout_ms"`
+}
+
+type stepArgs struct {
+	Action  any          `json:"action"`
+	Observe *observeSpec `json:"observe"`
+}
+
+type snapshotArgs struct {
+	Name string `json:"name"`
+}
+
+type forkArgs struct {
+	N    int    `json:"n"`
+	Name string `json:"name"`
+}
