@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import os
 import threading
 import time
@@ -44,6 +45,9 @@ class _Pages(BaseHTTPRequestHandler):
                 with _Pages.lock:
                     _Pages.api_in_flight -= 1
             body = f"loaded {q.get('n', '?')}"
+        elif url.path == "/img":
+            # A page whose image is elsewhere (?src=URL): what the network policy may refuse.
+            body = f'<!doctype html><title>Image</title><img src="{html.escape(q.get("src", ""))}" alt="x">'
         else:
             n = int(q.get("n", "0"))
             body = PAGE.format(n=n, next=n + 1)

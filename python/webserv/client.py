@@ -16,7 +16,7 @@ from typing import Any
 
 from . import registration
 from .connection import Connection
-from .errors import ConnectionLost, HostLost, ServerUnavailable, WebServError
+from .errors import ClientError, ConnectionLost, HostLost, ServerUnavailable, WebServError
 from .handle import AsyncEnv, Info, Obs
 from .placement import Placement, PlacementRequest, StaticHosts
 from .retry import RetryPolicy
@@ -120,6 +120,8 @@ class AsyncClient:
             try:
                 await self._connected(self.connection(url))
                 return
+            except ClientError:
+                raise  # a server answered and refused the caller (a wrong token): the caller's to fix
             except WebServError as e:
                 errors.append(e.message)
         raise ServerUnavailable("no server answered: " + "; ".join(errors))
