@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -97,5 +98,43 @@ func TestOpenEnvProtocol(t *testing.T) {
 	}
 	if n := fmt.Sprint(cl.call("stats", "", nil)["envs_live"]); n != "0" {
 		t.Errorf("environment not closed with its OpenEnv session: %s live", n)
+	}
+}
+
+// A token-protected server takes the token the way openenv-core's client
+// sends it (the base URL's query with /ws appended after it) and in an
+// Authorization header; a wrong one is refused before the upgrade.
+func TestOpenEnvTokenAsClientsSendIt(t *testing.T) {
+	t.Parallel()
+	_, base := startServer(t, server.Config{Token: "t0ken"})
+	ws := "ws" + strings.TrimPrefix(base, "http")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, c := range []struct {
+		url    string
+		header http.Header
+		ok     bool
+	}{
+		{ws + "/openenv?token=t0ken/ws", nil, true},
+		{ws + "/openenv/ws?token=t0ken", nil, true},
+		{ws + "/openenv/ws", http.Header{"Authorization": {"Bearer t0ken"}}, true},
+		{ws + "/openenv?token=wrong/ws", nil, false},
+		{ws + "/openenv/ws", nil, false},
+	} {
+		conn, resp, err := websocket.Dial(ctx, c.url, &websocket.DialOptions{HTTPHeader: c.header})
+		if c.ok != (err == nil) {
+			t.Errorf("%s %v: err %v, want ok=%v", c.url, c.header, err, c.ok)
+		}
+		if err == nil {
+			if err := conn.Write(ctx, websocket.MessageText, []byte(`{"type": "state"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if _, data, err := conn.Read(ctx); err != nil || !strings.Contains(string(data), `"step_count":0`) {
+				t.Errorf("%s: state = %s, %v", c.url, data, err)
+			}
+			conn.CloseNow()
+		} else if resp != nil && resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: status %d, want 401", c.url, resp.StatusCode)
+		}
 	}
 }

@@ -147,6 +147,9 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/ws", s.serveWS)
 	mux.HandleFunc("/openenv/ws", s.serveOpenEnv)
+	// openenv-core's client appends /ws to its base URL after the query:
+	// http://HOST/openenv?token=T arrives as /openenv?token=T/ws.
+	mux.HandleFunc("/openenv", s.serveOpenEnv)
 	if !s.cfg.NoUI {
 		ui := s.uiHandler()
 		mux.Handle("/ui", ui)
