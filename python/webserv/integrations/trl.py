@@ -31,11 +31,11 @@ environment underneath.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
+from .. import rollout
 from ..env import WebEnv
-from ..errors import EvaluationError, InfrastructureError
+from ..errors import InfrastructureError
 
 
 def _quote(s: str) -> str:
@@ -194,10 +194,9 @@ class WebEnvironment:
             return "The episode is over."
         try:
             obs, reward, terminated, truncated, info = self._env.step(action)
+            reward = rollout.graded(reward, info)
         except InfrastructureError as e:
             return self._fail(e)
-        if math.isnan(reward):
-            return self._fail(EvaluationError(f"grading failed: {info.get('eval_error', 'no reason given')}"))
         self._reward += reward
         self._done = terminated or truncated
         text = self._render(obs)

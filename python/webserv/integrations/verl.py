@@ -27,12 +27,12 @@ when verl passes ``agent_data``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, NoReturn
 
+from .. import rollout
 from ..client import AsyncClient, AsyncEnv, Obs
-from ..errors import EvaluationError, InfrastructureError
+from ..errors import InfrastructureError
 
 Policy = Callable[[Obs, list[dict[str, Any]]], Awaitable[str]]
 
@@ -100,50 +100,38 @@ class WebAgentLoop:
         if uid is not None:
             options["group_key"] = str(uid)
         request_id = str(row.get("request_id") or uid or id(row))
-        env = AsyncEnv(self.client, self.site)
-        history: list[dict[str, Any]] = []
-        reward, turns, terminated, truncated, role = 0.0, 0, False, False, ""
-        failure: InfrastructureError | None = None
-        try:
-            obs, info = await env.reset(options=options)
-            role = str(info.get("group_role", ""))
+
+        def note(env: AsyncEnv, _obs: Obs, _info: dict[str, Any]) -> None:
             if env.id:
                 self.sessions[request_id] = env.id
-            while turns < self.max_turns:
-                turns += 1
-                action = await self.generate(obs, history, sampling_params)
-                obs, r, terminated, truncated, info = await env.step(action)
-                history.append({"action": action, "error": obs["last_action_error"], "url": obs["url"]})
-                if math.isnan(r):
-                    raise EvaluationError(f"grading failed: {info.get('eval_error', 'no reason given')}")
-                reward += r
-                if terminated or truncated:
-                    break
-        except InfrastructureError as e:
-            if self.on_infrastructure_error == "raise":
-                raise
-            failure = e
+
+        async def policy(obs: Obs, history: list[dict[str, Any]]) -> str:
+            return await self.generate(obs, history, sampling_params)
+
+        try:
+            outcome = await rollout.run(
+                AsyncEnv(self.client, self.site),
+                policy,
+                self.max_turns,
+                options=options,
+                on_failure=self.on_infrastructure_error,
+                on_reset=note,
+            )
         finally:
             self.sessions.pop(request_id, None)
-            await env.close()
         out: dict[str, Any] = {
-            "reward_score": None if failure else reward,
-            "num_turns": turns,
-            "trajectory": history,
+            "reward_score": outcome.reward,
+            "num_turns": outcome.turns,
+            "trajectory": outcome.history,
             "metrics": {
-                "terminated": terminated,
-                "truncated": truncated,
-                "group_role": role,
+                "terminated": outcome.terminated,
+                "truncated": outcome.truncated,
+                "group_role": outcome.group_role,
             },
         }
-        if failure is not None:
-            out["failure"] = {
-                "code": failure.code,
-                "fault": failure.fault,
-                "message": failure.message,
-                "retryable": failure.retryable,
-            }
-            out["metrics"]["failure"] = failure.code
+        if outcome.failure is not None:
+            out["failure"] = outcome.failure_record()
+            out["metrics"]["failure"] = outcome.failure.code
         return out
 
 
@@ -196,14 +184,9 @@ class WebTool:
         env = self.envs[instance_id]
         try:
             obs, reward, terminated, truncated, info = await env.step(str(parameters.get("action", "noop()")))
+            reward = rollout.graded(reward, info)
         except InfrastructureError as e:
             self._fail(instance_id, e, agent_data)
-        if math.isnan(reward):
-            self._fail(
-                instance_id,
-                EvaluationError(f"grading failed: {info.get('eval_error', 'no reason')}"),
-                agent_data,
-            )
         self.rewards[instance_id] = self.rewards.get(instance_id, 0.0) + reward
         text = obs["axtree_txt"] or obs["pruned_html"]
         if obs["last_action_error"]:

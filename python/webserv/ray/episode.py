@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -11,8 +10,8 @@ from typing import Any
 
 import ray
 
+from .. import rollout as rollouts
 from ..client import AsyncClient
-from ..errors import InfrastructureError
 from ..handle import AsyncEnv, Obs
 from .fleet import Fleet
 from .placement import current_node
@@ -65,42 +64,27 @@ async def run_episode(client: AsyncClient, spec: EpisodeSpec, policy: Policy) ->
     ):
         if value is not None:
             options[key] = value
-    env = AsyncEnv(client, spec.site)
-    actions: list[str] = []
-    reward, terminated, truncated, role, first_url, host = 0.0, False, False, "", "", None
-    failure: dict[str, Any] | None = None
-    info: dict[str, Any] = {}
+
+    def act(obs: Obs, history: list[dict[str, Any]]) -> str | Awaitable[str]:
+        return policy(obs, [h["action"] for h in history])
+
     started = time.monotonic()
-    try:
-        obs, info = await env.reset(options=options)
-        host, role, first_url = env.host, str(info.get("group_role", "")), str(obs.get("url", ""))
-        while len(actions) < spec.max_steps and not (terminated or truncated):
-            action = policy(obs, list(actions))
-            if inspect.isawaitable(action):
-                action = await action
-            actions.append(str(action))
-            obs, r, terminated, truncated, info = await env.step(str(action))
-            reward += r
-    except InfrastructureError as e:
-        failure = {"code": e.code, "fault": e.fault, "message": e.message}
-    finally:
-        env_id = env.id
-        await env.close()
+    out = await rollouts.run(AsyncEnv(client, spec.site), act, spec.max_steps, options=options)
     return Episode(
         spec=spec,
-        reward=None if failure else reward,
-        steps=len(actions),
-        terminated=terminated,
-        truncated=truncated,
-        actions=tuple(actions),
-        env=env_id,
-        host=host,
+        reward=out.reward,
+        steps=out.turns,
+        terminated=out.terminated,
+        truncated=out.truncated,
+        actions=tuple(out.actions),
+        env=out.env,
+        host=out.host,
         node_id=current_node(),
-        group_role=role,
-        first_url=first_url,
+        group_role=out.group_role,
+        first_url=out.first_url,
         seconds=time.monotonic() - started,
-        failure=failure,
-        info={k: v for k, v in info.items() if isinstance(v, (str, int, float, bool))},
+        failure=out.failure_record(),
+        info={k: v for k, v in out.info.items() if isinstance(v, (str, int, float, bool))},
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import ray
 
+from .. import rollout
 from ..client import AsyncClient
 from ..errors import HostLost, InfrastructureError, UnknownEnv
 from ..handle import AsyncEnv, Obs
@@ -144,9 +145,11 @@ class EnvironmentPool:
 
     async def step(self, lease_id: str, action: str) -> StepResult:
         """Runs one action in the leased environment. Raises ``InfrastructureError`` (``HostLost``
-        when its server died): the rollout failed, not the policy; release the lease."""
+        when its server died, ``EvaluationError`` when the grader failed): the rollout failed,
+        not the policy; release the lease."""
         env = self._lease(lease_id)
         obs, reward, terminated, truncated, info = await env.step(action)
+        reward = rollout.graded(reward, info)  # a failed grading is the infrastructure's, never a score
         return StepResult(
             result=page_text(obs),
             reward=reward,

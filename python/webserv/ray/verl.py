@@ -31,15 +31,14 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import rollout
 from ..client import AsyncClient
-from ..errors import EvaluationError, InfrastructureError
-from ..handle import AsyncEnv
+from ..handle import AsyncEnv, Obs
 from .fleet import Fleet
 from .pool import page_text
 
@@ -168,78 +167,61 @@ class WebServAgentLoop:
             options["group_key"] = str(row["uid"])
         messages = [dict(m) for m in row.get("raw_prompt") or []]
         request_id = uuid.uuid4().hex
-        env = AsyncEnv(await fleet_client(self.fleet), self.site)
         prompt_ids: list[int] = []
         response_ids: list[int] = []
         mask: list[int] = []
         logprobs: list[float] = []
-        reward, turns, role = 0.0, 0, ""
-        terminated = truncated = False
-        t_gen = t_env = 0.0
-        failure: InfrastructureError | None = None
-        try:
-            t = time.monotonic()
-            obs, info = await env.reset(options=options)
-            t_env += time.monotonic() - t
-            role = str(info.get("group_role", ""))
-            messages.append({"role": "user", "content": f"Goal: {obs.get('goal', '')}\n\n{page_text(obs)}"})
-            prompt_ids = self._template(messages)
-            while turns < self.max_turns and len(response_ids) < self.response_length:
-                t = time.monotonic()
-                out = await self.server_manager.generate(
-                    request_id=request_id,
-                    prompt_ids=prompt_ids + response_ids,
-                    sampling_params=sampling_params,
+
+        async def policy(obs: Obs, history: list[dict[str, Any]]) -> str | None:
+            nonlocal prompt_ids
+            if not history:  # the first page is the prompt's end
+                messages.append(
+                    {"role": "user", "content": f"Goal: {obs.get('goal', '')}\n\n{page_text(obs)}"}
                 )
-                t_gen += time.monotonic() - t
-                tokens = list(getattr(out, "token_ids", out))
-                turns += 1
-                response_ids += tokens
-                mask += [1] * len(tokens)
-                logprobs += list(getattr(out, "log_probs", None) or [0.0] * len(tokens))
-                action = parse_action(self.tokenizer.decode(tokens, skip_special_tokens=True))
-                t = time.monotonic()
-                obs, r, terminated, truncated, info = await env.step(action)
-                t_env += time.monotonic() - t
-                if r != r:  # NaN: the grading failed, which is no score
-                    raise EvaluationError(f"grading failed: {info.get('eval_error', 'no reason given')}")
-                reward += r
-                if terminated or truncated:
-                    break
+                prompt_ids = self._template(messages)
+            else:  # each later page follows the model's turn, masked out
                 page = self._template([{"role": "user", "content": page_text(obs)}])
-                response_ids += page
-                mask += [0] * len(page)
-                logprobs += [0.0] * len(page)
-        except InfrastructureError as e:
-            if self.on_infrastructure_error == "raise":
-                raise
-            failure = e
-        finally:
-            host = env.host
-            await env.close()
+                response_ids.extend(page)
+                mask.extend([0] * len(page))
+                logprobs.extend([0.0] * len(page))
+            if len(response_ids) >= self.response_length:
+                return None
+            out = await self.server_manager.generate(
+                request_id=request_id, prompt_ids=prompt_ids + response_ids, sampling_params=sampling_params
+            )
+            tokens = list(getattr(out, "token_ids", out))
+            response_ids.extend(tokens)
+            mask.extend([1] * len(tokens))
+            logprobs.extend(list(getattr(out, "log_probs", None) or [0.0] * len(tokens)))
+            return parse_action(self.tokenizer.decode(tokens, skip_special_tokens=True))
+
+        outcome = await rollout.run(
+            AsyncEnv(await fleet_client(self.fleet), self.site),
+            policy,
+            self.max_turns,
+            options=options,
+            on_failure=self.on_infrastructure_error,
+        )
+        turns, failure = outcome.turns, outcome.failure
         n = self.response_length
         extra_fields: dict[str, Any] = {
             "webserv": {
-                "group_role": role,
-                "host": host,
-                "terminated": terminated,
-                "truncated": truncated,
+                "group_role": outcome.group_role,
+                "host": outcome.host,
+                "terminated": outcome.terminated,
+                "truncated": outcome.truncated,
             }
         }
         if failure is not None:
-            extra_fields["webserv_failure"] = {
-                "code": failure.code,
-                "fault": failure.fault,
-                "message": failure.message,
-            }
+            extra_fields["webserv_failure"] = outcome.failure_record()
         return _output(
             prompt_ids=prompt_ids,
             response_ids=response_ids[:n],
             response_mask=mask[:n],
             response_logprobs=logprobs[:n],
-            reward_score=None if failure else reward,
+            reward_score=outcome.reward,
             num_turns=2 * turns + 1,
-            metrics={"generate_sequences": t_gen, "tool_calls": t_env},
+            metrics={"generate_sequences": outcome.policy_seconds, "tool_calls": outcome.env_seconds},
             extra_fields=extra_fields,
         )
 

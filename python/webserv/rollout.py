@@ -1,0 +1,129 @@
+"""One rollout, with the failure rules written once for every trainer adapter.
+
+``run(env, policy, max_turns)`` resets the environment, asks the policy for an action per
+turn, steps, and returns an :class:`Outcome`. The rules every adapter (verl, TRL, the Ray
+episode runner and pool) follows, here and nowhere else:
+
+- a step whose reward is NaN means the grader failed: that is an :class:`EvaluationError`
+  (infrastructure), never a reward (:func:`graded`);
+- an ``InfrastructureError`` ends the rollout: ``Outcome.reward`` is None and
+  ``Outcome.failure`` holds the error (or ``run`` raises it, with ``on_failure="raise"``);
+- anything else (a wrong argument, a site this server is not configured for) is the
+  caller's and is raised: a misconfigured run fails loudly instead of scoring None forever;
+- the environment is closed whatever happens.
+
+The adapters only format the outcome for their trainer.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import EvaluationError, InfrastructureError
+from .handle import AsyncEnv, Info, Obs
+
+#: A policy: the observation and the turns so far -> the next action (or None to stop).
+Policy = Callable[[Obs, list[dict[str, Any]]], "str | None | Awaitable[str | None]"]
+
+
+def graded(reward: float, info: Mapping[str, Any]) -> float:
+    """The step's reward; raises :class:`EvaluationError` when the grader failed (a NaN reward)."""
+    if math.isnan(reward):
+        raise EvaluationError(f"grading failed: {info.get('eval_error') or 'no reason given'}")
+    return reward
+
+
+def failure_record(e: InfrastructureError) -> dict[str, Any]:
+    """What a trainer records of a failed rollout: ``{code, fault, message, retryable}``."""
+    return {"code": e.code, "fault": e.fault, "message": e.message, "retryable": e.retryable}
+
+
+@dataclass
+class Outcome:
+    """How one rollout ended."""
+
+    #: The summed reward; None when the environment or its grader failed (see ``failure``).
+    reward: float | None = 0.0
+    turns: int = 0
+    terminated: bool = False
+    truncated: bool = False
+    #: Per turn: ``{action, error, url}``.
+    history: list[dict[str, Any]] = field(default_factory=list)
+    failure: InfrastructureError | None = None
+    #: The first observation's ``group_role`` (GRPO groups) and URL, and the last step's info.
+    group_role: str = ""
+    first_url: str = ""
+    info: Info = field(default_factory=dict)
+    env: str | None = None
+    host: str | None = None
+    #: Seconds spent in the environment (reset and steps) and in the policy.
+    env_seconds: float = 0.0
+    policy_seconds: float = 0.0
+
+    @property
+    def actions(self) -> list[str]:
+        return [str(h["action"]) for h in self.history]
+
+    def failure_record(self) -> dict[str, Any] | None:
+        return None if self.failure is None else failure_record(self.failure)
+
+
+async def run(
+    env: AsyncEnv,
+    policy: Policy,
+    max_turns: int,
+    *,
+    options: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    on_failure: Literal["raise", "report"] = "report",
+    on_reset: Callable[[AsyncEnv, Obs, Info], None] | None = None,
+) -> Outcome:
+    """Runs one rollout in ``env`` (reset, then up to ``max_turns`` steps) and closes it.
+
+    ``on_reset`` is called after the reset (adapters note the environment's id there).
+    """
+    if on_failure not in ("raise", "report"):
+        raise ValueError("on_failure is 'raise' or 'report'")
+    out = Outcome()
+    try:
+        t = time.monotonic()
+        obs, info = await env.reset(seed=seed, options=dict(options or {}))
+        out.env_seconds += time.monotonic() - t
+        out.env, out.host = env.id, env.host
+        out.group_role, out.first_url, out.info = (
+            str(info.get("group_role", "")),
+            str(obs.get("url", "")),
+            info,
+        )
+        if on_reset is not None:
+            on_reset(env, obs, info)
+        reward = 0.0
+        while out.turns < max_turns:
+            t = time.monotonic()
+            action = policy(obs, out.history)
+            if inspect.isawaitable(action):
+                action = await action
+            out.policy_seconds += time.monotonic() - t
+            if action is None:
+                break
+            out.turns += 1
+            t = time.monotonic()
+            obs, r, out.terminated, out.truncated, out.info = await env.step(str(action))
+            out.env_seconds += time.monotonic() - t
+            out.history.append({"action": str(action), "error": obs["last_action_error"], "url": obs["url"]})
+            reward += graded(r, out.info)
+            if out.terminated or out.truncated:
+                break
+        out.reward = reward
+    except InfrastructureError as e:
+        if on_failure == "raise":
+            raise
+        out.reward, out.failure = None, e
+    finally:
+        await env.close()
+    return out
