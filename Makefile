@@ -65,19 +65,24 @@ bench-rl: build venv
 # The benchmark suites (bench/README.md): each writes bench/results/<suite>.{json,md,png}.
 # system: the paper's Table 2 (Incus copy-on-write vs full copy, 1 and 6 GiB).
 bench-system: build
-	./$(BIN) bench system
+	$(GO) build -o bin/webserv-bench ./bench/cmd/webserv-bench
+	bin/webserv-bench system
 # step: per-action latency (action, settle, extraction) at idle 500 and 200 ms.
 bench-step: build
-	./$(BIN) bench step
+	$(GO) build -o bin/webserv-bench ./bench/cmd/webserv-bench
+	bin/webserv-bench step
 # scale: N = 1, 8, 32, 64, 128 environments at once.
 bench-scale: build
-	./$(BIN) bench scale
+	$(GO) build -o bin/webserv-bench ./bench/cmd/webserv-bench
+	bin/webserv-bench scale
 # route: netroute's per-context proxies against direct connections, same run.
 bench-route: build
-	./$(BIN) bench route
+	$(GO) build -o bin/webserv-bench ./bench/cmd/webserv-bench
+	bin/webserv-bench route
 # ui: step latency with the web UI off, on with nobody watching, and with one viewer.
 bench-ui: build
-	./$(BIN) bench ui
+	$(GO) build -o bin/webserv-bench ./bench/cmd/webserv-bench
+	bin/webserv-bench ui
 # peer: the same episodes through BrowserGym and WebServ.
 bench-peer: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/peer_bench.py

@@ -19,6 +19,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -70,7 +72,8 @@ func main() {
 	case "replay":
 		run = replayCmd
 	case "bench":
-		run = benchCmd
+		fmt.Fprintln(os.Stderr, "webserv: the benchmark suites are their own binary: make bench-scale (and the other bench- targets) or go run ./bench/cmd/webserv-bench SUITE")
+		os.Exit(2)
 	case "version", "--version":
 		fmt.Println(server.Build())
 		return
@@ -85,9 +88,31 @@ func main() {
 		os.Exit(2)
 	}
 	if err := run(ctx, log, os.Args[2:], os.Stdin, os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h, --help: the usage was asked for and printed
+		}
 		fmt.Fprintln(os.Stderr, "webserv:", err)
 		os.Exit(1)
 	}
+}
+
+// flagNames are the names of the flags fs has now.
+func flagNames(fs *flag.FlagSet) map[string]bool {
+	names := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { names[f.Name] = true })
+	return names
+}
+
+// printFlags prints the defaults of fs's flags that are in names.
+func printFlags(fs *flag.FlagSet, names map[string]bool) {
+	sub := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	sub.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if names[f.Name] {
+			sub.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	sub.PrintDefaults()
 }
 
 func usage() {
@@ -118,8 +143,6 @@ commands:
             run them again and report the first step that differs
   shop serve|generate
             run the bundled shop, or generate a catalog (--seed, --scale)
-  bench SUITE
-            run a benchmark suite: system, step, scale (--smoke: seconds)
   version   print the release, the commit it was built from and the Go version
 `)
 }

@@ -28,13 +28,15 @@ func replayCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Rea
 	listen := fs.String("listen", "127.0.0.1:8766", "address to serve the replayer on (port 0 picks a free one); non-loopback needs --token")
 	token := fs.String("token", os.Getenv("WEBSERV_TOKEN"), "token the replayer's URL must carry as ?token= (default $WEBSERV_TOKEN)")
 	rerun := fs.Bool("rerun", false, "do not serve: run each episode's actions again on a fresh environment of its site and task, and report the first step whose observation differs (exit status 1 when one does)")
+	own := flagNames(fs)
 	var ef envFlags
 	ef.register(fs)
 	var hf hostingFlags
 	hf.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: webserv replay [flags] TRAJECTORY-DIR\n       webserv replay --rerun [flags] TRAJECTORY-DIR-OR-EPISODE...\n\nServes the replayer of the episodes `webserv serve --trajectories` recorded (docs/ui.md).")
-		fs.PrintDefaults()
+		printFlags(fs, own)
+		fmt.Fprintln(fs.Output(), "\nWith --rerun it also takes the browser and site flags of serve (webserv serve --help).")
 	}
 	if err := fs.Parse(args); err != nil {
 		return err

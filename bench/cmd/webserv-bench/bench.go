@@ -16,7 +16,7 @@ import (
 	"github.com/webserv-rl/webserv/bench/suites"
 )
 
-const benchUsage = `usage: webserv bench SUITE [flags]   (suites: system, step, scale, route, ui; add --smoke for a seconds-long check)
+const benchUsage = `usage: webserv-bench SUITE [flags]   (suites: system, step, scale, route, ui; add --smoke for a seconds-long check)
 the peer (BrowserGym) and settle suites are Python: python bench/peer_bench.py, python bench/settle_bench.py`
 
 // benchCmd runs one Go benchmark suite and writes its JSON, Markdown and

@@ -1,0 +1,34 @@
+// Command webserv-bench runs the Go benchmark suites of bench/suites
+// (bench/README.md): webserv-bench SUITE [flags]. It is a binary of its own
+// so that the server, webserv, links none of the suites' plotting.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log, err := zap.NewDevelopment()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer func() { _ = log.Sync() }()
+	if err := benchCmd(ctx, log, os.Args[1:], os.Stdin, os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "webserv-bench:", err)
+		os.Exit(1)
+	}
+}
