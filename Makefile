@@ -33,8 +33,11 @@ venv: setup
 lint: venv
 	@out=$$($(GOFMT) -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(VENV)/bin/ruff check python bench examples setup.py
 	$(VENV)/bin/ruff format --check python bench examples setup.py
+	$(VENV)/bin/ty check python/webserv
 
 # Every test runs against the real Debian Chromium; fuzz seeds in
 # testdata/fuzz run as ordinary tests. The Python suite drives a real

@@ -51,7 +51,7 @@ func (p *politeness) acquire(ctx context.Context, host string) (*gate, error) {
 	if g == nil {
 		if len(p.hosts) >= maxGates {
 			for h, o := range p.hosts {
-				if o.sem == nil || len(o.sem) == 0 {
+				if len(o.sem) == 0 {
 					delete(p.hosts, h)
 				}
 			}

@@ -75,8 +75,7 @@ type conn struct {
 	s      *Server
 	c      *websocket.Conn
 	ctx    context.Context
-	authed bool // written by the read loop only
-	sent   atomic.Int64
+	authed bool        // written by the read loop only
 	keep   atomic.Bool // hello's keep_envs: environments outlive a lost connection
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // metrics are the server's Prometheus metrics, on a registry of its own so
@@ -32,6 +33,6 @@ func newMetrics() *metrics {
 		notSettled: prometheus.NewCounter(prometheus.CounterOpts{Name: "webserv_steps_not_settled_total", Help: "Steps whose page did not settle in time."}),
 	}
 	m.reg.MustRegister(m.envsLive, m.steps, m.stepTime, m.errors, m.requests, m.reclaimed, m.notSettled,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -51,9 +51,6 @@ func errorf(code Code, retryable bool, format string, args ...any) *Error {
 	return &Error{Code: code, Message: bounded(fmt.Sprintf(format, args...)), Retryable: retryable, Fault: code.Fault()}
 }
 
-// maxIDBytes bounds what is read when only the id of a bad frame is wanted.
-const maxIDBytes = 1 << 10
-
 // DecodeRequest decodes one frame. It never panics; a frame that is not a
 // request map yields an error, and the request id when it could be read (so
 // the error reply can carry it). Each field is decoded as a whole value

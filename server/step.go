@@ -49,8 +49,8 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	case string:
 		obs, info, err = x.env.StepTextObserve(ctx, act, opts)
 	case map[string]any:
-		action, err := actionOf(act)
-		if err != nil {
+		var action envcore.Action
+		if action, err = actionOf(act); err != nil {
 			return nil, err
 		}
 		obs, info, err = x.env.StepObserve(ctx, action, opts)

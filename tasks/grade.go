@@ -162,7 +162,7 @@ func (g *Grader) programHTML(ctx context.Context, t *Task, page Page, h *helpers
 				return 0, fmt.Errorf("check %d locator %q: %w", i, loc, err)
 			}
 		default:
-			return 0, fmt.Errorf("check %d: locator %q: want empty, document..., [...document... or func:", i, loc)
+			return 0, fmt.Errorf("check %d: locator %q: want one of: empty, a document expression, [...document expression], or func:NAME", i, loc)
 		}
 		got = html.UnescapeString(got)
 		rc := c.RequiredContents

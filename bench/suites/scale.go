@@ -105,7 +105,7 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleReport, error) {
 	for _, n := range o.Ns {
 		row, err := scaleOne(ctx, b, local, site, n, o)
 		if err != nil {
-			return nil, fmt.Errorf("N=%d: %w", n, err)
+			return nil, fmt.Errorf("scale at N=%d: %w", n, err)
 		}
 		rep.Rows = append(rep.Rows, row)
 		if row.Note != "" {
@@ -130,7 +130,7 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleReport, error) {
 		}
 		row, err := scaleOne(ctx, b, local, site, (lo+hi)/2, o)
 		if err != nil {
-			return nil, fmt.Errorf("N=%d: %w", (lo+hi)/2, err)
+			return nil, fmt.Errorf("scale at N=%d: %w", (lo+hi)/2, err)
 		}
 		rep.Rows = append(rep.Rows, row)
 		slices.SortFunc(rep.Rows, func(a, b ScaleRow) int { return a.N - b.N })

@@ -66,7 +66,7 @@ class AsyncEnv:
             args["seed"] = seed
         if self.id is None:
             observe = {"axtree": self._axtree, **self.make_args.get("observe", {})}
-            make = {**self.make_args, "observe": observe, "site": self.site, **args}
+            make: dict[str, Any] = {**self.make_args, "observe": observe, "site": self.site, **args}
             for k in ("start_url", "goal", "task"):
                 if options and k in options:
                     make[k] = options[k]

@@ -27,7 +27,7 @@ def binary_candidates() -> list[tuple[str, str | None]]:
     out: list[tuple[str, str | None]] = [("the PATH", shutil.which("webserv"))]
     roots: list[tuple[str, Path]] = []
     try:
-        from ._build import SOURCE_DIR  # written when the wheel was built (setup.py)
+        from ._build import SOURCE_DIR  # ty: ignore  # written when the wheel was built (setup.py)
 
         if SOURCE_DIR:
             roots.append(("the checkout the package was built from", Path(SOURCE_DIR)))

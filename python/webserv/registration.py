@@ -44,7 +44,7 @@ def gym_id(name: str) -> str:
 def bundled_tasks() -> Mapping[str, tuple[str, ...]]:
     """Task ids of the bundled shop by site, as listed when the wheel was built (empty if unknown)."""
     try:
-        from ._build import BUNDLED_TASKS
+        from ._build import BUNDLED_TASKS  # ty: ignore  # written when the wheel was built
     except ImportError:  # a source tree that was not built: the server will say
         return {}
     return BUNDLED_TASKS

@@ -79,7 +79,7 @@ class WebVectorEnv(VectorEnv):
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+        if render_mode is not None and render_mode not in list(self.metadata["render_modes"]):  # ty: ignore
             raise ValueError(
                 f"render_mode {render_mode!r} is not supported; use one of {self.metadata['render_modes']}"
             )
@@ -238,7 +238,7 @@ class WebVectorEnv(VectorEnv):
         return obs, info
 
     def _batch(self) -> dict[str, list[Any]]:
-        keys = self.single_observation_space.spaces.keys()
+        keys = self.single_observation_space.spaces.keys()  # ty: ignore  # always a spaces.Dict here
         return {k: [o.get(k) for o in self._obs] for k in keys}
 
 

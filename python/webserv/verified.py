@@ -79,7 +79,7 @@ class Grader:
         else:
             task = WebArenaVerifiedTask.model_validate(req["task"])
             ev = WebArenaVerifiedEvaluator(config=wa.config, reader=wa._reader)
-            ctx = TaskEvalContext(task=task, agent_response_raw=answer, network_trace=trace, config=wa.config)
+            ctx = TaskEvalContext(task=task, agent_response_raw=answer, network_trace=trace, config=wa.config)  # ty: ignore
             result = ev.evaluate_task(context=ctx)
         out = json.loads(result.model_dump_json())
         return {

@@ -299,7 +299,7 @@ class Fleet:
             .remote(name, config)
         )
         fleet = cls(actor, name)
-        ray.get(actor.ready.remote(timeout))
+        ray.get(actor.ready.remote(timeout))  # ty: ignore  # a Ray actor handle's method
         return fleet
 
     @classmethod

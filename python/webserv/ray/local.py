@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
@@ -71,7 +71,7 @@ def loopback_cluster(
     num_cpus: float = 2,
     resources: Mapping[str, float] | None = None,
     object_store_memory: int = 80 << 20,
-) -> Iterator[Cluster]:
+) -> Generator[Cluster]:
     """``nodes`` Ray nodes on 127.0.0.1, this process connected as the driver; all stopped after.
 
     Node ``i`` has the custom resources ``node<i>: 1`` (so work can be pinned to
@@ -87,7 +87,7 @@ def loopback_cluster(
             _add_node(
                 cluster, partial(node_args, num_cpus, {f"node{i}": 1, **extra}, object_store_memory, **more)
             )
-        ray.init(address=cluster.address, logging_level="warning")
+        ray.init(address=cluster.address, logging_level="warning")  # ty: ignore  # ray takes level names
         yield cluster
     finally:
         ray.shutdown()
@@ -116,7 +116,7 @@ def _stop_failed_node(e: BaseException) -> None:
     tb = e.__traceback__
     while tb is not None:
         node = tb.tb_frame.f_locals.get("self")
-        if isinstance(node, ray._private.node.Node):
+        if isinstance(node, ray._private.node.Node):  # ty: ignore  # imported by ray.init
             node.kill_all_processes(check_alive=False, allow_graceful=False, wait=True)
             return
         tb = tb.tb_next

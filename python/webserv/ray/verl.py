@@ -101,7 +101,7 @@ class WebServLoopOutput:
 def _output(**fields: Any) -> Any:
     """verl's ``AgentLoopOutput`` when verl is importable, else ``WebServLoopOutput`` with the same fields."""
     try:
-        from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput
+        from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput  # ty: ignore  # optional: verl
     except ImportError:
         return WebServLoopOutput(**fields)
     fields["metrics"] = AgentLoopMetrics(**fields["metrics"])
@@ -229,7 +229,7 @@ class WebServAgentLoop:
 def register(name: str = AGENT_NAME) -> str:
     """Registers the loop in verl's agent-loop registry under ``name`` (imports verl now)."""
     try:
-        from verl.experimental.agent_loop.agent_loop import register as verl_register
+        from verl.experimental.agent_loop.agent_loop import register as verl_register  # ty: ignore  # optional: verl
     except ImportError as e:
         raise ImportError(
             "verl is not installed here; in verl's config use "
