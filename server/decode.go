@@ -182,11 +182,11 @@ func decodeValue(v reflect.Value, raw any, path string) error {
 		}
 		v.SetBool(b)
 	case reflect.Int, reflect.Int64:
-		n, ok := number(raw)
-		if !ok || n != math.Trunc(n) || math.Abs(n) > 1<<53 {
+		n, ok := integer(raw)
+		if !ok {
 			return badArgs(fmt.Sprintf("%s must be a whole number, got %s", path, shortValue(raw)))
 		}
-		v.SetInt(int64(n))
+		v.SetInt(n)
 	case reflect.Float64:
 		n, ok := number(raw)
 		if !ok || math.IsNaN(n) || math.IsInf(n, 0) {
@@ -249,6 +249,36 @@ func number(v any) (float64, bool) {
 		return n, true
 	}
 	return 0, false
+}
+
+// integer reads a MessagePack integer exactly (a float only when it is a
+// whole number a float64 holds exactly).
+func integer(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int8:
+		return int64(n), true
+	case int16:
+		return int64(n), true
+	case int32:
+		return int64(n), true
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case uint8:
+		return int64(n), true
+	case uint16:
+		return int64(n), true
+	case uint32:
+		return int64(n), true
+	case uint64:
+		return int64(n), n <= math.MaxInt64
+	}
+	f, ok := number(v)
+	if !ok || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 // typeName names a decoded value's wire type for errors.

@@ -8,7 +8,6 @@ import gymnasium as gym
 import pytest
 
 import webserv
-from webserv.errors import WebServError
 
 
 def test_task_ids_are_registered() -> None:
@@ -58,9 +57,11 @@ def test_unknown_task_and_missing_gitlab_say_what_to_do(server: str) -> None:
     with pytest.raises(webserv.BadArgs, match="no task 999"):
         env.reset()
     env.close()
+    # A site that cannot start here is the server's configuration, not an outage: not retryable.
     env = gym.make("webserv/gitlab")
-    with pytest.raises(WebServError, match="webserv image import"):
+    with pytest.raises(webserv.NotConfigured, match="webserv image import") as e:
         env.reset()
+    assert e.value.fault == "client" and not e.value.retryable
     env.close()
 
 
@@ -78,3 +79,51 @@ def test_group_members_see_identical_observations(server: str) -> None:
     finally:
         for e in envs:
             e.close()
+
+
+def _tasks_drawn(seed: int, first_options: dict | None = None) -> list[str]:
+    env = gym.make("webserv/shopping", wallclock=False)
+    try:
+        if first_options is not None:
+            env.reset(options=first_options)
+        drawn = [env.reset(seed=seed)[1]["task_id"]]
+        drawn += [env.reset()[1]["task_id"] for _ in range(3)]
+        return drawn
+    finally:
+        env.close()
+
+
+def test_a_reset_option_applies_to_that_episode_only_and_seeds_give_sequences(server: str) -> None:
+    # reset(seed=s) then unseeded resets draw one sequence of tasks, the same every time...
+    a = _tasks_drawn(7)
+    assert len(set(a)) > 1, f"unseeded resets after a seed must go on drawing tasks, got {a}"
+    # ... and a task given to an earlier reset is not pinned: the sequence is the same.
+    assert _tasks_drawn(7, {"task_id": "shopping.5"}) == a
+    # Another process draws the same sequence (seeding does not depend on this process's state).
+    code = (
+        "import sys, json, gymnasium as gym\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from test_tasks import _tasks_drawn\n"
+        "print(json.dumps(_tasks_drawn(7)))\n"
+    )
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).parent)], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == a
+
+
+def test_gymnasium_check_env_passes_on_multi_task_ids(server: str) -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    for env_id in ("webserv/shopping", "webserv/cms", "webserv/shopping.3"):
+        env = gym.make(env_id, wallclock=False)
+        try:
+            check_env(env.unwrapped, skip_render_check=True)
+        finally:
+            env.close()

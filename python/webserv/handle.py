@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,8 @@ class AsyncEnv:
         self.last_obs: Obs | None = None
         self.last_info: Info | None = None
         self._axtree = bool(self.make_args.get("observe", {}).get("axtree", True))
+        # The task sampler: seeded by reset(seed=s), drawn once per reset after that.
+        self._sampler: random.Random | None = None
 
     def __repr__(self) -> str:
         return f"AsyncEnv(site={self.site!r}, id={self.id!r})"
@@ -57,19 +60,27 @@ class AsyncEnv:
         return self.client.host_of(self.id) if self.id else None
 
     async def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Obs, Info]:
-        """Starts an episode: a fresh browser context at the start URL (or options["start_url"])."""
+        """Starts an episode: a fresh browser context at the start URL (or options["start_url"]).
+
+        As gymnasium defines it: ``options`` apply to this episode only (a task given once is
+        not pinned), ``seed`` seeds the environment's task sampler, and each later reset without
+        a seed draws the next task of that sequence: the same seed gives the same tasks in any
+        process, on any server with the same task list.
+        """
         options = dict(options or {})
         if "task_id" in options:  # BrowserGym's spelling
             options["task"] = str(options.pop("task_id"))
         args: dict[str, Any] = {"options": options}
         if seed is not None:
-            args["seed"] = seed
+            self._sampler = random.Random(seed)
+        if self._sampler is not None:
+            args["seed"] = self._sampler.getrandbits(62)
         if self.id is None:
             observe = {"axtree": self._axtree, **self.make_args.get("observe", {})}
             make: dict[str, Any] = {**self.make_args, "observe": observe, "site": self.site, **args}
-            for k in ("start_url", "goal", "task"):
-                if options and k in options:
-                    make[k] = options[k]
+            if self.site == "open" and "start_url" in options and "start_url" not in self.make_args:
+                # The open site has no start of its own: the first page it is given is its default.
+                make["start_url"] = options["start_url"]
             res = await self.client.request("make", **make)
             self.id = res["env"]
         else:
