@@ -11,15 +11,27 @@ from __future__ import annotations
 import asyncio
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import registration
 from .connection import Connection
 from .errors import ClientError, ConnectionLost, HostLost, ServerUnavailable, WebServError
 from .handle import AsyncEnv, Info, Obs
 from .placement import Placement, PlacementRequest, StaticHosts
 from .retry import RetryPolicy
+
+#: What a server offers, (its sites, its tasks) -> the ids registered for them. Package
+#: ``registration`` adds gymnasium's here when it is imported (``import webserv`` does), so
+#: every client's first connection to a server registers its ids without this module knowing
+#: gymnasium.
+OfferListener = Callable[[list[dict[str, Any]], list[dict[str, Any]]], list[str]]
+_offer_listeners: list[OfferListener] = []
+
+
+def add_offer_listener(listen: OfferListener) -> None:
+    """Calls ``listen(sites, tasks)`` on every client's first connection to each server."""
+    if listen not in _offer_listeners:
+        _offer_listeners.append(listen)
 
 
 class AsyncClient:
@@ -147,7 +159,10 @@ class AsyncClient:
                 stacklevel=2,
             )
             tasks = []
-        return registration.register_offer(conn.hello.get("sites") or [], tasks)
+        ids: list[str] = []
+        for listen in _offer_listeners:
+            ids += listen(conn.hello.get("sites") or [], tasks)
+        return ids
 
     async def register_envs(self) -> list[str]:
         """Registers the gymnasium ids of the default server's sites and tasks, and returns them."""

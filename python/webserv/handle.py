@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import random
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .errors import ConnectionLost, HostLost, NotReset, ServerUnavailable, UnknownEnv
 from .observation import to_gym
 
-if TYPE_CHECKING:
-    from .client import AsyncClient
-
 Obs = dict[str, Any]
 Info = dict[str, Any]
+
+
+class Requester(Protocol):
+    """What an environment needs of its client (``AsyncClient`` is one): requests, and where
+    an environment lives. Declared here so the layers stay one way: handle below client."""
+
+    async def request(self, op: str, env: str | None = None, **args: Any) -> dict[str, Any]: ...
+
+    def host_of(self, env: str) -> str | None: ...
 
 
 class AsyncEnv:
@@ -34,7 +40,7 @@ class AsyncEnv:
         await env.restore(name)                  # back to it, as a new episode
     """
 
-    def __init__(self, client: AsyncClient, site: str = "open", **make_args: Any):
+    def __init__(self, client: Requester, site: str = "open", **make_args: Any):
         self.client = client
         self.site = site
         self.make_args = {k: v for k, v in make_args.items() if v is not None}

@@ -28,6 +28,9 @@ from typing import Any
 
 import gymnasium as gym
 
+from .client import add_offer_listener
+from .sync import Loop
+
 #: Sites with a static id: those of a stock ``webserv serve``.
 STATIC_SITES = ("open", "shopping", "cms", "gitlab")
 
@@ -89,10 +92,8 @@ def register_from_server(url: str | None = None, *, token: str | None = None) ->
         webserv.register_from_server()
         env = gymnasium.make("webserv/my-site.12")
     """
-    from .env import _Loop
-
-    client = _Loop.client(url, token)
-    return _Loop.run(client.register_envs())
+    client = Loop.client(url, token)
+    return Loop.run(client.register_envs())
 
 
 def _register(env_id: str, kwargs: dict[str, str]) -> bool:
@@ -106,3 +107,6 @@ def _register(env_id: str, kwargs: dict[str, str]) -> bool:
         disable_env_checker=True,
     )
     return True
+
+
+add_offer_listener(register_offer)

@@ -32,9 +32,10 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .env import _Loop, make_args, without_wallclock
+from .env import make_args, without_wallclock
 from .handle import AsyncEnv
 from .observation import action_space, observation_space
+from .sync import Loop as _Loop
 
 Action = str | dict[str, Any]
 

@@ -17,16 +17,15 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from ..client import AsyncClient
 from ..errors import ServerUnavailable
+from .placement import FleetPlacement
 from .server import ServerInfo, ServerLoss, WebServServer
-
-if TYPE_CHECKING:
-    from ..client import AsyncClient
 
 #: The Ray namespace fleets live in, so that drivers of other jobs find them by name.
 NAMESPACE = "webserv"
@@ -348,18 +347,12 @@ class Fleet:
         its first member went, in every client of the fleet. Other arguments are
         ``AsyncClient``'s (``timeout``, ``retry``, ``keep_envs``, ...).
         """
-        from ..client import AsyncClient
-        from .placement import FleetPlacement
-
         return AsyncClient(
             placement=FleetPlacement(self, prefer_local=prefer_local), token=self.token, **client_args
         )
 
     async def client_async(self, *, prefer_local: bool = True, **client_args: Any) -> AsyncClient:
         """``client()`` without blocking the event loop (inside async actors: verl's workers)."""
-        from ..client import AsyncClient
-        from .placement import FleetPlacement
-
         if self._token is None:
             self._token = await self.actor.token.remote()
         placement = FleetPlacement(self, prefer_local=prefer_local)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import ray
 
@@ -13,8 +13,19 @@ from ..errors import ServerUnavailable
 from ..placement import PlacementRequest, StatsProbe
 from .server import ServerInfo
 
-if TYPE_CHECKING:
-    from .fleet import Fleet
+
+class Servers(Protocol):
+    """What placement needs of a fleet (``Fleet`` is one), declared here so that the fleet
+    module depends on placement and not the other way round."""
+
+    name: str
+    actor: Any
+
+    def servers(self) -> list[ServerInfo]: ...
+
+    async def servers_async(self) -> list[ServerInfo]: ...
+
+    def lost(self) -> Any: ...
 
 
 def current_node() -> str | None:
@@ -39,7 +50,7 @@ class FleetPlacement:
 
     def __init__(
         self,
-        fleet: Fleet,
+        fleet: Servers,
         *,
         prefer_local: bool = True,
         refresh: float = 2.0,

@@ -1,0 +1,92 @@
+"""The package is in layers: no module imports one that imports it back, however lazily."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import webserv
+
+PKG = Path(webserv.__file__).parent
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """Every webserv module ``name`` imports: at the top, in functions, under TYPE_CHECKING."""
+    is_pkg = path.name == "__init__.py"
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                root = base[: len(base) - node.level + 1]
+                mod = ".".join(root + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in modules else mod for a in node.names]
+        for t in targets:
+            while t and t not in modules:
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                found.add(t)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    modules = _modules()
+    graph = {m: _imports(m, p, modules) for m, p in modules.items()}
+    # A package's __init__ re-exports its modules; a module never imports its own package back.
+    for m, deps in graph.items():
+        if m.endswith(".__main__"):
+            continue  # the command line's entry: nothing imports it
+        for d in deps:
+            assert not m.startswith(d + "."), f"{m} imports its own package {d}: import the module it needs"
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(graph[m]):
+            if d.startswith(m + "."):
+                continue  # a package importing its own modules
+            if state.get(d) == 1:
+                cycle = stack[stack.index(d) :] + [d]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+
+
+def test_every_module_imports_alone() -> None:
+    optional = {"webserv.ray", "webserv.verified"}  # need ray / webarena-verified, installed with extras
+    for name in sorted(_modules()):
+        if name == "webserv.__main__":
+            continue
+        r = subprocess.run(
+            [sys.executable, "-c", f"import {name}"], capture_output=True, text=True, timeout=120
+        )
+        if r.returncode != 0 and any(name == o or name.startswith(o + ".") for o in optional):
+            assert "No module named" in r.stderr, (name, r.stderr[-1500:])
+            continue
+        assert r.returncode == 0, (name, r.stderr[-1500:])
