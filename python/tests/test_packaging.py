@@ -67,3 +67,24 @@ def test_version_without_a_binary_says_what_to_do(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "server binary: none found" in out.stdout
     assert "make build" in out.stdout and "WEBSERV_URL" in out.stdout and "WEBSERV_BIN" in out.stdout
+
+
+def test_the_webserv_command_runs_the_recorded_binary(binary: str) -> None:
+    """`pip install .` puts a `webserv` command on the PATH that runs the server binary the
+    package records, so `webserv export`/`webserv replay` work as the docs write them."""
+    import shutil
+
+    script = Path(sys.executable).parent / "webserv"
+    assert script.is_file(), "pip install . installs the webserv console command"
+    direct = subprocess.run([binary, "version"], capture_output=True, text=True, timeout=60)
+    env = {**os.environ, "WEBSERV_BIN": binary}
+    via = subprocess.run([str(script), "version"], capture_output=True, text=True, timeout=60, env=env)
+    assert via.returncode == 0 and via.stdout == direct.stdout, via.stderr
+    # With the command itself first on the PATH, it still finds the binary, not itself.
+    env = {k: v for k, v in os.environ.items() if k != "WEBSERV_BIN"}
+    env["PATH"] = f"{script.parent}{os.pathsep}{Path(binary).parent}{os.pathsep}{env.get('PATH', '')}"
+    via = subprocess.run(
+        [str(script), "replay", "--help"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert via.returncode == 0 and "-rerun" in via.stderr, via.stderr
+    assert shutil.which("webserv", path=env["PATH"]) == str(script)

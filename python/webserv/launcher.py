@@ -8,6 +8,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -49,9 +50,30 @@ def find_binary() -> str | None:
     """The webserv binary: $WEBSERV_BIN, else the PATH, else bin/webserv of the checkout this
     package was built from (or runs from), else bin/webserv of the working directory."""
     for _, path in binary_candidates():
-        if path and os.path.isfile(path) and os.access(path, os.X_OK):
+        if path and os.path.isfile(path) and os.access(path, os.X_OK) and _native(path):
             return path
     return None
+
+
+def _native(path: str) -> bool:
+    """Whether path is a compiled program, not the package's own ``webserv`` console script
+    (which runs the binary found here, and must not find itself)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
+def run_binary() -> None:
+    """The ``webserv`` console command ``pip install`` puts on the PATH: runs the server binary
+    the package records (``webserv export``, ``webserv replay``, ``webserv serve`` as the docs
+    write them), with the same arguments."""
+    binary = find_binary()
+    if binary is None:
+        sys.stderr.write("webserv: " + missing_binary_message() + "\n")
+        raise SystemExit(1)
+    os.execv(binary, [binary, *sys.argv[1:]])
 
 
 def missing_binary_message() -> str:
