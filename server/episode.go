@@ -21,11 +21,9 @@ const (
 )
 
 // Observation is an observation as it goes on the wire: envcore's fields
-// plus the episode's goal.
-type Observation struct {
-	envcore.Observation
-	Goal string `json:"goal"`
-}
+// plus the episode's goal. It is the trajectory format's type, so what is
+// sent, recorded and replayed is one type.
+type Observation = trajectory.Observation
 
 // EpisodeReply is the reply of every op that begins an episode: make,
 // reset, restore, and each environment of a fork.

@@ -14,14 +14,14 @@ func headLine(ev EpisodeEvent, episode int) trajectory.Line {
 
 // resetLine is the first observation of ev's episode.
 func resetLine(ev EpisodeEvent) trajectory.Line {
-	obs := trajectory.Observation(ev.Reply.Obs)
+	obs := ev.Reply.Obs
 	return trajectory.Line{Kind: trajectory.KindReset, Obs: &obs, Info: ev.Reply.Info, Time: ev.Time}
 }
 
 // stepLine is the step line of ev.
 func stepLine(ev StepEvent) trajectory.Line {
 	res := ev.Reply
-	obs := trajectory.Observation(res.Obs)
+	obs := res.Obs
 	l := trajectory.Line{Kind: trajectory.KindStep, Step: ev.Step, Action: ev.Action, Obs: &obs,
 		Terminated: res.Terminated, Truncated: res.Truncated, Info: res.Info, Review: ev.Review, Time: ev.Time, Began: ev.Began}
 	if f, ok := res.Reward.(float64); ok {

@@ -45,7 +45,7 @@ func (p *player) Start(ctx context.Context, head trajectory.Line) (*trajectory.O
 		return nil, e
 	}
 	p.x = x
-	o := trajectory.Observation(r.Obs)
+	o := r.Obs
 	return &o, nil
 }
 
@@ -66,7 +66,7 @@ func (p *player) Step(ctx context.Context, action string) (*trajectory.Observati
 		if r.e != nil {
 			return nil, r.e
 		}
-		o := trajectory.Observation(r.v.(*StepReply).Obs)
+		o := r.v.(*StepReply).Obs
 		return &o, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
