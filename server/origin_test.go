@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -141,7 +142,9 @@ func TestHostedEnvironmentReachesOnlyItsOwnSite(t *testing.T) {
 	}
 	defer other.Stop(ctx)
 	env := cl.call("make", "", map[string]any{"site": "testsite"})["env"].(string)
-	for _, target := range []string{other.URL() + "/set?v=hacked", base + "/healthz", pages.URL + "/page?n=1"} {
+	u, _ := url.Parse(other.URL())
+	short := "http://127.1:" + u.Port() + "/set?v=hacked" // the same instance, spelled as Chromium reads it
+	for _, target := range []string{other.URL() + "/set?v=hacked", short, base + "/healthz", pages.URL + "/page?n=1"} {
 		r := cl.call("step", env, map[string]any{"action": fmt.Sprintf("goto(%q)", target)})
 		obs, info := obsOf(r), r["info"].(map[string]any)
 		if msg, _ := obs["last_action_error"].(string); !strings.Contains(msg, "refused") || info["action_error_code"] != "refused" {
