@@ -229,7 +229,11 @@ func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (O
 	info := StepInfo{Attempts: 1}
 	if err := a.Validate(); err != nil {
 		info.ActionError, info.ActionErrorCode = err.Error(), "bad_action"
-		return e.finishStep(ctx, info, time.Time{}, a.String(), opts)
+		last := string(a.Type) + "(...)" // an oversized action is not printed whole
+		if checkLimits(a) == nil {
+			last = a.String()
+		}
+		return e.finishStep(ctx, info, time.Time{}, last, opts)
 	}
 	actx, cancel := context.WithTimeout(ctx, e.cfg.ActionTimeout)
 	attempts, err := e.execute(actx, a)
@@ -378,7 +382,11 @@ func (e *Env) finishStep(ctx context.Context, info StepInfo, settleFrom time.Tim
 	if err != nil {
 		return Observation{}, info, err
 	}
-	obs.LastAction = last
+	// The agent's input comes back bounded: an action string that did not
+	// parse, or an error quoting it, never repeats megabytes into the next
+	// prompt.
+	info.ActionError = clipEcho(info.ActionError)
+	obs.LastAction = clipEcho(last)
 	obs.LastActionError = info.ActionError
 	casts.stepped(e.activeTab())
 	return obs, info, nil

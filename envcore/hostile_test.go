@@ -1,0 +1,50 @@
+package envcore_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/webserv-rl/webserv/envcore"
+)
+
+// The hostile-policy suite: what a learning policy early in training emits,
+// and what the pages it reaches do, must neither hang a step nor hurt the
+// host or another environment.
+
+// Oversized input is the agent's fault: bad_action with the limit in the
+// message, the episode goes on, and nothing of the input comes back whole.
+func TestHostileOversizedInputIsBadAction(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envcore.Config{})
+	mustReset(t, env, "/hostile.html")
+	mb := strings.Repeat("x", 1<<20)
+	for _, c := range []struct {
+		name, action, says string
+	}{
+		{"a 200 KB fill", `fill("notes", "` + strings.Repeat("y", 200_000) + `")`, "text is 200000 characters; the limit is 32768"},
+		{"a 10 MB fill", `fill("notes", "` + strings.Repeat("z", 10<<20) + `")`, "bytes; the limit is"},
+		{"a 1 MB id", `click("` + mb + `")`, "bytes; the limit is"},
+		{"a 200 KB id", `click("` + mb[:200_000] + `")`, "target is 200000 characters; the limit is 512"},
+	} {
+		obs, info := mustStep(t, env, c.action)
+		if info.ActionErrorCode != "bad_action" || !strings.Contains(info.ActionError, c.says) {
+			t.Errorf("%s: error %.300q (%s), want bad_action saying %q", c.name, info.ActionError, info.ActionErrorCode, c.says)
+		}
+		if n := len(obs.LastAction) + len(obs.LastActionError); n > 2*envcore.MaxEchoChars+200 {
+			t.Errorf("%s: the observation echoes %d bytes of the input", c.name, n)
+		}
+	}
+	// The structured form, as the server passes it, is bounded the same way.
+	obs, info, err := env.Step(testCtx(t), envcore.Action{Type: envcore.Type, Target: "notes", Text: strings.Repeat("w", 10<<20)})
+	if err != nil || info.ActionErrorCode != "bad_action" || !strings.Contains(info.ActionError, "text is 10485760 characters; the limit is 32768") {
+		t.Errorf("a structured 10 MB fill: %v, %.300q (%s)", err, info.ActionError, info.ActionErrorCode)
+	}
+	if len(obs.LastAction) > 100 || strings.Contains(obs.HTML, "www") {
+		t.Errorf("a structured 10 MB fill reached the page or came back: last action %.100q", obs.LastAction)
+	}
+	// The episode goes on.
+	obs = mustAct(t, env, `fill("notes", "still here")`)
+	if v := inputValue(obs, "notes"); v != "still here" {
+		t.Errorf("fill after the refused ones: %q", v)
+	}
+}
