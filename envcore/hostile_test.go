@@ -1,6 +1,8 @@
 package envcore_test
 
 import (
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -46,5 +48,45 @@ func TestHostileOversizedInputIsBadAction(t *testing.T) {
 	obs = mustAct(t, env, `fill("notes", "still here")`)
 	if v := inputValue(obs, "notes"); v != "still here" {
 		t.Errorf("fill after the refused ones: %q", v)
+	}
+}
+
+// Long text within the limit goes in at once (time proportional to its
+// length), and the page still sees it typed: input events with the whole
+// value, and a key event at its end. Short text is typed key by key.
+func TestHostileLongFillGoesInWhole(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envcore.Config{})
+	mustReset(t, env, "/hostile.html")
+	obs := mustAct(t, env, `fill("notes", "short")`)
+	if !strings.Contains(obs.HTML, "keys:5 inputs:5") {
+		t.Errorf("a short fill is typed key by key: the page counted\n%s", obs.HTML)
+	}
+	keys, inputs := 5, 5
+	for _, n := range []int{10_000, 32768} {
+		text := strings.Repeat("0123456789abcdef\n", n/17) + strings.Repeat("x", n%17)
+		obs = mustAct(t, env, `fill("notes", "`+strings.ReplaceAll(text, "\n", `\n`)+`")`)
+		if v := inputValue(obs, "notes"); v != text {
+			t.Errorf("fill of %d characters: the field holds %d", n, len(v))
+		}
+		// One keydown (the last character) and two input events (the
+		// inserted text, the last character) more than before.
+		var k, in int
+		fmt.Sscanf(regexp.MustCompile(`keys:\d+ inputs:\d+`).FindString(obs.HTML), "keys:%d inputs:%d", &k, &in)
+		if k != keys+1 || in != inputs+2 {
+			t.Errorf("fill of %d characters: the page counted keys:%d inputs:%d after keys:%d inputs:%d", n, k, in, keys, inputs)
+		}
+		keys, inputs = k, in
+	}
+	// A contenteditable region takes long text through CDP; a maxlength
+	// holds as it does for typing.
+	long := strings.Repeat("abcdefghij", 1000)
+	obs = mustAct(t, env, `fill("pad", "`+long+`")`)
+	if v := inputValue(obs, "pad"); v != long {
+		t.Errorf("contenteditable after a long fill holds %d characters: %.40q", len(v), v)
+	}
+	obs = mustAct(t, env, `fill("short", "`+long+`")`)
+	if v := inputValue(obs, "short"); v != long[:100] {
+		t.Errorf("a maxlength=100 field after a long fill holds %d characters", len(v))
 	}
 }
