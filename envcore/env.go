@@ -40,7 +40,16 @@ type Config struct {
 	// count. Default 5s.
 	LongRequest time.Duration
 	// ActionTimeout bounds the action itself (not the settle). Default 10s.
+	// An action still running then (a page script that never ends) has the
+	// page's script stopped; a page that does not answer even then fails
+	// the step with ErrUnresponsive.
 	ActionTimeout time.Duration
+	// ObserveTimeout bounds reading the observation. A page that takes
+	// longer has its script stopped and is read once more; late again, the
+	// step fails with ErrUnresponsive. Default 10s. A step therefore lasts
+	// at most about ActionTimeout + SettleTimeout + 2 ObserveTimeout plus
+	// a few seconds of recovery, whatever the page does.
+	ObserveTimeout time.Duration
 	// Retries is how many times an element action is retried when its
 	// target is covered or not yet visible. Default 2; -1 means none.
 	Retries int
@@ -65,6 +74,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ActionTimeout <= 0 {
 		c.ActionTimeout = 10 * time.Second
+	}
+	if c.ObserveTimeout <= 0 {
+		c.ObserveTimeout = 10 * time.Second
 	}
 	if c.Retries == 0 {
 		c.Retries = 2
@@ -129,6 +141,7 @@ type Env struct {
 	ctxID      proto.BrowserBrowserContextID
 	closed     bool
 	terminated bool
+	lost       error // why the environment was given up (ErrUnresponsive), until Reset
 	chat       []ChatMessage
 	act        uint64 // the latest action's number, for settle (inject/settle.js)
 
@@ -177,7 +190,7 @@ func (e *Env) ResetWithCookies(ctx context.Context, startURL string, cookies []C
 		e.log.Warn("disposing the last episode's context failed", zap.Error(err))
 	}
 	start := time.Now()
-	e.terminated = false
+	e.terminated, e.lost = false, nil
 	e.chat = nil
 	e.act++ // no document of the new context has seen it: settle waits for their start-up
 	var info StepInfo
@@ -236,9 +249,17 @@ func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (O
 		return e.finishStep(ctx, info, time.Time{}, last, opts)
 	}
 	actx, cancel := context.WithTimeout(ctx, e.cfg.ActionTimeout)
+	acted := e.activeTab()
 	attempts, err := e.execute(actx, a)
 	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
+	if timedOut && err != nil && ctx.Err() == nil {
+		// The page may be held by a script that never ends: stop it, so
+		// that the settle and the observation can read the page.
+		if lerr := e.regainOrLose(ctx, acted, fmt.Sprintf("%s did not finish within %s", a.Type, e.cfg.ActionTimeout)); lerr != nil {
+			return Observation{}, info, lerr
+		}
+	}
 	info.Attempts = attempts
 	info.Action = time.Since(start)
 	var ae *ActionError
@@ -248,7 +269,7 @@ func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (O
 	case err != nil && ctx.Err() != nil:
 		return Observation{}, info, ctx.Err()
 	case err != nil && timedOut:
-		info.ActionError, info.ActionErrorCode = fmt.Sprintf("action did not finish within %s", e.cfg.ActionTimeout), "timeout"
+		info.ActionError, info.ActionErrorCode = fmt.Sprintf("action did not finish within %s; a script of the page still running then was stopped", e.cfg.ActionTimeout), "timeout"
 	case err != nil:
 		return Observation{}, info, fmt.Errorf("step %s: %w", a, err)
 	}
@@ -296,10 +317,13 @@ func (e *Env) Observe(ctx context.Context, opts ObserveOptions) (Observation, er
 	if e.closed {
 		return Observation{}, ErrClosed
 	}
+	if e.lost != nil {
+		return Observation{}, e.lost
+	}
 	if e.ctxID == "" {
 		return Observation{}, ErrNotReset
 	}
-	return e.observe(ctx, opts)
+	return e.observeBounded(ctx, opts)
 }
 
 // Close ends the environment and frees its browser context.
@@ -326,6 +350,8 @@ func (e *Env) usable() error {
 	switch {
 	case e.closed:
 		return ErrClosed
+	case e.lost != nil:
+		return e.lost
 	case e.ctxID == "":
 		return ErrNotReset
 	case e.terminated:
@@ -364,7 +390,7 @@ func (e *Env) finishStep(ctx context.Context, info StepInfo, settleFrom time.Tim
 		info.Settle = time.Since(t0)
 	}
 	t0 := time.Now()
-	obs, err := e.observe(ctx, opts)
+	obs, err := e.observeBounded(ctx, opts)
 	// A document replaced while it was being read (a navigation the
 	// browser reported late) fails the extraction: wait for the new one to
 	// settle and read that. A crash or a closed tab is reported at once.
@@ -376,7 +402,7 @@ func (e *Env) finishStep(ctx context.Context, info StepInfo, settleFrom time.Tim
 				break
 			}
 		}
-		obs, err = e.observe(ctx, opts)
+		obs, err = e.observeBounded(ctx, opts)
 	}
 	info.Extract = time.Since(t0)
 	if err != nil {

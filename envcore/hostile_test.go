@@ -1,10 +1,12 @@
 package envcore_test
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/webserv-rl/webserv/envcore"
 )
@@ -88,5 +90,59 @@ func TestHostileLongFillGoesInWhole(t *testing.T) {
 	obs = mustAct(t, env, `fill("short", "`+long+`")`)
 	if v := inputValue(obs, "short"); v != long[:100] {
 		t.Errorf("a maxlength=100 field after a long fill holds %d characters", len(v))
+	}
+}
+
+// A page that spins forever after a click: the step returns at its
+// deadline with the page's script stopped, and the episode goes on.
+func TestHostileSpinningPageIsStopped(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envcore.Config{ActionTimeout: 2 * time.Second, SettleTimeout: 2 * time.Second, ObserveTimeout: 3 * time.Second})
+	mustReset(t, env, "/hostile.html")
+	obs, info, err := env.StepText(testCtx(t), `click("spin")`)
+	if err != nil {
+		t.Fatalf("spin: %v", err)
+	}
+	if info.ActionErrorCode != "timeout" || !strings.Contains(info.ActionError, "was stopped") {
+		t.Errorf("spin: %q (%s)", info.ActionError, info.ActionErrorCode)
+	}
+	if !strings.Contains(obs.HTML, "Hostile") {
+		t.Errorf("spin: the observation is not the page's:\n%.300s", obs.HTML)
+	}
+	obs = mustAct(t, env, `fill("notes", "after the spin")`)
+	if v := inputValue(obs, "notes"); v != "after the spin" {
+		t.Errorf("fill after the spin: %q", v)
+	}
+	// A script that starts spinning after the action: the settle gives up
+	// at its timeout, the observation at its own, and the page's script is
+	// stopped so that it can be read.
+	obs, info, err = env.StepText(testCtx(t), `click("spin-later")`)
+	if err != nil || info.ActionError != "" || info.Settled || !strings.Contains(obs.HTML, "after the spin") {
+		t.Fatalf("spin after the action: %v, %+v\n%.300s", err, info, obs.HTML)
+	}
+	obs = mustAct(t, env, `fill("notes", "after the late spin")`)
+	if v := inputValue(obs, "notes"); v != "after the late spin" {
+		t.Errorf("fill after the late spin: %q", v)
+	}
+}
+
+// A page held where its script cannot be stopped (a synchronous request
+// that never returns): the step fails with ErrUnresponsive at its deadline,
+// the environment answers so until Reset, and after Reset it works again.
+func TestHostileHungPageIsGivenUp(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envcore.Config{ActionTimeout: 2 * time.Second, SettleTimeout: 2 * time.Second, ObserveTimeout: 3 * time.Second})
+	mustReset(t, env, "/hostile.html")
+	_, _, err := env.StepText(testCtx(t), `click("hang")`)
+	if !errors.Is(err, envcore.ErrUnresponsive) || !strings.Contains(err.Error(), "click did not finish within 2s") || !strings.Contains(err.Error(), "call Reset") {
+		t.Fatalf("hung page: %v", err)
+	}
+	if _, _, err := env.StepText(testCtx(t), `noop()`); !errors.Is(err, envcore.ErrUnresponsive) {
+		t.Errorf("a step after the environment was given up: %v", err)
+	}
+	mustReset(t, env, "/hostile.html")
+	obs := mustAct(t, env, `fill("notes", "after the reset")`)
+	if v := inputValue(obs, "notes"); v != "after the reset" {
+		t.Errorf("fill after the reset: %q", v)
 	}
 }
