@@ -44,6 +44,18 @@ type Config struct {
 	// page's script stopped; a page that does not answer even then fails
 	// the step with ErrUnresponsive.
 	ActionTimeout time.Duration
+	// MaxMemoryMB bounds what the environment's largest page holds in its
+	// JavaScript heap and array buffers, in MiB, sampled while it steps.
+	// Over it the step fails with a *ResourceLimitError (ErrResourceLimit)
+	// and the environment is closed until Reset. Default 1024.
+	MaxMemoryMB int
+	// MaxDOMNodes bounds the DOM nodes of the environment's largest page
+	// (its renderer's count), sampled like MaxMemoryMB. Default 300000.
+	MaxDOMNodes int
+	// MaxObservationBytes bounds one observation's size as the page
+	// produces it (HTML, ids, states; screenshots apart). Over it the step
+	// fails like over MaxMemoryMB. Default 16 MiB.
+	MaxObservationBytes int
 	// ObserveTimeout bounds reading the observation. A page that takes
 	// longer has its script stopped and is read once more; late again, the
 	// step fails with ErrUnresponsive. Default 10s. A step therefore lasts
@@ -74,6 +86,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ActionTimeout <= 0 {
 		c.ActionTimeout = 10 * time.Second
+	}
+	if c.MaxMemoryMB <= 0 {
+		c.MaxMemoryMB = 1024
+	}
+	if c.MaxDOMNodes <= 0 {
+		c.MaxDOMNodes = 300_000
+	}
+	if c.MaxObservationBytes <= 0 {
+		c.MaxObservationBytes = 16 << 20
 	}
 	if c.ObserveTimeout <= 0 {
 		c.ObserveTimeout = 10 * time.Second
@@ -141,7 +162,8 @@ type Env struct {
 	ctxID      proto.BrowserBrowserContextID
 	closed     bool
 	terminated bool
-	lost       error // why the environment was given up (ErrUnresponsive), until Reset
+	lost       error         // why the environment was given up (ErrUnresponsive, a limit), until Reset
+	quit       chan struct{} // closed by Close: ends watchIdle
 	chat       []ChatMessage
 	act        uint64 // the latest action's number, for settle (inject/settle.js)
 
@@ -155,7 +177,9 @@ type Env struct {
 
 // NewEnv creates an environment on b. It opens no page until Reset.
 func (b *Browser) NewEnv(cfg Config) *Env {
-	return &Env{b: b, log: b.log, cfg: cfg.withDefaults(), changed: make(chan struct{})}
+	e := &Env{b: b, log: b.log, cfg: cfg.withDefaults(), changed: make(chan struct{}), quit: make(chan struct{})}
+	go e.watchIdle()
+	return e
 }
 
 // Config returns the environment's configuration with defaults filled in.
@@ -238,6 +262,31 @@ func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (O
 	if err := e.usable(); err != nil {
 		return Observation{}, StepInfo{}, err
 	}
+	return e.watched(ctx, func(ctx context.Context) (Observation, StepInfo, error) { return e.step(ctx, a, opts) })
+}
+
+// watched runs a step while its environment's resources are watched (see
+// resources.go): over a limit, before the step (the page grew since the
+// last one) or during it, the environment is given up and the step fails
+// with the *ResourceLimitError.
+func (e *Env) watched(ctx context.Context, step func(ctx context.Context) (Observation, StepInfo, error)) (Observation, StepInfo, error) {
+	if rl := e.overLimit(ctx); rl != nil {
+		return Observation{}, StepInfo{}, e.giveUpOver(rl)
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := e.watch(sctx, cancel)
+	obs, info, err := step(sctx)
+	stop()
+	rl := overLimitErr(sctx)
+	if rl == nil && !errors.As(err, &rl) {
+		return obs, info, err
+	}
+	return Observation{}, info, e.giveUpOver(rl)
+}
+
+// step is StepObserve's work, with e.mu held.
+func (e *Env) step(ctx context.Context, a Action, opts ObserveOptions) (Observation, StepInfo, error) {
 	start := time.Now()
 	info := StepInfo{Attempts: 1}
 	if err := a.Validate(); err != nil {
@@ -334,6 +383,7 @@ func (e *Env) Close() error {
 		return nil
 	}
 	e.closed = true
+	close(e.quit)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return e.dispose(ctx)
@@ -394,7 +444,7 @@ func (e *Env) finishStep(ctx context.Context, info StepInfo, settleFrom time.Tim
 	// A document replaced while it was being read (a navigation the
 	// browser reported late) fails the extraction: wait for the new one to
 	// settle and read that. A crash or a closed tab is reported at once.
-	for retry := 0; err != nil && retry < 2 && ctx.Err() == nil && e.readable(); retry++ {
+	for retry := 0; err != nil && retry < 2 && ctx.Err() == nil && e.readable() && !errors.Is(err, ErrResourceLimit); retry++ {
 		now := time.Now()
 		if _, serr := e.settle(ctx, e.act, now, now); serr != nil {
 			var nse *NotSettledError

@@ -3,22 +3,117 @@ package envcore_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/internal/procstat"
 )
 
 // The hostile-policy suite: what a learning policy early in training emits,
 // and what the pages it reaches do, must neither hang a step nor hurt the
-// host or another environment.
+// host or another environment. Each test runs alone (not in parallel) under
+// guard: a second environment steps all along and must succeed every time,
+// and the host memory of the browser and the test process is sampled and
+// must stay within a stated bound of where it started.
+
+// hostBound is how far the host memory (Chromium's processes and the test
+// process) may rise during one hostile test. The limits it checks are far
+// below (MaxMemoryMB is set to 256 MB where memory is the point); the bound
+// is generous because the watch samples, and a page allocates between
+// samples.
+const hostBound = 2 << 30
+
+// guard starts a second environment stepping beside the test and samples
+// the host memory; the returned func stops both and checks them.
+func guard(t *testing.T) (check func()) {
+	t.Helper()
+	rss := func() int64 {
+		b, err := procstat.TreeRSS(envcore.BrowserPID(browser))
+		if err != nil {
+			t.Fatalf("host memory: %v", err)
+		}
+		own, err := procstat.TreeRSS(os.Getpid()) // the browser is the test's child: this includes it
+		if err != nil || own < b {
+			return b
+		}
+		return own
+	}
+	base := rss()
+	var peak atomic.Int64
+	peak.Store(base)
+	other := newEnv(t, envcore.Config{})
+	mustReset(t, other, "/inputs.html")
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var steps atomic.Int64
+	failures := make(chan string, 100)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			want := fmt.Sprintf("step %d", i)
+			obs, info, err := other.StepText(testCtx(t), `fill("profile.full-name", "`+want+`")`)
+			switch {
+			case err != nil:
+				failures <- err.Error()
+			case info.ActionError != "":
+				failures <- info.ActionError
+			case inputValue(obs, "profile.full-name") != want:
+				failures <- "the field holds " + inputValue(obs, "profile.full-name")
+			default:
+				steps.Add(1)
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			if m := rss(); m > peak.Load() {
+				peak.Store(m)
+			}
+		}
+	}()
+	return func() {
+		t.Helper()
+		close(done)
+		wg.Wait()
+		close(failures)
+		for f := range failures {
+			t.Errorf("the other environment's step failed: %s", f)
+		}
+		if steps.Load() == 0 {
+			t.Errorf("the other environment made no step")
+		}
+		rise := peak.Load() - base
+		t.Logf("host memory: %d MB at the start, %d MB at the peak; the other environment made %d steps", base>>20, peak.Load()>>20, steps.Load())
+		if rise > hostBound {
+			t.Errorf("host memory rose by %d MB, over the bound of %d MB", rise>>20, hostBound>>20)
+		}
+	}
+}
 
 // Oversized input is the agent's fault: bad_action with the limit in the
 // message, the episode goes on, and nothing of the input comes back whole.
 func TestHostileOversizedInputIsBadAction(t *testing.T) {
-	t.Parallel()
+	defer guard(t)()
 	env := newEnv(t, envcore.Config{})
 	mustReset(t, env, "/hostile.html")
 	mb := strings.Repeat("x", 1<<20)
@@ -96,7 +191,7 @@ func TestHostileLongFillGoesInWhole(t *testing.T) {
 // A page that spins forever after a click: the step returns at its
 // deadline with the page's script stopped, and the episode goes on.
 func TestHostileSpinningPageIsStopped(t *testing.T) {
-	t.Parallel()
+	defer guard(t)()
 	env := newEnv(t, envcore.Config{ActionTimeout: 2 * time.Second, SettleTimeout: 2 * time.Second, ObserveTimeout: 3 * time.Second})
 	mustReset(t, env, "/hostile.html")
 	obs, info, err := env.StepText(testCtx(t), `click("spin")`)
@@ -130,7 +225,7 @@ func TestHostileSpinningPageIsStopped(t *testing.T) {
 // that never returns): the step fails with ErrUnresponsive at its deadline,
 // the environment answers so until Reset, and after Reset it works again.
 func TestHostileHungPageIsGivenUp(t *testing.T) {
-	t.Parallel()
+	defer guard(t)()
 	env := newEnv(t, envcore.Config{ActionTimeout: 2 * time.Second, SettleTimeout: 2 * time.Second, ObserveTimeout: 3 * time.Second})
 	mustReset(t, env, "/hostile.html")
 	_, _, err := env.StepText(testCtx(t), `click("hang")`)
@@ -144,5 +239,66 @@ func TestHostileHungPageIsGivenUp(t *testing.T) {
 	obs := mustAct(t, env, `fill("notes", "after the reset")`)
 	if v := inputValue(obs, "notes"); v != "after the reset" {
 		t.Errorf("fill after the reset: %q", v)
+	}
+}
+
+// A page that allocates without bound: the step that sees it over
+// MaxMemoryMB, or the next one when the watch between steps saw it, fails
+// with a *ResourceLimitError naming memory; the environment answers so
+// until Reset, and works again after it.
+func TestHostileMemoryIsBounded(t *testing.T) {
+	defer guard(t)()
+	env := newEnv(t, envcore.Config{MaxMemoryMB: 256})
+	mustReset(t, env, "/hostile.html")
+	_, _, err := env.StepText(testCtx(t), `click("allocate")`)
+	if err == nil { // the step ended before a sample saw the page over
+		time.Sleep(3 * time.Second) // the agent thinks; the page goes on
+		_, _, err = env.StepText(testCtx(t), `noop()`)
+	}
+	var rl *envcore.ResourceLimitError
+	if !errors.Is(err, envcore.ErrResourceLimit) || !errors.As(err, &rl) || rl.What != "memory" || rl.Used <= 256<<20 ||
+		!strings.Contains(err.Error(), "limit is 256 MB") {
+		t.Fatalf("a page allocating without bound: %v", err)
+	}
+	if _, _, err := env.StepText(testCtx(t), `noop()`); !errors.Is(err, envcore.ErrResourceLimit) {
+		t.Errorf("a step after the limit: %v", err)
+	}
+	mustReset(t, env, "/hostile.html")
+	mustAct(t, env, `fill("notes", "after the reset")`)
+}
+
+// A DOM that doubles every frame: the step fails over MaxDOMNodes instead
+// of hanging the extraction, and the environment works again after Reset.
+func TestHostileDOMIsBounded(t *testing.T) {
+	defer guard(t)()
+	env := newEnv(t, envcore.Config{})
+	mustReset(t, env, "/hostile.html")
+	_, _, err := env.StepText(testCtx(t), `click("grow")`)
+	if err == nil { // the step ended before a sample saw the page over
+		time.Sleep(3 * time.Second) // the agent thinks; the page goes on
+		_, _, err = env.StepText(testCtx(t), `noop()`)
+	}
+	var rl *envcore.ResourceLimitError
+	if !errors.As(err, &rl) || rl.What != "dom_nodes" || rl.Limit != 300_000 || !strings.Contains(err.Error(), "DOM size") {
+		t.Fatalf("a DOM doubling every frame: %v", err)
+	}
+	mustReset(t, env, "/hostile.html")
+	mustAct(t, env, `fill("notes", "after the reset")`)
+}
+
+// A page that opens tabs in a loop: the environment keeps MaxTabs, closes
+// the others as they appear and says so; the episode goes on.
+func TestHostileTabLoopIsCapped(t *testing.T) {
+	defer guard(t)()
+	env := newEnv(t, envcore.Config{MaxTabs: 5})
+	mustReset(t, env, "/hostile.html")
+	obs, info := mustStep(t, env, `click("open-tabs")`)
+	if info.ActionError != "" || len(obs.Tabs) != 5 || obs.BlockedTabs != 26 {
+		t.Errorf("30 window.open: %q, %d tabs, %d blocked", info.ActionError, len(obs.Tabs), obs.BlockedTabs)
+	}
+	mustAct(t, env, `tab_focus(0)`)
+	obs = mustAct(t, env, `fill("notes", "after the tabs")`)
+	if v := inputValue(obs, "notes"); v != "after the tabs" {
+		t.Errorf("fill after the tab loop: %q", v)
 	}
 }
