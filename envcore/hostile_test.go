@@ -267,6 +267,22 @@ func TestHostileMemoryIsBounded(t *testing.T) {
 	mustAct(t, env, `fill("notes", "after the reset")`)
 }
 
+// A page that allocates while no step runs (the agent thinks) is caught by
+// the watch between steps: the host's memory stays within the bound (the
+// page alone would pass it within the wait), and the next step answers
+// the *ResourceLimitError at once.
+func TestHostileMemoryIsBoundedBetweenSteps(t *testing.T) {
+	defer guard(t)()
+	env := newEnv(t, envcore.Config{MaxMemoryMB: 256})
+	mustReset(t, env, "/hostile.html?hoard")
+	time.Sleep(4 * time.Second) // 3 s of 800 MB/s unchecked would be 2.4 GB
+	_, _, err := env.StepText(testCtx(t), `noop()`)
+	var rl *envcore.ResourceLimitError
+	if !errors.As(err, &rl) || rl.What != "memory" {
+		t.Fatalf("a page allocating between steps: %v", err)
+	}
+}
+
 // A DOM that doubles every frame: the step fails over MaxDOMNodes instead
 // of hanging the extraction, and the environment works again after Reset.
 func TestHostileDOMIsBounded(t *testing.T) {
