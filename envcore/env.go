@@ -270,7 +270,10 @@ func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (O
 // last one) or during it, the environment is given up and the step fails
 // with the *ResourceLimitError.
 func (e *Env) watched(ctx context.Context, step func(ctx context.Context) (Observation, StepInfo, error)) (Observation, StepInfo, error) {
-	if rl := e.overLimit(ctx); rl != nil {
+	pctx, pcancel := context.WithTimeout(ctx, time.Second) // a silent page is the step's to find
+	rl := e.overLimit(pctx)
+	pcancel()
+	if rl != nil {
 		return Observation{}, StepInfo{}, e.giveUpOver(rl)
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
@@ -278,7 +281,7 @@ func (e *Env) watched(ctx context.Context, step func(ctx context.Context) (Obser
 	stop := e.watch(sctx, cancel)
 	obs, info, err := step(sctx)
 	stop()
-	rl := overLimitErr(sctx)
+	rl = overLimitErr(sctx)
 	if rl == nil && !errors.As(err, &rl) {
 		return obs, info, err
 	}

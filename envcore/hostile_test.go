@@ -152,7 +152,7 @@ func TestHostileOversizedInputIsBadAction(t *testing.T) {
 // length), and the page still sees it typed: input events with the whole
 // value, and a key event at its end. Short text is typed key by key.
 func TestHostileLongFillGoesInWhole(t *testing.T) {
-	t.Parallel()
+	defer guard(t)()
 	env := newEnv(t, envcore.Config{})
 	mustReset(t, env, "/hostile.html")
 	obs := mustAct(t, env, `fill("notes", "short")`)

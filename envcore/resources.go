@@ -202,7 +202,7 @@ func (e *Env) watchIdle() {
 			continue
 		}
 		if !e.closed && e.lost == nil && e.ctxID != "" {
-			ctx, cancel := context.WithTimeout(e.b.ctx, 2*time.Second)
+			ctx, cancel := context.WithTimeout(e.b.ctx, time.Second) // a step waits for it at most this long
 			if rl := e.overLimit(ctx); rl != nil {
 				_ = e.giveUpOver(rl)
 			}
