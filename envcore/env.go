@@ -321,7 +321,7 @@ func (e *Env) step(ctx context.Context, a Action, opts ObserveOptions) (Observat
 	case err != nil && ctx.Err() != nil:
 		return Observation{}, info, ctx.Err()
 	case err != nil && timedOut:
-		info.ActionError, info.ActionErrorCode = fmt.Sprintf("action did not finish within %s; a script of the page still running then was stopped", e.cfg.ActionTimeout), "timeout"
+		info.ActionError, info.ActionErrorCode = fmt.Sprintf("action did not finish within %s; the page's running script, if any, was stopped", e.cfg.ActionTimeout), "timeout"
 	case err != nil:
 		return Observation{}, info, fmt.Errorf("step %s: %w", a, err)
 	}

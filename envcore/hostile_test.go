@@ -198,7 +198,7 @@ func TestHostileSpinningPageIsStopped(t *testing.T) {
 	if err != nil {
 		t.Fatalf("spin: %v", err)
 	}
-	if info.ActionErrorCode != "timeout" || !strings.Contains(info.ActionError, "was stopped") {
+	if info.ActionErrorCode != "timeout" || !strings.Contains(info.ActionError, "did not finish within 2s") {
 		t.Errorf("spin: %q (%s)", info.ActionError, info.ActionErrorCode)
 	}
 	if !strings.Contains(obs.HTML, "Hostile") {
