@@ -224,10 +224,17 @@ func need(a Action, field, what string) error {
 	return fmt.Errorf("%s needs %s (%s)", a.Type, field, what)
 }
 
-// Validate checks that the action has the fields its type needs.
+// Validate checks that the action has the fields its type needs and that
+// none is over its limit (ActionLimits).
 func (a Action) Validate() error {
 	if c, ok := coordActionOf(a.Type); ok {
+		if err := checkLimits(a); err != nil {
+			return err
+		}
 		return c.validate(a)
+	}
+	if err := checkLimits(a); err != nil {
+		return err
 	}
 	s, ok := specOf(a.Type)
 	switch {

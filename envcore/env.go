@@ -40,7 +40,28 @@ type Config struct {
 	// count. Default 5s.
 	LongRequest time.Duration
 	// ActionTimeout bounds the action itself (not the settle). Default 10s.
+	// An action still running then (a page script that never ends) has the
+	// page's script stopped; a page that does not answer even then fails
+	// the step with ErrUnresponsive.
 	ActionTimeout time.Duration
+	// MaxMemoryMB bounds what the environment's largest page holds in its
+	// JavaScript heap and array buffers, in MiB, sampled while it steps.
+	// Over it the step fails with a *ResourceLimitError (ErrResourceLimit)
+	// and the environment is closed until Reset. Default 1024.
+	MaxMemoryMB int
+	// MaxDOMNodes bounds the DOM nodes of the environment's largest page
+	// (its renderer's count), sampled like MaxMemoryMB. Default 300000.
+	MaxDOMNodes int
+	// MaxObservationBytes bounds one observation's size as the page
+	// produces it (HTML, ids, states; screenshots apart). Over it the step
+	// fails like over MaxMemoryMB. Default 16 MiB.
+	MaxObservationBytes int
+	// ObserveTimeout bounds reading the observation. A page that takes
+	// longer has its script stopped and is read once more; late again, the
+	// step fails with ErrUnresponsive. Default 10s. A step therefore lasts
+	// at most about ActionTimeout + SettleTimeout + 2 ObserveTimeout plus
+	// a few seconds of recovery, whatever the page does.
+	ObserveTimeout time.Duration
 	// Retries is how many times an element action is retried when its
 	// target is covered or not yet visible. Default 2; -1 means none.
 	Retries int
@@ -65,6 +86,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ActionTimeout <= 0 {
 		c.ActionTimeout = 10 * time.Second
+	}
+	if c.MaxMemoryMB <= 0 {
+		c.MaxMemoryMB = 1024
+	}
+	if c.MaxDOMNodes <= 0 {
+		c.MaxDOMNodes = 300_000
+	}
+	if c.MaxObservationBytes <= 0 {
+		c.MaxObservationBytes = 16 << 20
+	}
+	if c.ObserveTimeout <= 0 {
+		c.ObserveTimeout = 10 * time.Second
 	}
 	if c.Retries == 0 {
 		c.Retries = 2
@@ -129,6 +162,8 @@ type Env struct {
 	ctxID      proto.BrowserBrowserContextID
 	closed     bool
 	terminated bool
+	lost       error         // why the environment was given up (ErrUnresponsive, a limit), until Reset
+	quit       chan struct{} // closed by Close: ends watchIdle
 	chat       []ChatMessage
 	act        uint64 // the latest action's number, for settle (inject/settle.js)
 
@@ -142,7 +177,9 @@ type Env struct {
 
 // NewEnv creates an environment on b. It opens no page until Reset.
 func (b *Browser) NewEnv(cfg Config) *Env {
-	return &Env{b: b, log: b.log, cfg: cfg.withDefaults(), changed: make(chan struct{})}
+	e := &Env{b: b, log: b.log, cfg: cfg.withDefaults(), changed: make(chan struct{}), quit: make(chan struct{})}
+	go e.watchIdle()
+	return e
 }
 
 // Config returns the environment's configuration with defaults filled in.
@@ -177,7 +214,7 @@ func (e *Env) ResetWithCookies(ctx context.Context, startURL string, cookies []C
 		e.log.Warn("disposing the last episode's context failed", zap.Error(err))
 	}
 	start := time.Now()
-	e.terminated = false
+	e.terminated, e.lost = false, nil
 	e.chat = nil
 	e.act++ // no document of the new context has seen it: settle waits for their start-up
 	var info StepInfo
@@ -225,16 +262,56 @@ func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (O
 	if err := e.usable(); err != nil {
 		return Observation{}, StepInfo{}, err
 	}
+	return e.watched(ctx, func(ctx context.Context) (Observation, StepInfo, error) { return e.step(ctx, a, opts) })
+}
+
+// watched runs a step while its environment's resources are watched (see
+// resources.go): over a limit, before the step (the page grew since the
+// last one) or during it, the environment is given up and the step fails
+// with the *ResourceLimitError.
+func (e *Env) watched(ctx context.Context, step func(ctx context.Context) (Observation, StepInfo, error)) (Observation, StepInfo, error) {
+	pctx, pcancel := context.WithTimeout(ctx, time.Second) // a silent page is the step's to find
+	rl := e.overLimit(pctx)
+	pcancel()
+	if rl != nil {
+		return Observation{}, StepInfo{}, e.giveUpOver(rl)
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := e.watch(sctx, cancel)
+	obs, info, err := step(sctx)
+	stop()
+	rl = overLimitErr(sctx)
+	if rl == nil && !errors.As(err, &rl) {
+		return obs, info, err
+	}
+	return Observation{}, info, e.giveUpOver(rl)
+}
+
+// step is StepObserve's work, with e.mu held.
+func (e *Env) step(ctx context.Context, a Action, opts ObserveOptions) (Observation, StepInfo, error) {
 	start := time.Now()
 	info := StepInfo{Attempts: 1}
 	if err := a.Validate(); err != nil {
 		info.ActionError, info.ActionErrorCode = err.Error(), "bad_action"
-		return e.finishStep(ctx, info, time.Time{}, a.String(), opts)
+		last := string(a.Type) + "(...)" // an oversized action is not printed whole
+		if checkLimits(a) == nil {
+			last = a.String()
+		}
+		return e.finishStep(ctx, info, time.Time{}, last, opts)
 	}
 	actx, cancel := context.WithTimeout(ctx, e.cfg.ActionTimeout)
+	acted := e.activeTab()
 	attempts, err := e.execute(actx, a)
 	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
+	if timedOut && err != nil && ctx.Err() == nil {
+		// The page may be held by a script that never ends: stop it, so
+		// that the settle and the observation can read the page.
+		if lerr := e.regainOrLose(ctx, acted, fmt.Sprintf("%s did not finish within %s", a.Type, e.cfg.ActionTimeout)); lerr != nil {
+			return Observation{}, info, lerr
+		}
+	}
 	info.Attempts = attempts
 	info.Action = time.Since(start)
 	var ae *ActionError
@@ -244,7 +321,7 @@ func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (O
 	case err != nil && ctx.Err() != nil:
 		return Observation{}, info, ctx.Err()
 	case err != nil && timedOut:
-		info.ActionError, info.ActionErrorCode = fmt.Sprintf("action did not finish within %s", e.cfg.ActionTimeout), "timeout"
+		info.ActionError, info.ActionErrorCode = fmt.Sprintf("action did not finish within %s; the page's running script, if any, was stopped", e.cfg.ActionTimeout), "timeout"
 	case err != nil:
 		return Observation{}, info, fmt.Errorf("step %s: %w", a, err)
 	}
@@ -292,10 +369,13 @@ func (e *Env) Observe(ctx context.Context, opts ObserveOptions) (Observation, er
 	if e.closed {
 		return Observation{}, ErrClosed
 	}
+	if e.lost != nil {
+		return Observation{}, e.lost
+	}
 	if e.ctxID == "" {
 		return Observation{}, ErrNotReset
 	}
-	return e.observe(ctx, opts)
+	return e.observeBounded(ctx, opts)
 }
 
 // Close ends the environment and frees its browser context.
@@ -306,6 +386,7 @@ func (e *Env) Close() error {
 		return nil
 	}
 	e.closed = true
+	close(e.quit)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return e.dispose(ctx)
@@ -322,6 +403,8 @@ func (e *Env) usable() error {
 	switch {
 	case e.closed:
 		return ErrClosed
+	case e.lost != nil:
+		return e.lost
 	case e.ctxID == "":
 		return ErrNotReset
 	case e.terminated:
@@ -360,11 +443,11 @@ func (e *Env) finishStep(ctx context.Context, info StepInfo, settleFrom time.Tim
 		info.Settle = time.Since(t0)
 	}
 	t0 := time.Now()
-	obs, err := e.observe(ctx, opts)
+	obs, err := e.observeBounded(ctx, opts)
 	// A document replaced while it was being read (a navigation the
 	// browser reported late) fails the extraction: wait for the new one to
 	// settle and read that. A crash or a closed tab is reported at once.
-	for retry := 0; err != nil && retry < 2 && ctx.Err() == nil && e.readable(); retry++ {
+	for retry := 0; err != nil && retry < 2 && ctx.Err() == nil && e.readable() && !errors.Is(err, ErrResourceLimit); retry++ {
 		now := time.Now()
 		if _, serr := e.settle(ctx, e.act, now, now); serr != nil {
 			var nse *NotSettledError
@@ -372,13 +455,17 @@ func (e *Env) finishStep(ctx context.Context, info StepInfo, settleFrom time.Tim
 				break
 			}
 		}
-		obs, err = e.observe(ctx, opts)
+		obs, err = e.observeBounded(ctx, opts)
 	}
 	info.Extract = time.Since(t0)
 	if err != nil {
 		return Observation{}, info, err
 	}
-	obs.LastAction = last
+	// The agent's input comes back bounded: an action string that did not
+	// parse, or an error quoting it, never repeats megabytes into the next
+	// prompt.
+	info.ActionError = clipEcho(info.ActionError)
+	obs.LastAction = clipEcho(last)
 	obs.LastActionError = info.ActionError
 	casts.stepped(e.activeTab())
 	return obs, info, nil

@@ -429,15 +429,22 @@ func similarIDs(id string, ids []string, n int) []string {
 	}
 	words := strings.FieldsFunc(id, func(r rune) bool { return r == '-' || r == '.' || r == '_' })
 	var cs []cand
+	far := max(3, len(id)/2)
 	for _, x := range ids {
-		d := editDistance(id, x)
 		shared := 0
 		for _, w := range words {
 			if len(w) > 1 && strings.Contains(x, w) {
 				shared++
 			}
 		}
-		if d > max(3, len(id)/2) && shared == 0 {
+		// The distance is at least the difference in length: an id far
+		// longer or shorter is not measured (nor is any id against an
+		// agent's runaway one).
+		if shared == 0 && (abs(len(x)-len(id)) > 4*far || len(id) > 256) {
+			continue
+		}
+		d := editDistance(id, x)
+		if d > far && shared == 0 {
 			continue
 		}
 		cs = append(cs, cand{x, d - 4*shared})
@@ -469,4 +476,11 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

@@ -2,12 +2,15 @@ package envcore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/go-rod/rod/lib/input"
 	"github.com/go-rod/rod/lib/proto"
+
+	"github.com/webserv-rl/webserv/inject"
 )
 
 // namedKeys maps the key names agents use (Playwright's, plus common
@@ -162,14 +165,33 @@ func editCommand(kc keyCombo) string {
 	return ""
 }
 
+// keyByKeyMax is the longest text typed one key event per character.
+// Chromium handles each key event with a layout of the field as it is, so
+// key-by-key typing costs time in the square of the length (10 KB took 18 s,
+// 30 KB over a minute); longer text goes in at once.
+const keyByKeyMax = 256
+
 // typeText types text as key events, one per character, so pages that react
 // to keydown/keyup (autocomplete, validation) see what typing produces.
 // Characters outside the US layout go in through Input.insertText. The
 // events are pipelined (a session's commands are handled in order) and only
 // the last is awaited, so typing costs one round trip, not two per
 // character.
+//
+// Text longer than keyByKeyMax characters goes in as a paste or an input
+// method does: all but its last character at once (insertText: one input
+// event), then the last character as a key, so the page's key handlers see
+// typing end and its input handlers the whole value. Its time grows with
+// the length by a small constant.
 func (t *tab) typeText(ctx context.Context, text string) error {
 	c := t.client(ctx)
+	if utf8.RuneCountInString(text) > keyByKeyMax {
+		_, size := utf8.DecodeLastRuneInString(text)
+		if err := t.insertText(ctx, text[:len(text)-size]); err != nil {
+			return err
+		}
+		text = text[len(text)-size:]
+	}
 	var events []proto.Request
 	var pending strings.Builder
 	flush := func() {
@@ -205,6 +227,26 @@ func (t *tab) typeText(ctx context.Context, text string) error {
 		if err != nil {
 			return fmt.Errorf("type text: %w", err)
 		}
+	}
+	return nil
+}
+
+// insertText inserts text at the focus at once: in an <input> or <textarea>
+// through the page (act.insertText, in time proportional to the text),
+// elsewhere (contenteditable) with CDP's Input.insertText.
+func (t *tab) insertText(ctx context.Context, text string) error {
+	var r struct {
+		Inserted bool `json:"inserted"`
+	}
+	err := t.evalJSON(ctx, inject.Call("act.insertText", text), &r)
+	if err != nil && !errors.Is(err, errNoInjection) {
+		return fmt.Errorf("type text: %w", err)
+	}
+	if r.Inserted {
+		return nil
+	}
+	if err := (proto.InputInsertText{Text: text}).Call(t.client(ctx)); err != nil {
+		return fmt.Errorf("type text: %w", err)
 	}
 	return nil
 }

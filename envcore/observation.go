@@ -255,6 +255,9 @@ func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation
 	err := t.evalJSON(ctx, inject.Call("parser.observeJSON", map[string]bool{
 		"axtree": opts.AXTree, "geometry": opts.Geometry || opts.Marks, "layout": opts.Layout,
 	}), &raw)
+	if limit := t.owner().cfg.MaxObservationBytes; err == nil && len(raw) > limit {
+		return &ResourceLimitError{What: "observation", Used: int64(len(raw)), Limit: int64(limit)}
+	}
 	if err == nil {
 		if err = json.Unmarshal([]byte(raw), &p); err != nil {
 			err = fmt.Errorf("decode: %w", err)

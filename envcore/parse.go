@@ -21,8 +21,13 @@ import (
 //     select [id] [option], refresh.
 //
 // Surrounding whitespace and a Markdown code fence are ignored. The error of
-// a string that does not parse says what was expected.
+// a string that does not parse says what was expected. A string longer than
+// MaxActionBytes, or with a field over its limit (ActionLimits), is refused
+// with an error that states the limit and the size.
 func ParseAction(s string) (Action, error) {
+	if err := checkActionString(s); err != nil {
+		return Action{}, err
+	}
 	s = stripFence(strings.TrimSpace(s))
 	if s == "" {
 		return Action{}, fmt.Errorf("empty action: expected a call like click(\"id\") or a command like click [id]")
@@ -30,6 +35,9 @@ func ParseAction(s string) (Action, error) {
 	i := 0
 	for i < len(s) && (s[i] == '_' || s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || i > 0 && s[i] >= '0' && s[i] <= '9') {
 		i++
+	}
+	if i > 64 {
+		return Action{}, fmt.Errorf("cannot parse action %q: no action has a name that long; expected a call like click(\"id\") or a command like click [id]", clipStr(s, 60))
 	}
 	name := strings.ToLower(s[:i])
 	if name == "" {

@@ -73,6 +73,7 @@ func (t *tab) install(ctx context.Context, vp Viewport) error {
 		proto.PageAddScriptToEvaluateOnNewDocument{Source: inject.Bundle()},
 		proto.EmulationSetDeviceMetricsOverride{Width: vp.Width, Height: vp.Height, DeviceScaleFactor: 1},
 		proto.EmulationSetFocusEmulationEnabled{Enabled: true},
+		proto.PerformanceEnable{}, // the resource watch reads its metrics (resources.go)
 		proto.RuntimeRunIfWaitingForDebugger{},
 	} {
 		if err := c.send(r); err != nil {

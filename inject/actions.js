@@ -146,6 +146,40 @@
     return { ok: true };
   }
 
+  // insertText(text) puts long text into the focused text field at once:
+  // the selection (focusForTyping selected the old content) is replaced
+  // through setRangeText, which costs time in proportion to the text, and
+  // one input event says so. Chromium's own text insertion lays the field
+  // out again at every line break, so 30 KB of lines took longer than an
+  // action may. maxlength is honoured as typing honours it. Answers
+  // {inserted: false} when the focus is not in an <input> or <textarea>
+  // that takes a selection (contenteditable, email fields): the Go side then
+  // inserts through CDP.
+  function insertText(text) {
+    let el = document.activeElement;
+    while (el) {
+      if (el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+      else if (el.localName === 'iframe' && el.contentDocument && el.contentDocument.activeElement) el = el.contentDocument.activeElement;
+      else break;
+    }
+    if (!el || (el.localName !== 'input' && el.localName !== 'textarea') || editKind(el) !== 'text' || el.readOnly) {
+      return { ok: true, inserted: false };
+    }
+    let start, end;
+    try {
+      start = el.selectionStart;
+      end = el.selectionEnd;
+    } catch (e) {
+      return { ok: true, inserted: false }; // a type without a selection
+    }
+    if (start === null || end === null) return { ok: true, inserted: false };
+    acting();
+    if (el.maxLength >= 0) text = text.slice(0, Math.max(0, el.maxLength - (el.value.length - (end - start))));
+    el.setRangeText(text, start, end, 'end');
+    el.dispatchEvent(new InputEvent('input', { bubbles: true, composed: true, inputType: 'insertText', data: text }));
+    return { ok: true, inserted: true };
+  }
+
   // selectOptions(id, wanted) selects options of a <select> by option id,
   // visible text or value (exact first, then case-insensitive). id may also
   // be an option's own id. Fires input and change like a person's choice.
@@ -195,6 +229,7 @@
     focusForTyping: focusForTyping,
     focus: focus,
     setValue: setValue,
+    insertText: insertText,
     selectOptions: selectOptions,
   };
 })();

@@ -9,6 +9,7 @@
 //	d := t1.Sub(t0) // d.Busy: CPU time used; d.Busy/d.Total: the share of the machine
 //
 //	c, _ := procstat.TreeCPU(pid) // a process and its descendants, ended children included
+//	m, _ := procstat.TreeRSS(pid) // their resident memory
 package procstat
 
 import (
@@ -69,11 +70,13 @@ func (t Times) Share() float64 {
 	return float64(t.Busy) / float64(t.Total)
 }
 
-// Process is one process's CPU time, from /proc/<pid>/stat.
+// Process is one process's CPU time and resident memory, from
+// /proc/<pid>/stat.
 type Process struct {
 	PID, Parent int
 	CPU         time.Duration // user and system time
 	Children    time.Duration // user and system time of its children that ended
+	RSS         int64         // resident memory in bytes
 }
 
 // Processes returns every process's CPU time now. Processes that end while
@@ -95,7 +98,7 @@ func Processes() ([]Process, error) {
 			continue
 		}
 		f := strings.Fields(string(raw[i+1:]))
-		if len(f) < 15 {
+		if len(f) < 22 {
 			continue
 		}
 		p := Process{}
@@ -107,6 +110,8 @@ func Processes() ([]Process, error) {
 		}
 		p.CPU = time.Duration(ticks[0]+ticks[1]) * tick
 		p.Children = time.Duration(ticks[2]+ticks[3]) * tick
+		pages, _ := strconv.ParseInt(f[21], 10, 64) // rss, field 24 of stat
+		p.RSS = pages * int64(os.Getpagesize())
 		out = append(out, p)
 	}
 	return out, nil
@@ -136,6 +141,35 @@ func TreeCPU(root int) (time.Duration, error) {
 	}
 	if !found {
 		return 0, fmt.Errorf("read CPU time of process %d: no such process", root)
+	}
+	return sum, nil
+}
+
+// TreeRSS is the resident memory of process root and its descendants, in
+// bytes (pages shared between them counted once per process, so an upper
+// bound).
+func TreeRSS(root int) (int64, error) {
+	procs, err := Processes()
+	if err != nil {
+		return 0, err
+	}
+	parent := make(map[int]int, len(procs))
+	for _, p := range procs {
+		parent[p.PID] = p.Parent
+	}
+	var sum int64
+	found := false
+	for _, p := range procs {
+		for q := p.PID; q > 1; q = parent[q] {
+			if q == root {
+				sum += p.RSS
+				found = true
+				break
+			}
+		}
+	}
+	if !found {
+		return 0, fmt.Errorf("read memory of process %d: no such process", root)
 	}
 	return sum, nil
 }

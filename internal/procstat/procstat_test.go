@@ -61,3 +61,33 @@ func TestTreeCPUCountsDescendants(t *testing.T) {
 		t.Error("no error for a process that does not exist")
 	}
 }
+
+// A process's tree counts the memory its children hold; a process that
+// does not exist is an error.
+func TestTreeRSSCountsDescendants(t *testing.T) {
+	before, err := procstat.TreeRSS(os.Getpid())
+	if err != nil || before <= 0 {
+		t.Fatalf("the test process's memory: %d, %v", before, err)
+	}
+	// A child that holds 64 MB of a string it built, then waits.
+	cmd := exec.Command("sh", "-c", `x=$(head -c 67108864 /dev/zero | tr '\0' a); sleep 5; echo ${#x}`)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var tree int64
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && tree < 64<<20; time.Sleep(50 * time.Millisecond) {
+		if tree, err = procstat.TreeRSS(cmd.Process.Pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tree < 64<<20 {
+		t.Errorf("a shell holding a 64 MB string: %d MB in its tree", tree>>20)
+	}
+	if own, err := procstat.TreeRSS(os.Getpid()); err != nil || own < before+tree/2 {
+		t.Errorf("the test process's tree (the shell's parent): %d MB, %v; want at least %d MB", own>>20, err, (before+tree/2)>>20)
+	}
+	if _, err := procstat.TreeRSS(1 << 30); err == nil {
+		t.Error("no error for a process that does not exist")
+	}
+}
