@@ -30,7 +30,7 @@ type chromiumProc struct {
 func (p chromiumProc) renderer() bool { return strings.Contains(p.cmdline, "--type=renderer") }
 
 // browserTree is root and every process descended from it.
-func browserTree(t *testing.T, root int) []chromiumProc {
+func browserTree(t testing.TB, root int) []chromiumProc {
 	t.Helper()
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	parent := map[int]int{}
