@@ -201,7 +201,7 @@ func launchProcess(ctx context.Context, log *zap.Logger, bin string, opts Browse
 // when opts.NoSandbox asks for it, and opts' and WEBSERV_CHROMIUM_FLAGS's
 // switches. (Launch starts the process itself: see startChromium.)
 func newLauncher(ctx context.Context, bin string, opts BrowserOptions) *launcher.Launcher {
-	l := launcher.New().Context(ctx).Bin(bin).Headless(!opts.Show).Leakless(true)
+	l := launcher.New().Context(ctx).Bin(bin).Headless(!opts.Show)
 	for _, f := range closedNetworkFlags {
 		l.Set(flagName(f))
 	}

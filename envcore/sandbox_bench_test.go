@@ -1,6 +1,7 @@
 package envcore_test
 
 import (
+	"context"
 	"os"
 	"slices"
 	"strconv"
@@ -17,8 +18,6 @@ import (
 // --no-sandbox launch WebServ used as root before issue 28, side by side
 // in one run:
 //
-//   - launch: Launch to the first observation of a page, 5 launches of
-//     each, alternating; the medians (ms) and their ratio;
 //   - CPU per step: both browsers step through the scale workload's loop
 //     on shops of their own at once (as BenchmarkSwitches does), CPU of
 //     each browser's process tree per step;
@@ -27,32 +26,13 @@ import (
 //     size (PSS, shared pages split between the processes that map them)
 //     divided by 8.
 //
-// Ratios are sandboxed/unsandboxed.
+// Ratios are sandboxed/unsandboxed. BenchmarkSandboxLaunch measures the
+// launch.
 //
-//	go test ./envcore -run '^$' -bench Sandbox -benchtime 4x -count 5
+//	go test ./envcore -run '^$' -bench 'Sandbox$' -benchtime 4x -count 5
 func BenchmarkSandbox(b *testing.B) {
 	ctx := testCtx(b)
 	confs := []envcore.BrowserOptions{{}, {NoSandbox: true}}
-
-	// Launch: alternating, each to its first observation.
-	launch := [2][]float64{}
-	for i := 0; i < 5; i++ {
-		for c, opts := range confs {
-			t0 := time.Now()
-			br, err := envcore.Launch(ctx, zap.NewNop(), opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			env := br.NewEnv(envcore.Config{IdleWindow: 100 * time.Millisecond})
-			if _, _, err := env.Reset(ctx, site.URL+"/a.html"); err != nil {
-				b.Fatal(err)
-			}
-			launch[c] = append(launch[c], float64(time.Since(t0).Microseconds())/1000)
-			_ = env.Close()
-			_ = br.Close()
-		}
-	}
-
 	browsers := make([]*envcore.Browser, len(confs))
 	for c, opts := range confs {
 		br, err := envcore.Launch(ctx, zap.NewNop(), opts)
@@ -89,16 +69,45 @@ func BenchmarkSandbox(b *testing.B) {
 	sides := []*cpuSide{newShopSide(b, browsers[0], envcore.BrowserPID(browsers[0])), newShopSide(b, browsers[1], envcore.BrowserPID(browsers[1]))}
 	ms := sideBySide(b, sides)
 
-	l0, l1 := median(launch[0]), median(launch[1])
-	b.ReportMetric(l0, "sandboxed-launch-ms")
-	b.ReportMetric(l1, "unsandboxed-launch-ms")
-	b.ReportMetric(l0/l1, "launch-ratio")
 	b.ReportMetric(ms[0]/6, "sandboxed-cpu-ms/step")
 	b.ReportMetric(ms[1]/6, "unsandboxed-cpu-ms/step")
 	b.ReportMetric(ms[0]/ms[1], "cpu-ratio")
 	b.ReportMetric(mem[0]/(1<<20), "sandboxed-MiB/env")
 	b.ReportMetric(mem[1]/(1<<20), "unsandboxed-MiB/env")
 	b.ReportMetric(mem[0]/mem[1], "mem-ratio")
+}
+
+// BenchmarkSandboxLaunch measures Launch to the first observation of a
+// page (a fixture, 100 ms idle window), then Close, with the sandbox and
+// with --no-sandbox, alternating, b.N launches of each: the medians (ms)
+// and their ratio (sandboxed/unsandboxed).
+//
+//	go test ./envcore -run '^$' -bench SandboxLaunch -benchtime 20x -count 3
+func BenchmarkSandboxLaunch(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	confs := []envcore.BrowserOptions{{}, {NoSandbox: true}}
+	launch := [2][]float64{}
+	for i := 0; i < b.N; i++ {
+		for c, opts := range confs {
+			t0 := time.Now()
+			br, err := envcore.Launch(ctx, zap.NewNop(), opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			env := br.NewEnv(envcore.Config{IdleWindow: 100 * time.Millisecond})
+			if _, _, err := env.Reset(ctx, site.URL+"/a.html"); err != nil {
+				b.Fatal(err)
+			}
+			launch[c] = append(launch[c], float64(time.Since(t0).Microseconds())/1000)
+			_ = env.Close()
+			_ = br.Close()
+		}
+	}
+	l0, l1 := median(launch[0]), median(launch[1])
+	b.ReportMetric(l0, "sandboxed-launch-ms")
+	b.ReportMetric(l1, "unsandboxed-launch-ms")
+	b.ReportMetric(l0/l1, "launch-ratio")
 }
 
 // treePSS is the proportional set size, in bytes, of process root and its
