@@ -257,3 +257,32 @@ func TestBrowserUserChecks(t *testing.T) {
 		}
 	}
 }
+
+// A root server whose TMPDIR the browser's user cannot enter refuses to
+// launch and says so, instead of Chromium failing on a profile it cannot
+// open.
+func TestBrowserDirectoryMustBeReachable(t *testing.T) {
+	closed := filepath.Join(t.TempDir(), "closed")
+	if err := os.Mkdir(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", closed)
+	b, err := envcore.Launch(testCtx(t), zap.NewNop(), envcore.BrowserOptions{})
+	if os.Geteuid() != 0 { // the browser runs as the tests' own user, who can enter it
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = b.Close()
+		return
+	}
+	if err == nil {
+		_ = b.Close()
+		t.Fatal("launched with a TMPDIR the browser's user cannot enter")
+	}
+	if !strings.Contains(err.Error(), "cannot enter "+closed) || !strings.Contains(err.Error(), "TMPDIR") {
+		t.Errorf("error %q; want it to name %s and say to set TMPDIR", err, closed)
+	}
+	if left, _ := filepath.Glob(filepath.Join(closed, "webserv-browser-*")); len(left) != 0 {
+		t.Errorf("the refused launch left %v", left)
+	}
+}
