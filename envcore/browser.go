@@ -177,6 +177,9 @@ func launchProcess(ctx context.Context, log *zap.Logger, bin string, opts Browse
 	if err != nil {
 		return nil, "", err
 	}
+	if n := removeStaleBrowserDirs(os.TempDir()); n > 0 {
+		log.Info("removed the directories of browsers whose server ended without closing them", zap.Int("count", n), zap.String("under", os.TempDir()))
+	}
 	dirs, err := newBrowserDirs(acct)
 	if err != nil {
 		return nil, "", err

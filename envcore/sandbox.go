@@ -108,6 +108,9 @@ func newBrowserDirs(a *browserAccount) (*browserDirs, error) {
 			return fail(fmt.Errorf("make the browser's directory: %w", err))
 		}
 	}
+	if err := writeOwner(root); err != nil {
+		return fail(fmt.Errorf("make the browser's directory: %w", err))
+	}
 	if a.self {
 		return d, nil
 	}
@@ -141,6 +144,55 @@ func reachable(dir string, a *browserAccount) error {
 			return nil
 		}
 	}
+}
+
+// ownerFile, in a browser directory's root, names the server process that
+// made it: its pid and start time (field 22 of /proc/<pid>/stat), so that a
+// later launch can tell a directory whose server died without Close (a
+// SIGKILL, a crash) from one in use, even once the pid is reused.
+const ownerFile = "server"
+
+// processStart is pid's start time, in clock ticks since boot ("" when the
+// process is gone).
+func processStart(pid int) string {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	i := strings.LastIndexByte(string(st), ')')
+	f := strings.Fields(string(st[i+1:]))
+	if i < 0 || len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+func writeOwner(root string) error {
+	me := os.Getpid()
+	return os.WriteFile(filepath.Join(root, ownerFile), []byte(strconv.Itoa(me)+" "+processStart(me)+"\n"), 0o600)
+}
+
+// removeStaleBrowserDirs removes the browser directories under parent
+// whose server process is gone, and returns how many. Directories without
+// an owner file (being made right now) are left alone.
+func removeStaleBrowserDirs(parent string) int {
+	dirs, _ := filepath.Glob(filepath.Join(parent, "webserv-browser-*"))
+	n := 0
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, start, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+		p, err := strconv.Atoi(pid)
+		if err != nil || p <= 0 || processStart(p) == start && start != "" {
+			continue
+		}
+		if os.RemoveAll(d) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 func (d *browserDirs) remove() error {

@@ -3,6 +3,7 @@ package envcore_test
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -284,5 +285,63 @@ func TestBrowserDirectoryMustBeReachable(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(closed, "webserv-browser-*")); len(left) != 0 {
 		t.Errorf("the refused launch left %v", left)
+	}
+}
+
+// A launch removes the directories of browsers whose server died without
+// closing them (SIGKILL, a crash), and leaves those of live servers and
+// those being made.
+func TestLaunchRemovesStaleBrowserDirectories(t *testing.T) {
+	tmp := t.TempDir()
+	for _, d := range []string{filepath.Dir(tmp), tmp} { // the browser's user walks through them
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("TMPDIR", tmp)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	startOf := func(pid int) string {
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))[19]
+	}
+	owners := map[string]string{
+		"webserv-browser-dead":   strconv.Itoa(gone.ProcessState.Pid()) + " 12345",
+		"webserv-browser-reused": "1 1", // pid 1 lives, but started at another time than this owner
+		"webserv-browser-live":   "1 " + startOf(1),
+		"webserv-browser-new":    "", // no owner file yet
+	}
+	for name, owner := range owners {
+		if err := os.MkdirAll(filepath.Join(tmp, name, "profile"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if owner != "" {
+			if err := os.WriteFile(filepath.Join(tmp, name, "server"), []byte(owner+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b, err := envcore.Launch(testCtx(t), zap.NewNop(), envcore.BrowserOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := envcore.BrowserDir(b)
+	for name, wantKept := range map[string]bool{"webserv-browser-dead": false, "webserv-browser-reused": false, "webserv-browser-live": true, "webserv-browser-new": true} {
+		_, err := os.Stat(filepath.Join(tmp, name))
+		if kept := err == nil; kept != wantKept {
+			t.Errorf("%s (owner %q): kept = %v, want %v", name, owners[name], kept, wantKept)
+		}
+	}
+	if filepath.Dir(own) != tmp {
+		t.Errorf("the browser's directory %s is not under TMPDIR %s", own, tmp)
+	}
+	_ = b.Close()
+	if _, err := os.Stat(own); !os.IsNotExist(err) {
+		t.Errorf("after Close, %s is still there (%v)", own, err)
 	}
 }
