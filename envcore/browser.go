@@ -2,7 +2,6 @@ package envcore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -78,18 +77,29 @@ type BrowserOptions struct {
 	// Proxy, when set, gives every browser context a proxy of its own
 	// (see Network); nil sends contexts straight to the network.
 	Proxy func() (ContextProxy, error)
+	// User is the account Chromium runs as when the server runs as root:
+	// empty means DefaultBrowserUser. It must exist and must not be root
+	// (Launch fails and says how to create it). When the server is not
+	// root, Chromium runs as the server's own user and User must be empty
+	// or name that user.
+	User string
+	// NoSandbox turns Chromium's sandbox off (--no-sandbox), for hosts
+	// where it cannot start (no unprivileged user namespaces). Every
+	// renderer then runs unconfined, as User; Launch logs a warning. A
+	// "no-sandbox" in Flags or $WEBSERV_CHROMIUM_FLAGS does the same.
+	NoSandbox bool
 }
 
 // Browser owns one Chromium process. Many environments share it, each in its
 // own browser context (an incognito profile: separate cookies, storage and
 // cache). A Browser is safe for concurrent use.
 type Browser struct {
-	log      *zap.Logger
-	rod      *rod.Browser
-	launcher *launcher.Launcher
-	ctx      context.Context
-	cancel   context.CancelFunc
-	done     chan struct{} // closed when the event loop ends
+	log    *zap.Logger
+	rod    *rod.Browser
+	proc   *chromiumProcess
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the event loop ends
 
 	pool     chan *warmContext
 	poolWake chan struct{}
@@ -116,22 +126,21 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 		return nil, fmt.Errorf("chromium not found at %s: install Debian's chromium-headless-shell or chromium package (apt-get install chromium-headless-shell chromium) or set WEBSERV_CHROMIUM: %w", bin, err)
 	}
 
-	l := newLauncher(ctx, bin, opts)
-	u, err := l.Launch()
+	proc, u, err := launchProcess(ctx, log, bin, opts)
 	if err != nil {
-		return nil, fmt.Errorf("launch chromium (%s): %w", bin, err)
+		return nil, err
 	}
 	bctx, cancel := context.WithCancel(context.Background())
 	rb := rod.New().ControlURL(u).Context(bctx)
 	if err := rb.Connect(); err != nil {
 		cancel()
-		l.Kill()
+		_ = proc.stop(0)
 		return nil, fmt.Errorf("connect to chromium: %w", err)
 	}
 	b := &Browser{
 		log:      log,
 		rod:      rb,
-		launcher: l,
+		proc:     proc,
 		ctx:      bctx,
 		cancel:   cancel,
 		done:     make(chan struct{}),
@@ -152,7 +161,7 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 		return nil, fmt.Errorf("chromium auto-attach: %w", err)
 	}
 	if ver, err := (proto.BrowserGetVersion{}).Call(rb); err == nil {
-		log.Info("browser started", zap.String("product", ver.Product), zap.String("bin", bin))
+		log.Info("browser started", zap.String("product", ver.Product), zap.String("bin", bin), zap.String("user", proc.acct.name), zap.Bool("sandbox", proc.sandboxed))
 	}
 	if opts.WarmContexts > 0 {
 		b.startPool(opts.WarmContexts)
@@ -160,19 +169,54 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 	return b, nil
 }
 
-// newLauncher is how Launch starts Chromium: bin with the closed-network
-// switches, the features it runs without, and opts' and
-// WEBSERV_CHROMIUM_FLAGS's switches.
+// launchProcess starts Chromium for opts as Launch does (as
+// browserAccountFor's user, with the sandbox unless opts turn it off) and
+// returns the process and its DevTools URL.
+func launchProcess(ctx context.Context, log *zap.Logger, bin string, opts BrowserOptions) (*chromiumProcess, string, error) {
+	acct, err := browserAccountFor(opts)
+	if err != nil {
+		return nil, "", err
+	}
+	if n := removeStaleBrowserDirs(os.TempDir()); n > 0 {
+		log.Info("removed the directories of browsers whose server ended without closing them", zap.Int("count", n), zap.String("under", os.TempDir()))
+	}
+	dirs, err := newBrowserDirs(acct)
+	if err != nil {
+		return nil, "", err
+	}
+	l := newLauncher(ctx, bin, opts).UserDataDir(dirs.data)
+	sandboxed := !l.Has(flags.NoSandbox)
+	if !sandboxed {
+		log.Warn("chromium's sandbox is off (--no-sandbox): a page that exploits a renderer bug runs unconfined on this host as the browser's user; turn it off only where the sandbox cannot start",
+			zap.String("user", acct.name))
+	}
+	proc, u, err := startChromium(ctx, l, bin, acct, dirs, browserEnv(acct, dirs, os.Environ()))
+	if err != nil {
+		_ = dirs.remove()
+		return nil, "", fmt.Errorf("launch chromium (%s) as user %s: %w", bin, acct.name, err)
+	}
+	proc.sandboxed = sandboxed
+	return proc, u, nil
+}
+
+// newLauncher is Chromium's command line as Launch starts it: bin with the
+// closed-network switches, the features it runs without, --no-sandbox only
+// when opts.NoSandbox asks for it, and opts' and WEBSERV_CHROMIUM_FLAGS's
+// switches. (Launch starts the process itself: see startChromium.)
 func newLauncher(ctx context.Context, bin string, opts BrowserOptions) *launcher.Launcher {
-	l := launcher.New().Context(ctx).Bin(bin).Headless(!opts.Show).Leakless(true)
+	l := launcher.New().Context(ctx).Bin(bin).Headless(!opts.Show)
 	for _, f := range closedNetworkFlags {
 		l.Set(flagName(f))
 	}
 	l.Set("disable-gpu").Set("mute-audio").Set("hide-scrollbars").Set("disable-extensions").
 		Set("no-default-browser-check").Set("password-store", "basic").
 		Set("disable-features", disabledFeatures...)
-	if os.Geteuid() == 0 {
-		l.Set("no-sandbox")
+	// Rod's defaults turn the sandbox off in a container (/.dockerenv and
+	// the like); here only opts.NoSandbox (or a no-sandbox switch in the
+	// flags below) does.
+	l.Delete(flags.NoSandbox)
+	if opts.NoSandbox {
+		l.Set(flags.NoSandbox)
 	}
 	for _, f := range append(slices.Clone(opts.Flags), strings.Fields(os.Getenv("WEBSERV_CHROMIUM_FLAGS"))...) {
 		f = strings.TrimLeft(f, "-")
@@ -213,7 +257,8 @@ func cut(s string, sep byte) (before, after string, found bool) {
 	return s, "", false
 }
 
-// Close ends every environment and the Chromium process.
+// Close ends every environment and the Chromium process, and removes its
+// profile and temporary files.
 func (b *Browser) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -222,18 +267,14 @@ func (b *Browser) Close() error {
 	}
 	b.closed = true
 	b.mu.Unlock()
-	err := proto.BrowserClose{}.Call(b.rod)
+	_ = proto.BrowserClose{}.Call(b.rod) // the process is stopped below either way
 	b.cancel()
-	b.launcher.Kill()
-	b.launcher.Cleanup()
+	err := b.proc.stop(2 * time.Second)
 	select {
 	case <-b.done:
 	case <-time.After(5 * time.Second):
 	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return nil // the process is gone either way
-	}
-	return nil
+	return err
 }
 
 // Alive reports whether the Chromium process is still connected.

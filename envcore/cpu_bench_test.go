@@ -180,12 +180,11 @@ func newBareSide(b *testing.B, ctx context.Context, ws *cpuSide) *cpuSide {
 // control when asked), and the browser's process id. Chromium ends with
 // the benchmark.
 func bareTab(b *testing.B, ctx context.Context, opts envcore.BrowserOptions, beginFrameControl bool) (*rod.Page, int) {
-	l := envcore.NewLauncher(ctx, envcore.ChromiumBin(opts), opts)
-	u, err := l.Launch()
+	u, pid, stop, err := envcore.StartChromium(ctx, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(l.Kill)
+	b.Cleanup(stop)
 	br := rod.New().ControlURL(u).Context(ctx)
 	if err := br.Connect(); err != nil {
 		b.Fatal(err)
@@ -202,7 +201,7 @@ func bareTab(b *testing.B, ctx context.Context, opts envcore.BrowserOptions, beg
 	if err != nil {
 		b.Fatal(err)
 	}
-	return p, l.PID()
+	return p, pid
 }
 
 // shopServer serves a freshly generated bundled shop until the benchmark

@@ -4,22 +4,43 @@ import (
 	"context"
 
 	"github.com/go-rod/rod"
+	"go.uber.org/zap"
 )
 
-// NewLauncher is Launch's launcher, for benchmarks that start Chromium the
-// same way but drive it themselves (a mode Launch does not offer).
-var NewLauncher = newLauncher
+// StartChromium starts Chromium as Launch does, for benchmarks that drive
+// it themselves (a mode Launch does not offer): its DevTools URL, its
+// process id, and what stops it and removes its directories.
+func StartChromium(ctx context.Context, opts BrowserOptions) (controlURL string, pid int, stop func(), err error) {
+	p, u, err := launchProcess(ctx, zap.NewNop(), ChromiumBin(opts), opts)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	return u, p.pid, func() { _ = p.stop(0) }, nil
+}
 
 // BrowserRod is b's rod connection, for benchmarks that read Chromium
 // directly (its traces).
 func BrowserRod(b *Browser) *rod.Browser { return b.rod }
 
 // BrowserPID is the process id of b's Chromium.
-func BrowserPID(b *Browser) int { return b.launcher.PID() }
+func BrowserPID(b *Browser) int { return b.proc.pid }
 
 // CallActive sends a raw CDP command to e's active tab (probe experiments).
 func CallActive(ctx context.Context, e *Env, method string, params map[string]any) (string, error) {
 	t := e.activeTab()
 	raw, err := t.b.rod.Call(ctx, string(t.session), method, params)
 	return string(raw), err
+}
+
+// BrowserDir is the directory that holds b's profile, HOME and TMPDIR.
+func BrowserDir(b *Browser) string { return b.proc.dirs.root }
+
+// AccountFor is browserAccountFor with the effective uid given, for tests
+// of what a root server refuses when the test does not run as root.
+func AccountFor(name string, euid int) (uid int, err error) {
+	a, err := accountFor(name, euid)
+	if err != nil {
+		return 0, err
+	}
+	return int(a.uid), nil
 }

@@ -67,6 +67,19 @@ if ! command -v go >/dev/null 2>&1; then
   log "installed $gopkg; go fetches the toolchain go.mod asks for through the module proxy"
 fi
 
+# Chromium's account when the server runs as root: as root its sandbox
+# cannot start, as this user it can (envcore.DefaultBrowserUser,
+# docs/envcore.md "The browser's sandbox"). No login, no home, no groups.
+if ! getent passwd webserv-browser >/dev/null; then
+  log "useradd webserv-browser (the account Chromium runs as when the server is root)"
+  useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin webserv-browser
+fi
+# The sandbox needs unprivileged user namespaces.
+if [ "$(cat /proc/sys/kernel/unprivileged_userns_clone 2>/dev/null || echo 1)" = 0 ] ||
+  [ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 1)" = 0 ]; then
+  log "unprivileged user namespaces are off: Chromium's sandbox cannot start; enable them (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces) or serve with --no-sandbox"
+fi
+
 # The container backend: incus, incusd running, a btrfs pool. Without it
 # the local backend still works (and the Incus tests fail, they do not skip).
 if ! bash "$(dirname "$0")/incus-setup.sh"; then

@@ -16,10 +16,12 @@ import (
 
 // envFlags are the environment settings every command takes.
 type envFlags struct {
-	cfg  envcore.Config
-	show bool
-	bin  string
-	warm int
+	cfg       envcore.Config
+	show      bool
+	bin       string
+	warm      int
+	user      string
+	noSandbox bool
 }
 
 func (f *envFlags) register(fs *flag.FlagSet) {
@@ -29,6 +31,8 @@ func (f *envFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.show, "show", false, "show the browser window instead of running headless")
 	fs.StringVar(&f.bin, "chromium", "", "Chromium binary (default $WEBSERV_CHROMIUM, else /usr/bin/chromium-headless-shell when installed and --show is off, else /usr/bin/chromium)")
 	fs.IntVar(&f.warm, "warm-contexts", 0, "browser contexts to keep ready for resets and forks")
+	fs.StringVar(&f.user, "browser-user", "", "when run as root, the unprivileged user Chromium runs as, with its sandbox on (default "+envcore.DefaultBrowserUser+", which make setup creates)")
+	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "turn Chromium's sandbox off (logs a warning): only on hosts where it cannot start, for lack of unprivileged user namespaces")
 }
 
 func (f *envFlags) launch(ctx context.Context, log *zap.Logger) (*envcore.Browser, error) {
@@ -36,7 +40,7 @@ func (f *envFlags) launch(ctx context.Context, log *zap.Logger) (*envcore.Browse
 }
 
 func (f *envFlags) browserOptions() envcore.BrowserOptions {
-	return envcore.BrowserOptions{Bin: f.bin, Show: f.show, WarmContexts: f.warm}
+	return envcore.BrowserOptions{Bin: f.bin, Show: f.show, WarmContexts: f.warm, User: f.user, NoSandbox: f.noSandbox}
 }
 
 func tryCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader, stdout io.Writer) error {
