@@ -90,6 +90,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 	// miss its (short) answer window, and the timeout should still say
 	// what was pending rather than only that the page did not answer.
 	var last, seen NotSettledError
+	logs := e.trafficLog()
 	for {
 		t, tabs, _ := e.snapshotTabs()
 		if t == nil {
@@ -133,6 +134,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 			url, _ := t.info()
 			last.Pending = []string{"new tab starting: " + clipStr(url, 120)}
 		} else {
+			var known []string // the requests the page tracks itself
 			remaining := time.Until(deadline)
 			pctx, cancel := context.WithTimeout(ctx, max(min(2*time.Second, remaining), 50*time.Millisecond))
 			st, err := t.settleState(pctx, act, e.cfg.LongRequest, t.load.loadedSince(actionStart))
@@ -150,6 +152,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 				busy = true
 				last.Reason = "the page did not answer: " + err.Error()
 			default:
+				known = st.Sent
 				if st.Tracked > 0 {
 					caused = true
 				}
@@ -162,6 +165,12 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 					seen = last
 				} else if q := time.Duration(st.QuietMs) * time.Millisecond; q < quiet {
 					quiet = q
+				}
+			}
+			if logs != nil {
+				busy, wait = e.routeRound(logs, known, actionStart, now, busy, wait, &last, &quiet, &caused)
+				if len(last.Pending) > 0 {
+					seen = last
 				}
 			}
 		}
@@ -223,6 +232,7 @@ type pageSettle struct {
 	WakeMs     int64        `json:"wake_ms"`    // until the first pending item but a request is due (0: any moment; -1: only requests pending)
 	Tracked    int          `json:"tracked"`    // items the action has caused in all
 	Items      []settleItem `json:"items"`
+	Sent       []string     `json:"sent"` // "METHOD URL" of the requests it tracks that started since the action`
 	Ready      string       `json:"ready"`
 }
 
