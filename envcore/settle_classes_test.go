@@ -145,6 +145,9 @@ func classHandler() http.Handler {
 				if err != nil || !wait() {
 					return
 				}
+				if string(msg) == "silent" {
+					continue
+				}
 				if c.Write(r.Context(), websocket.MessageText, msg) != nil {
 					return
 				}
@@ -234,5 +237,45 @@ func TestClickThatDoesNothingIsIdle(t *testing.T) {
 	}
 	if !strings.Contains(obs.HTML, "waiting") {
 		t.Errorf("the page changed:\n%s", obs.HTML)
+	}
+}
+
+// At the settle timeout, StepInfo.Pending names what was pending by kind:
+// a request with what asked for it, an animation.
+func TestPendingNamesTheKind(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ action, want string }{
+		{`click("load-a-slow-image")`, "api/pixel.gif?ms=20000 (image, for "},
+		{`click("fade-the-badge-slowly")`, "animation ("},
+	}
+	for _, c := range cases {
+		t.Run(c.action, func(t *testing.T) {
+			t.Parallel()
+			env, base := newRoutedEnv(t, envcore.Config{SettleTimeout: time.Second})
+			if _, _, err := env.Reset(testCtx(t), base+"/x1/classes.html"); err != nil {
+				t.Fatal(err)
+			}
+			_, info := mustStep(t, env, c.action)
+			if info.Settled || info.SettleReason != envcore.SettleTimeout {
+				t.Fatalf("settled=%v reason=%q", info.Settled, info.SettleReason)
+			}
+			if !strings.Contains(strings.Join(info.Pending, "; "), c.want) {
+				t.Errorf("pending %q lacks %q", info.Pending, c.want)
+			}
+		})
+	}
+}
+
+// A reply that never comes is waited for a bounded time: the step
+// settles within a settle timeout longer than the bound.
+func TestUnansweredChannelIsLetGo(t *testing.T) {
+	t.Parallel()
+	env, base := newRoutedEnv(t, envcore.Config{SettleTimeout: 4 * time.Second})
+	if _, _, err := env.Reset(testCtx(t), base+"/x1/classes-channels.html"); err != nil {
+		t.Fatal(err)
+	}
+	obs, info := mustStep(t, env, `click("send-without-answer")`)
+	if !info.Settled || !strings.Contains(obs.HTML, "SENT") {
+		t.Errorf("settled=%v reason=%q %s", info.Settled, info.SettleReason, info.SettleError)
 	}
 }
