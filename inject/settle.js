@@ -32,6 +32,13 @@
 //   settle_messages.js    MessageChannel messages
 //   settle_requests.js    fetch, body reads, XMLHttpRequest
 //   settle_navigation.js  navigations and new tabs a document asks for
+//   settle_channels.js    replies on WebSockets, EventSources and workers
+//
+// Besides, this file follows the document's finite animations (CSS
+// transitions and animations, Web Animations) that started after the
+// action, and the frames rendered just after it; and it names the requests
+// the document sends itself (`sent`), which the Go side leaves to this
+// rule when it reads the proxy's log of every request of the context.
 //
 // Where the cause comes from:
 //
@@ -56,8 +63,9 @@
 // document's own start-up work (act 0), which is what a navigation or a reset
 // waits for.
 //
-// Long-lived channels do not hold steps: EventSource and WebSocket are not
-// wrapped at all, a fetch body read as a stream stops counting once the
+// Long-lived channels do not hold steps: an EventSource's or WebSocket's
+// connection never counts, only the reply to what the action sent on it
+// (settle_channels.js, bounded), a fetch body read as a stream stops counting once the
 // headers arrive, and state(k, longMs) leaves out a request open longer than
 // longMs once its server has answered a request of this document sent after
 // it: the server is answering, yet holds this one (a long poll). A server
@@ -85,6 +93,7 @@
   // The originals this file uses, before any page script can replace them.
   const origAdd = EventTarget.prototype.addEventListener;
   const oSetTimeout = window.setTimeout;
+  const oRAF = window.requestAnimationFrame;
   const OMessageChannel = window.MessageChannel;
   const oPortPost = typeof MessagePort === 'function' ? MessagePort.prototype.postMessage : null;
 
@@ -160,7 +169,7 @@
     item.start = now();
     pending.set(id, item);
     if (item.kind === 'request' && item.what !== 'body') note(item.method, item.url);
-    if (c.live) {
+    if (c.live && !item.quiet) {
       tracked.set(c.act, (tracked.get(c.act) || 0) + 1);
       if (item.kind === 'request') lastRequest.set(c.act, item.start);
     }
@@ -299,6 +308,21 @@
     return n;
   }
 
+  // The frames after the action. What an action changes is rendered in
+  // the next frames, and with them run what rendering starts: intersection
+  // observers (lazy loading after a scroll), resize observers, the
+  // transitions a style change creates. The first poll after the action
+  // makes the next two frames pending (two: an observer's callback is a
+  // task queued while the first renders); they do not make the action's
+  // work "caused". A document that renders no frames (hidden) lets them go
+  // past FRAMES_OVERDUE, as overdue work.
+  const FRAMES_OVERDUE = 100;
+  function afterFrames() {
+    if (typeof oRAF !== 'function') return;
+    const id = track(latest, { kind: 'frames', what: 'the frames after the action', quiet: true, expires: now() + FRAMES_OVERDUE });
+    oRAF.call(window, function () { oRAF.call(window, function () { untrack(id); }); });
+  }
+
   // own(k, longMs) is this document's part of state(k, longMs).
   function own(k, longMs, acc, loaded) {
     const act = seen.has(k) ? k : 0;
@@ -314,6 +338,10 @@
       }
       if (item.act !== act) continue;
       if (item.kind === 'navigation' && loaded) continue; // the browser saw it start and end
+      if (item.kind === 'frames') { // reported apart, let go once late (no rendering)
+        if (t > item.expires) pending.delete(id); else acc.frames++;
+        continue;
+      }
       const age = t - item.start;
       if (item.kind === 'request') {
         if (age > longMs && held(item)) { acc.long++; continue; }
@@ -371,8 +399,7 @@
     // reported a document load starting and ending since the action: the
     // navigations the action started are over.
     state: function (k, longMs, loaded) {
-      acting = false;
-      const acc = { pending: 0, requests: 0, long: 0, background: 0, quiet: Infinity, wake: Infinity, tracked: 0, items: [], sent: [] };
+      const acc = { pending: 0, requests: 0, long: 0, background: 0, quiet: Infinity, wake: Infinity, tracked: 0, items: [], sent: [], frames: 0 };
       const walk = function (s) { s.own(k, longMs || 5000, acc, !!loaded); s.frames(walk); };
       walk(W.settle);
       return {
@@ -385,10 +412,12 @@
         tracked: acc.tracked,
         items: acc.items,
         sent: acc.sent,
+        frames: acc.frames,
         ready: document.readyState,
       };
     },
     own: function (k, longMs, acc, loaded) {
+      if (acting && seen.has(k)) afterFrames();
       acting = false;
       own(k, longMs, acc, loaded);
     },
