@@ -35,8 +35,9 @@ type Request struct {
 
 // Log is one context's requests, safe for concurrent use.
 type Log struct {
-	mu   sync.Mutex
-	reqs []*Request // by start time
+	mu        sync.Mutex
+	reqs      []*Request // by start time
+	compactAt int        // the length at which Begin compacts reqs
 }
 
 // Begin records a request starting now and returns it, for Head and End.
@@ -48,16 +49,27 @@ func (l *Log) Begin(method, rawURL string, header map[string][]string) *Request 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r.Start = time.Now() // under the lock: the log stays in start order
-	// Drop what ended long ago, in order, from the front.
-	i := 0
-	for i < len(l.reqs) && !l.reqs[i].End.IsZero() && r.Start.Sub(l.reqs[i].End) > keep {
-		i++
-	}
-	if i > 0 {
-		l.reqs = append(l.reqs[:0], l.reqs[i:]...)
+	if len(l.reqs) >= l.compactAt {
+		l.compact(r.Start)
 	}
 	l.reqs = append(l.reqs, r)
 	return r
+}
+
+// compact drops the requests that ended more than keep before now, keeping
+// the others in order (one still in flight, a stream held for an hour,
+// does not keep what came after it), and sets when to compact next: at
+// twice what is left, so the work is constant per request.
+func (l *Log) compact(now time.Time) {
+	kept := l.reqs[:0]
+	for _, q := range l.reqs {
+		if q.End.IsZero() || now.Sub(q.End) <= keep {
+			kept = append(kept, q)
+		}
+	}
+	clear(l.reqs[len(kept):])
+	l.reqs = kept
+	l.compactAt = max(2*len(kept), 256)
 }
 
 // Head records that r's response headers came, with their content type.

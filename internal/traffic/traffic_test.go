@@ -24,3 +24,24 @@ func TestSinceReturnsWhatStartedSinceInOrder(t *testing.T) {
 		t.Errorf("stream/head/end: %+v", got)
 	}
 }
+
+// What ended long ago is dropped, even behind a request still in flight.
+func TestLogForgetsWhatEndedLongAgo(t *testing.T) {
+	var l Log
+	l.Begin("GET", "http://a.test/stream", nil) // never ends
+	for i := 0; i < 300; i++ {
+		r := l.Begin("GET", "http://a.test/x", nil)
+		l.End(r)
+		r.End = r.End.Add(-keep - time.Second) // ended long ago
+	}
+	l.Begin("GET", "http://a.test/last", nil)
+	l.mu.Lock()
+	n := len(l.reqs)
+	l.mu.Unlock()
+	if n > 50 {
+		t.Errorf("%d requests kept", n)
+	}
+	if got := l.Since(time.Time{}); got[0].URL != "http://a.test/stream" || got[len(got)-1].URL != "http://a.test/last" {
+		t.Errorf("kept %v ... %v", got[0].URL, got[len(got)-1].URL)
+	}
+}
