@@ -62,13 +62,16 @@
 // After an action the step waits for what the action caused, not for the
 // whole network to go quiet (docs/envcore.md, "Settling"). The injected
 // tracker follows the action's input events through everything they
-// schedule — timers, animation frames, messages, XHR and fetch, navigations
-// and new tabs — and the step returns once that work has drained, no frame
-// is loading a document, and Config.IdleWindow (500ms by default) has passed
-// since the action's end and the last caused request or navigation.
+// schedule — timers, animation frames, messages, XHR and fetch, finite
+// animations, replies on channels the action used, navigations and new tabs
+// — and, in a routed context, the proxy's log adds every request that
+// started after the action (images, scripts, workers, other-origin frames).
+// The step returns once that work has drained, no frame is loading a
+// document, and Config.IdleWindow (DefaultIdleWindow, 50ms, a grace) has
+// passed since the action's end and the last caused request or navigation.
 // Background work (pollers, intervals, beacon loops), timers beyond a 2s
-// budget, requests open longer than Config.LongRequest, WebSocket and
-// EventSource never hold a step. StepInfo.SettleReason says why the step
+// budget, long polls and channels the action did not use never hold a
+// step. StepInfo.SettleReason says why the step
 // returned ("drained", "idle" or "timeout"); a page still busy at
 // Config.SettleTimeout is observed as it is, with StepInfo.Settled false
 // and StepInfo.Pending naming what it was waiting for. StepInfo reports the

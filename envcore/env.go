@@ -25,7 +25,7 @@ type Config struct {
 	// IdleWindow is the least a step waits after its action, and after the
 	// last request the action caused starts or ends or the last navigation
 	// event, before it observes the page (WebServ paper, 3.3;
-	// docs/envcore.md, "Settling"). Default 500ms.
+	// docs/envcore.md, "Settling"). Default DefaultIdleWindow (50ms).
 	IdleWindow time.Duration
 	// SettleTimeout bounds the wait for the work an action caused. A page
 	// still busy then is observed as it is and the step reports
@@ -76,7 +76,7 @@ func (c Config) withDefaults() Config {
 		c.Viewport = Viewport{1280, 720}
 	}
 	if c.IdleWindow <= 0 {
-		c.IdleWindow = 500 * time.Millisecond
+		c.IdleWindow = DefaultIdleWindow
 	}
 	if c.SettleTimeout <= 0 {
 		c.SettleTimeout = 10 * time.Second

@@ -73,6 +73,9 @@ func (e *NotSettledError) Error() string {
 //     requests, timers, animation frames, idle callbacks and
 //     MessageChannel messages scheduled from the action's input events
 //     onwards (in a document newer than the action: its start-up work);
+//     (in a routed context, with every request of the route's log that
+//     started since actionStart and that the page does not track itself:
+//     settle_route.go);
 //  3. the idle window has passed since the latest of actionEnd, the last
 //     navigation event and the last start or end of a caused request.
 //
@@ -90,6 +93,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 	// miss its (short) answer window, and the timeout should still say
 	// what was pending rather than only that the page did not answer.
 	var last, seen NotSettledError
+	logs := e.trafficLog()
 	for {
 		t, tabs, _ := e.snapshotTabs()
 		if t == nil {
@@ -133,6 +137,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 			url, _ := t.info()
 			last.Pending = []string{"new tab starting: " + clipStr(url, 120)}
 		} else {
+			var known []string // the requests the page tracks itself
 			remaining := time.Until(deadline)
 			pctx, cancel := context.WithTimeout(ctx, max(min(2*time.Second, remaining), 50*time.Millisecond))
 			st, err := t.settleState(pctx, act, e.cfg.LongRequest, t.load.loadedSince(actionStart))
@@ -150,6 +155,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 				busy = true
 				last.Reason = "the page did not answer: " + err.Error()
 			default:
+				known = st.Sent
 				if st.Tracked > 0 {
 					caused = true
 				}
@@ -162,6 +168,17 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 					seen = last
 				} else if q := time.Duration(st.QuietMs) * time.Millisecond; q < quiet {
 					quiet = q
+				}
+				if st.Frames > 0 && st.Pending == 0 {
+					// The frames just after the action render any moment
+					// (what they start: observers, transitions).
+					busy, wait = true, pollEvery
+				}
+			}
+			if logs != nil {
+				busy, wait = e.routeRound(logs, known, actionStart, now, busy, wait, &last, &quiet, &caused)
+				if len(last.Pending) > 0 {
+					seen = last
 				}
 			}
 		}
@@ -223,6 +240,8 @@ type pageSettle struct {
 	WakeMs     int64        `json:"wake_ms"`    // until the first pending item but a request is due (0: any moment; -1: only requests pending)
 	Tracked    int          `json:"tracked"`    // items the action has caused in all
 	Items      []settleItem `json:"items"`
+	Sent       []string     `json:"sent"`   // "METHOD URL" of the requests it tracks that started since the action
+	Frames     int          `json:"frames"` // the frames just after the action, not yet rendered`
 	Ready      string       `json:"ready"`
 }
 
@@ -397,3 +416,8 @@ func (t *tab) loadState() (loading int, last time.Time, crashed bool) {
 }
 
 func (t *tab) touch() { t.load.touch() }
+
+// DefaultIdleWindow is Config.IdleWindow's default: the grace a step
+// gives, after the last request or navigation event it saw, to what it
+// cannot see (docs/envcore.md, "Settling").
+const DefaultIdleWindow = 50 * time.Millisecond

@@ -25,6 +25,8 @@ var (
 	settleRequestsJS string
 	//go:embed settle_navigation.js
 	settleNavigationJS string
+	//go:embed settle_channels.js
+	settleChannelsJS string
 	//go:embed listeners.js
 	listenersJS string
 	//go:embed elements.js
@@ -65,6 +67,7 @@ func Files() []File {
 		{"settle_messages.js", settleMessagesJS},
 		{"settle_requests.js", settleRequestsJS},
 		{"settle_navigation.js", settleNavigationJS},
+		{"settle_channels.js", settleChannelsJS},
 		{"listeners.js", listenersJS},
 		{"elements.js", elementsJS},
 		{"parser.js", parserJS},

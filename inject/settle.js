@@ -32,6 +32,13 @@
 //   settle_messages.js    MessageChannel messages
 //   settle_requests.js    fetch, body reads, XMLHttpRequest
 //   settle_navigation.js  navigations and new tabs a document asks for
+//   settle_channels.js    replies on WebSockets, EventSources and workers
+//
+// Besides, this file follows the document's finite animations (CSS
+// transitions and animations, Web Animations) that started after the
+// action, and the frames rendered just after it; and it names the requests
+// the document sends itself (`sent`), which the Go side leaves to this
+// rule when it reads the proxy's log of every request of the context.
 //
 // Where the cause comes from:
 //
@@ -56,8 +63,9 @@
 // document's own start-up work (act 0), which is what a navigation or a reset
 // waits for.
 //
-// Long-lived channels do not hold steps: EventSource and WebSocket are not
-// wrapped at all, a fetch body read as a stream stops counting once the
+// Long-lived channels do not hold steps: an EventSource's or WebSocket's
+// connection never counts, only the reply to what the action sent on it
+// (settle_channels.js, bounded), a fetch body read as a stream stops counting once the
 // headers arrive, and state(k, longMs) leaves out a request open longer than
 // longMs once its server has answered a request of this document sent after
 // it: the server is answering, yet holds this one (a long poll). A server
@@ -79,10 +87,13 @@
   const MESSAGE_COST = 4; // a MessageChannel hop
   const OVERDUE = 1000; // a timer, frame or idle callback this late (a throttled document) may stop counting
   const MESSAGE_OVERDUE = 100; // a message undelivered this long (its port never started) may stop counting
+  const REPLY = BUDGET; // ms a reply is waited for on a channel the action sent on (a WebSocket, a worker)
+  const CHANNEL_REPLY = 1000; // ms an open EventSource or WebSocket is waited on after the action sent a request that changes something
 
   // The originals this file uses, before any page script can replace them.
   const origAdd = EventTarget.prototype.addEventListener;
   const oSetTimeout = window.setTimeout;
+  const oRAF = window.requestAnimationFrame;
   const OMessageChannel = window.MessageChannel;
   const oPortPost = typeof MessagePort === 'function' ? MessagePort.prototype.postMessage : null;
 
@@ -94,9 +105,12 @@
   // child is the cause of work that `parent` schedules at `cost` ms of timer
   // delay with callback fn (undefined for requests and messages, which keep
   // their parent's fn).
-  function child(parent, cost, fn) {
+  // A callback that schedules itself again is a loop and stops the chain,
+  // unless loops is set (animation frames: a progress loop that ends by
+  // itself is followed while the chain is within its budget).
+  function child(parent, cost, fn, loops) {
     const spent = parent.spent + cost;
-    const loop = fn !== undefined && parent.fn === fn;
+    const loop = !loops && fn !== undefined && parent.fn === fn;
     return makeCause(parent.act, spent, parent.live && !loop && spent <= BUDGET, fn !== undefined ? fn : parent.fn);
   }
 
@@ -135,6 +149,18 @@
   const tracked = new Map(); // act -> how many followed items it has had
   let seq = 0;
 
+  // The requests this document sends itself (fetch, XHR, beacons), by
+  // "METHOD URL": the Go side also sees every request of the browser
+  // context in its proxy's log, and leaves these to this file's rule
+  // (background chains, long polls). Kept for the latest SENT_KEEP.
+  const SENT_KEEP = 200;
+  const sent = []; // [time, key]
+  let beganAt = 0; // when the latest action began in this document
+  function note(method, url) {
+    sent.push([now(), method + ' ' + String(url).split('#')[0]]);
+    if (sent.length > SENT_KEEP) sent.splice(0, sent.length - SENT_KEEP);
+  }
+
   function track(c, item) {
     if (!c.live && item.kind !== 'request') return 0;
     const id = ++seq;
@@ -142,7 +168,8 @@
     item.live = c.live;
     item.start = now();
     pending.set(id, item);
-    if (c.live) {
+    if (item.kind === 'request' && item.what !== 'body') note(item.method, item.url);
+    if (c.live && !item.quiet) {
       tracked.set(c.act, (tracked.get(c.act) || 0) + 1);
       if (item.kind === 'request') lastRequest.set(c.act, item.start);
     }
@@ -215,7 +242,7 @@
 
   function overdue(item, t) {
     if (t <= item.expires) return false;
-    if (item.kind === 'navigation') return true;
+    if (item.kind === 'navigation' || item.kind === 'reply') return true;
     if (item.probe) return item.probe.ran;
     const p = item.probe = { ran: false };
     const ran = function () { p.ran = true; };
@@ -226,6 +253,74 @@
       oSetTimeout.call(window, ran, 0);
     }
     return false;
+  }
+
+  // Open channels (EventSource, WebSocket; settle_channels.js) by the
+  // function that makes one wait for its next message: when the action
+  // sends a request that changes something (not GET or HEAD), its answer
+  // may come over one of them (a chat message posted, the reply pushed).
+  const channels = new Set();
+  function changed(c) {
+    if (!c.live) return;
+    for (const expect of channels) expect(c, CHANNEL_REPLY);
+  }
+
+  // Animations. A finite CSS transition, CSS animation or Web Animation
+  // that started after the action began (in a document newer than the
+  // action: any) and lasts at most BUDGET ms is pending until it has
+  // finished and one more poll has passed, so what its end event or
+  // finished promise does is seen; infinite ones never are.
+  const hasAnimations = typeof document.getAnimations === 'function';
+  let beganTimeline = 0; // document.timeline's time when the latest action began
+  const watched = new Set(); // animations seen pending, reported once more after they end
+  function animations(fromTimeline, t, acc) {
+    if (!hasAnimations) return 0;
+    let list = [];
+    try { list = document.getAnimations(); } catch (e) { /* none */ }
+    for (let i = 0; i < list.length; i++) {
+      const a = list[i];
+      if (a.playState !== 'running' || watched.has(a)) continue;
+      let timing;
+      try { timing = a.effect && a.effect.getComputedTiming(); } catch (e) { continue; }
+      if (timing && timing.endTime <= BUDGET) watched.add(a); // not infinite, not too long
+    }
+    let n = 0;
+    for (const a of watched) {
+      if (a.startTime !== null && a.startTime < fromTimeline) { // an earlier action's
+        if (a.playState !== 'running') watched.delete(a);
+        continue;
+      }
+      let left = 0;
+      if (a.playState === 'running') {
+        const timing = a.effect.getComputedTiming();
+        left = Math.max(0, timing.endTime - (timing.localTime || 0));
+      } else {
+        watched.delete(a); // finished, cancelled or paused: this poll is its last
+        if (a.playState === 'paused') continue;
+      }
+      n++;
+      acc.wake = Math.min(acc.wake, left);
+      if (acc.items.length < 8) {
+        const name = a.transitionProperty ? 'transition ' + a.transitionProperty : a.animationName ? 'animation ' + a.animationName : 'animation';
+        acc.items.push({ kind: 'animation', what: name + ' (' + Math.round(left) + 'ms left)', method: '', url: '', ms: Math.round(a.currentTime || 0) });
+      }
+    }
+    return n;
+  }
+
+  // The frames after the action. What an action changes is rendered in
+  // the next frames, and with them run what rendering starts: intersection
+  // observers (lazy loading after a scroll), resize observers, the
+  // transitions a style change creates. The first poll after the action
+  // makes the next two frames pending (two: an observer's callback is a
+  // task queued while the first renders); they do not make the action's
+  // work "caused". A document that renders no frames (hidden) lets them go
+  // past FRAMES_OVERDUE, as overdue work.
+  const FRAMES_OVERDUE = 100;
+  function afterFrames() {
+    if (typeof oRAF !== 'function') return;
+    const id = track(latest, { kind: 'frames', what: 'the frames after the action', quiet: true, expires: now() + FRAMES_OVERDUE });
+    oRAF.call(window, function () { oRAF.call(window, function () { untrack(id); }); });
   }
 
   // own(k, longMs) is this document's part of state(k, longMs).
@@ -243,6 +338,10 @@
       }
       if (item.act !== act) continue;
       if (item.kind === 'navigation' && loaded) continue; // the browser saw it start and end
+      if (item.kind === 'frames') { // reported apart, let go once late (no rendering)
+        if (t > item.expires) pending.delete(id); else acc.frames++;
+        continue;
+      }
       const age = t - item.start;
       if (item.kind === 'request') {
         if (age > longMs && held(item)) { acc.long++; continue; }
@@ -259,8 +358,12 @@
         acc.items.push({ kind: item.kind, what: item.what, method: item.method || '', url: item.url || '', ms: Math.round(age) });
       }
     }
+    const anim = animations(act === k ? beganTimeline : -Infinity, t, acc);
+    acc.pending += anim;
     if (lastRequest.has(act)) acc.quiet = Math.min(acc.quiet, t - lastRequest.get(act));
-    acc.tracked += tracked.get(act) || 0;
+    acc.tracked += (tracked.get(act) || 0) + anim;
+    const from = act === k ? beganAt : 0;
+    for (let i = sent.length - 1; i >= 0 && sent[i][0] >= from; i--) acc.sent.push(sent[i][1]);
   }
 
   W.settle = {
@@ -268,6 +371,8 @@
     // this document and of its same-origin frames, and its window opens.
     begin: function (k) {
       seen.add(k);
+      beganAt = now();
+      beganTimeline = (document.timeline && document.timeline.currentTime) || 0;
       latest = makeCause(k, 0, true, undefined);
       acting = true;
       cur = latest;
@@ -294,8 +399,7 @@
     // reported a document load starting and ending since the action: the
     // navigations the action started are over.
     state: function (k, longMs, loaded) {
-      acting = false;
-      const acc = { pending: 0, requests: 0, long: 0, background: 0, quiet: Infinity, wake: Infinity, tracked: 0, items: [] };
+      const acc = { pending: 0, requests: 0, long: 0, background: 0, quiet: Infinity, wake: Infinity, tracked: 0, items: [], sent: [], frames: 0 };
       const walk = function (s) { s.own(k, longMs || 5000, acc, !!loaded); s.frames(walk); };
       walk(W.settle);
       return {
@@ -307,10 +411,13 @@
         wake_ms: acc.wake === Infinity ? -1 : Math.ceil(acc.wake),
         tracked: acc.tracked,
         items: acc.items,
+        sent: acc.sent,
+        frames: acc.frames,
         ready: document.readyState,
       };
     },
     own: function (k, longMs, acc, loaded) {
+      if (acting && seen.has(k)) afterFrames();
       acting = false;
       own(k, longMs, acc, loaded);
     },
@@ -324,8 +431,8 @@
   const claimed = new Set();
   Object.defineProperty(W, 'settleKit', {
     value: Object.freeze({
-      now, makeCause, child, current, enter, track, untrack, answer,
-      MIN_TIMER, FRAME_COST, IDLE_COST, MESSAGE_COST, OVERDUE, MESSAGE_OVERDUE,
+      now, makeCause, child, current, enter, track, untrack, answer, note, channels, changed,
+      MIN_TIMER, FRAME_COST, IDLE_COST, MESSAGE_COST, OVERDUE, MESSAGE_OVERDUE, REPLY,
       claim: function (name) {
         if (claimed.has(name)) return false;
         claimed.add(name);

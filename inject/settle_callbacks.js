@@ -69,14 +69,14 @@
   // (and options) and answer a handle, each with its cancel function. A
   // callback is pending, at cost in timer delay, until it runs or is
   // cancelled. The wrappers are methods named as the originals are.
-  function followScheduler(request, cancel, kind, cost) {
+  function followScheduler(request, cancel, kind, cost, loops) {
     const oRequest = window[request], oCancel = window[cancel];
     if (typeof oRequest !== 'function') return;
     const items = new Map(); // handle -> pending id
     const wrappers = {
       [request](fn) {
         if (typeof fn !== 'function') return oRequest.apply(window, arguments);
-        const c = child(current(), cost, fn);
+        const c = child(current(), cost, fn, loops);
         let id = 0;
         // The callback's one argument: a timestamp or an idle deadline. An
         // idle callback's options pass through.
@@ -98,6 +98,9 @@
     window[request] = wrappers[request];
     window[cancel] = wrappers[cancel];
   }
-  followScheduler('requestAnimationFrame', 'cancelAnimationFrame', 'frame', FRAME_COST);
-  followScheduler('requestIdleCallback', 'cancelIdleCallback', 'idle', IDLE_COST);
+  // An animation-frame loop (a callback that asks for the next frame) is
+  // followed while its chain is within budget: a progress loop that ends by
+  // itself is waited for, an endless one for at most the budget.
+  followScheduler('requestAnimationFrame', 'cancelAnimationFrame', 'frame', FRAME_COST, true);
+  followScheduler('requestIdleCallback', 'cancelIdleCallback', 'idle', IDLE_COST, false);
 })();

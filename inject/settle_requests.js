@@ -9,7 +9,7 @@
   'use strict';
   const K = window.__webserv && window.__webserv.settleKit;
   if (!K || !K.claim('requests')) return;
-  const { current, enter, track, untrack, answer } = K;
+  const { current, enter, track, untrack, answer, note, changed } = K;
 
   // The original, before any page script can replace it.
   const origAdd = EventTarget.prototype.addEventListener;
@@ -24,7 +24,9 @@
       abs = u.href;
       origin = u.origin;
     } catch (e) { /* named as given */ }
-    return track(c, { kind: 'request', what: kind, method: String(method || 'GET').toUpperCase(), url: abs, origin: origin });
+    const m = String(method || 'GET').toUpperCase();
+    if (kind !== 'body' && m !== 'GET' && m !== 'HEAD') changed(c);
+    return track(c, { kind: 'request', what: kind, method: m, url: abs, origin: origin });
   }
 
   // follow calls orig (fetch, a body read) on self with args as request id
@@ -65,6 +67,16 @@
         return follow(c, request(c, 'body', 'READ', this.url), orig, this, arguments);
       };
     });
+  }
+
+  // Beacons are never waited for (the page cannot know when they end), but
+  // noted, so the proxy's log of them is left to this rule too.
+  if (typeof navigator === 'object' && typeof navigator.sendBeacon === 'function') {
+    const origBeacon = navigator.sendBeacon;
+    navigator.sendBeacon = function sendBeacon(url) {
+      try { note('POST', new URL(String(url), document.baseURI).href); } catch (e) { /* not a URL: sends nothing */ }
+      return origBeacon.apply(navigator, arguments);
+    };
   }
 
   // XMLHttpRequest.

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/internal/traffic"
 )
 
 // Route is the HTTP proxy of one browser context: an HTTP/1.1 forward
@@ -23,6 +25,7 @@ type Route struct {
 	port   string
 	url    string // "http://127.0.0.1:PORT"
 	table  atomic.Pointer[Table]
+	log    traffic.Log // every request of the context, for settling
 
 	mu     sync.Mutex
 	long   map[*longLived]struct{} // tunnels and upgraded connections of the current binding
@@ -66,6 +69,11 @@ func (rt *Route) Bind(t *Table) {
 		prev.Close()
 	}
 }
+
+// Traffic is the log of the context's requests: when each started, got
+// its response headers and ended. WebSocket upgrades and CONNECT tunnels
+// (long-lived, opaque) are not in it.
+func (rt *Route) Traffic() *traffic.Log { return &rt.log }
 
 // Table is the table the route is bound to, or nil.
 func (rt *Route) Table() *Table { return rt.table.Load() }
@@ -120,6 +128,11 @@ func (rt *Route) untrack(l *longLived) {
 
 // serve is the proxy's handler.
 func (rt *Route) serve(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodConnect && !isUpgrade(req.Header) {
+		r := rt.log.Begin(req.Method, req.URL.String(), req.Header)
+		defer rt.log.End(r)
+		w = &loggedWriter{ResponseWriter: w, log: &rt.log, req: r}
+	}
 	t := rt.table.Load()
 	switch {
 	case t == nil:
@@ -130,6 +143,28 @@ func (rt *Route) serve(w http.ResponseWriter, req *http.Request) {
 		rt.forward(w, req, t)
 	}
 }
+
+// loggedWriter notes in the traffic log when a response's headers go out.
+type loggedWriter struct {
+	http.ResponseWriter
+	log *traffic.Log
+	req *traffic.Request
+}
+
+func (w *loggedWriter) WriteHeader(code int) {
+	if code >= 200 {
+		w.log.Head(w.req, w.Header().Get("Content-Type"))
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *loggedWriter) Write(p []byte) (int, error) {
+	w.log.Head(w.req, w.Header().Get("Content-Type"))
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushes).
+func (w *loggedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // serveLong serves an upgrade request (a WebSocket) through h so that
 // rebinding or closing the route ends the upgraded connection.

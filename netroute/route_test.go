@@ -88,3 +88,23 @@ func TestRouteAddrAndClose(t *testing.T) {
 		t.Error("a closed route still accepts connections")
 	}
 }
+
+func TestTrafficLogsEveryRequestOfTheContext(t *testing.T) {
+	rt := newRoute(t, newRouter(t, Options{}), tableWith(t, Policy{}, site(t, "A")))
+	c := proxyClient(t, rt)
+	from := time.Now()
+	get(t, c, shop+"/a.png", "Accept", "image/avif,image/webp,*/*")
+	rt.Bind(nil)
+	get(t, c, shop+"/refused") // refused requests end too
+	reqs := rt.Traffic().Since(from)
+	if len(reqs) != 2 {
+		t.Fatalf("logged %+v", reqs)
+	}
+	r := reqs[0]
+	if r.Method != "GET" || r.URL != shop+"/a.png" || r.Dest != "image" || r.Head.IsZero() || r.End.IsZero() || r.End.Before(r.Head) {
+		t.Errorf("first request: %+v", r)
+	}
+	if reqs[1].End.IsZero() {
+		t.Errorf("a refused request is still in flight: %+v", reqs[1])
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -83,7 +84,13 @@ func lines(title, xlabel, ylabel string, x []float64, names []string, ys [][]flo
 
 func plotStep(dir string, rows []StepRow) error {
 	var plots []*plot.Plot
-	for _, idle := range []int{500, 200} {
+	var idles []int // in the order the rows have them
+	for _, r := range rows {
+		if !slices.Contains(idles, r.IdleMs) {
+			idles = append(idles, r.IdleMs)
+		}
+	}
+	for _, idle := range idles {
 		var labels []string
 		vals := make([][]float64, 3)
 		for _, r := range rows {

@@ -17,7 +17,7 @@ import (
 type StepOptions struct {
 	Shop    ShopOptions
 	Reps    int   // episodes per idle window (full: 10)
-	IdleMs  []int // idle windows (500 and 200)
+	IdleMs  []int // idle windows (the default, 50, and the previous default, 500)
 	Out     string
 	Command string
 	Smoke   bool
@@ -83,7 +83,7 @@ func Step(ctx context.Context, o StepOptions) (*StepReport, error) {
 		o.Reps = 10
 	}
 	if len(o.IdleMs) == 0 {
-		o.IdleMs = []int{500, 200}
+		o.IdleMs = []int{int(envcore.DefaultIdleWindow.Milliseconds()), 500}
 	}
 	rep := &StepReport{Header: newHeader("step", o.Command, o.Smoke)}
 	local, site, err := shopSite(ctx, o.Shop)
@@ -183,7 +183,13 @@ func stepRows(samples []StepSample) []StepRow {
 
 func stepHeadline(rows []StepRow) string {
 	var all []string
-	for _, idle := range []int{500, 200} {
+	var idles []int // in the order the rows have them
+	for _, r := range rows {
+		if !slices.Contains(idles, r.IdleMs) {
+			idles = append(idles, r.IdleMs)
+		}
+	}
+	for _, idle := range idles {
 		var xs []float64
 		for _, r := range rows {
 			if r.IdleMs == idle {

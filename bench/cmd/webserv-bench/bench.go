@@ -31,7 +31,7 @@ func benchCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	smoke := fs.Bool("smoke", false, "a few samples in seconds, to check the output")
 	work := fs.String("work", "/var/tmp/webserv-bench", "scratch directory (the system suite's full copies need a non-reflink filesystem)")
 	reps := fs.Int("reps", 10, "step: episodes per idle window; route, ui: rounds")
-	idle := fs.String("idle", "500,200", "step: idle windows in ms; scale: the first is used")
+	idle := fs.String("idle", "50,500", "step: idle windows in ms (the default, 50, and the previous one); scale: the first is used")
 	ns := fs.String("n", "1,8,32,64,128", "scale: environment counts")
 	runFor := fs.Duration("run", 40*time.Second, "scale: measured time per N")
 	sizes := fs.String("sizes", "1GiB,6GiB", "system: state sizes")
