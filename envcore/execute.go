@@ -13,6 +13,7 @@ import (
 	"github.com/go-rod/rod/lib/proto"
 
 	"github.com/webserv-rl/webserv/inject"
+	"github.com/webserv-rl/webserv/internal/similar"
 )
 
 // ActionError is an action that failed in a way the agent can act on. It is
@@ -443,7 +444,7 @@ func similarIDs(id string, ids []string, n int) []string {
 		if shared == 0 && (abs(len(x)-len(id)) > 4*far || len(id) > 256) {
 			continue
 		}
-		d := editDistance(id, x)
+		d := similar.Distance(id, x)
 		if d > far && shared == 0 {
 			continue
 		}
@@ -455,27 +456,6 @@ func similarIDs(id string, ids []string, n int) []string {
 		out = append(out, cs[i].id)
 	}
 	return out
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 func abs(n int) int {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/webserv-rl/webserv/internal/similar"
 )
 
 // Strict decoding of a request's args into an op's typed argument struct.
@@ -318,7 +320,7 @@ func nearest(key string, valid []string) string {
 	}
 	best, bestD := "", -1
 	for _, name := range valid {
-		d := editDistance(key, name)
+		d := similar.Distance(key, name)
 		if strings.HasPrefix(name, key) || strings.HasPrefix(key, name) {
 			d = min(d, 1)
 		}
@@ -327,27 +329,6 @@ func nearest(key string, valid []string) string {
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // derefValue is the value p points to.

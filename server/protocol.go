@@ -122,25 +122,11 @@ func DecodeRequest(data []byte) (Request, error) {
 }
 
 func asUint(v any) (uint64, bool) {
-	switch n := v.(type) {
-	case uint8:
-		return uint64(n), true
-	case uint16:
-		return uint64(n), true
-	case uint32:
-		return uint64(n), true
-	case uint64:
+	if n, ok := v.(uint64); ok {
 		return n, true
-	case int8:
-		return uint64(n), n >= 0
-	case int16:
-		return uint64(n), n >= 0
-	case int32:
-		return uint64(n), n >= 0
-	case int64:
-		return uint64(n), n >= 0
 	}
-	return 0, false
+	n, ok := integer(v)
+	return uint64(n), ok && n >= 0
 }
 
 // encodeReply encodes a reply. Struct fields are named by their json tags,
