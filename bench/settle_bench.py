@@ -181,7 +181,9 @@ async def main() -> None:
     ap.add_argument("--slow", type=float, default=1, help="every server delay this many times longer")
     ap.add_argument("--idle-ms", type=int, help="WebServ's idle window (default: the server's)")
     ap.add_argument("--cases", help="comma-separated case names (default: all)")
-    ap.add_argument("--no-browsergym", action="store_true", help="leave BrowserGym out (it launches a browser per step)")
+    ap.add_argument(
+        "--no-browsergym", action="store_true", help="leave BrowserGym out (it launches a browser per step)"
+    )
     args = ap.parse_args()
     idle = args.idle_ms if args.idle_ms else IDLE_MS
     factor = args.slow
@@ -319,7 +321,8 @@ async def main() -> None:
     for s in strategies:
         r = summary[s]
         md.append(
-            f"| {s} | {r['cases_correct'] * 100:.0f}% | {r['median_overhead_ms']:.0f} | {r['worst_overhead_ms']:.0f} |"
+            f"| {s} | {r['cases_correct'] * 100:.0f}% "
+            f"| {r['median_overhead_ms']:.0f} | {r['worst_overhead_ms']:.0f} |"
         )
     md.append(
         f"\nServer delays x{factor:g}; WebServ idle window {idle} ms. "
@@ -346,7 +349,11 @@ async def main() -> None:
 
 
 def plot(
-    out: Path, cases: list[str], strategies: list[str], results: dict[str, dict[str, dict[str, Any]]], name: str
+    out: Path,
+    cases: list[str],
+    strategies: list[str],
+    results: dict[str, dict[str, dict[str, Any]]],
+    name: str,
 ) -> None:
     import matplotlib
 

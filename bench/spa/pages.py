@@ -172,9 +172,20 @@ CASES: dict[str, dict[str, str]] = {
 
 # The classes of issue 33 (the other cases came before).
 CLASSES = (
-    "image_onload", "script_on_click", "dynamic_import", "worker_reply", "websocket_reply", "sse_reply",
-    "css_transition", "web_animation", "raf_loop", "lazy_scroll", "debounced_input", "cross_origin_frame",
-    "form_post_303", "nothing",
+    "image_onload",
+    "script_on_click",
+    "dynamic_import",
+    "worker_reply",
+    "websocket_reply",
+    "sse_reply",
+    "css_transition",
+    "web_animation",
+    "raf_loop",
+    "lazy_scroll",
+    "debounced_input",
+    "cross_origin_frame",
+    "form_post_303",
+    "nothing",
 )
 
 # When the final content appears, by the page's design: ms after the click
@@ -217,19 +228,45 @@ CONTENT_MS: dict[str, int] = {
 # Of CONTENT_MS, the part the server's delays make up (it scales with
 # serve's factor); the rest is the page's own timers and animations.
 SERVER_MS: dict[str, int] = {
-    "delayed_fetch": 800, "chained_fetches": 900, "xhr": 700, "render_timer": 300, "slow_render_timer": 300,
-    "route_change": 600, "navigation": 1400, "new_tab": 500, "iframe": 500, "background_polling": 600,
-    "eventsource": 600, "polling_300ms": 600, "ticker": 400, "beacon_loop": 400, "fetch_later": 300,
-    "raf_chain": 0, "long_timer": 0, "reset_late": 100,
-    "image_onload": 300, "script_on_click": 300, "dynamic_import": 300, "worker_reply": 300,
-    "websocket_reply": 300, "sse_reply": 300, "css_transition": 300, "web_animation": 0, "raf_loop": 0,
-    "lazy_scroll": 300, "debounced_input": 300, "cross_origin_frame": 300, "form_post_303": 300, "nothing": 0,
+    "delayed_fetch": 800,
+    "chained_fetches": 900,
+    "xhr": 700,
+    "render_timer": 300,
+    "slow_render_timer": 300,
+    "route_change": 600,
+    "navigation": 1400,
+    "new_tab": 500,
+    "iframe": 500,
+    "background_polling": 600,
+    "eventsource": 600,
+    "polling_300ms": 600,
+    "ticker": 400,
+    "beacon_loop": 400,
+    "fetch_later": 300,
+    "raf_chain": 0,
+    "long_timer": 0,
+    "reset_late": 100,
+    "image_onload": 300,
+    "script_on_click": 300,
+    "dynamic_import": 300,
+    "worker_reply": 300,
+    "websocket_reply": 300,
+    "sse_reply": 300,
+    "css_transition": 300,
+    "web_animation": 0,
+    "raf_loop": 0,
+    "lazy_scroll": 300,
+    "debounced_input": 300,
+    "cross_origin_frame": 300,
+    "form_post_303": 300,
+    "nothing": 0,
 }
 
 
 def content_ms(case: str, factor: float = 1) -> float:
     """When case's content appears (ms after the click) with the server's delays times factor."""
     return CONTENT_MS[case] + (factor - 1) * SERVER_MS[case]
+
 
 # Pages whose background traffic used to hold WebServ's step: a step there
 # must take at most the content time plus the idle window plus 150 ms.
@@ -292,7 +329,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _websocket(self, q: dict[str, str]) -> None:
         """A WebSocket that answers 'reply' to every message, after the delay."""
         key = self.headers.get("Sec-WebSocket-Key", "")
-        accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+        accept = base64.b64encode(
+            hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()
+        )
         self.send_response(101)
         self.send_header("Upgrade", "websocket")
         self.send_header("Connection", "Upgrade")

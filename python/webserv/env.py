@@ -68,7 +68,8 @@ class WebEnv(gym.Env[dict[str, Any], str]):
         url, token: the server (default ``$WEBSERV_URL``, else a local one).
         max_steps: steps after which an episode is truncated.
         episode_timeout: seconds after which an episode is truncated.
-        idle_ms: the grace after the last request or navigation event before an observation (server default 50).
+        idle_ms: the grace after the last request or navigation event before an observation
+            (server default 50).
         screenshot, axtree: optional observation parts.
         observe: further observe options of the protocol, passed through: ``geometry``
             (``extra_element_properties``), ``marks`` (``screenshot_som``, ``som_labels``),
