@@ -162,6 +162,13 @@ func wireError(err error) *Error {
 		return errorf(CodeEpisodeOver, false, "%v", err)
 	case errors.Is(err, envcore.ErrClosed):
 		return errorf(CodeUnknownEnv, false, "%v", err)
+	case errors.Is(err, envcore.ErrResourceLimit):
+		// The pages the policy opened: its episode ends, a reset goes on.
+		return errorf(CodeResourceLimit, false, "%v", err)
+	case errors.Is(err, envcore.ErrUnresponsive):
+		// The renderer could not be regained: not the policy's, and the
+		// same step cannot succeed; a reset starts a fresh context.
+		return errorf(CodeBackend, false, "%v", err)
 	case errors.Is(err, errShuttingDown):
 		return errorf(CodeShuttingDown, true, "%v", err)
 	case errors.Is(err, context.DeadlineExceeded):

@@ -3,6 +3,9 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +130,30 @@ func TestCloseCancelsRequestsInFlight(t *testing.T) {
 	}
 	cl.fail("stats", "", nil, server.CodeShuttingDown)
 	cl.fail("step", env, map[string]any{"action": "noop()"}, server.CodeUnknownEnv)
+}
+
+// Pages the policy opened that go past an environment's limit end its
+// episode with resource_limit, the agent's fault; a reset goes on, and
+// another environment is not disturbed.
+func TestResourceLimitIsTheAgentsAndResetGoesOn(t *testing.T) {
+	grow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>Grow</title><button onclick="for (let i = 0; i < 20000; i++) document.body.appendChild(document.createElement('div'))">Grow</button>`)
+	}))
+	defer grow.Close()
+	cfg := server.Config{Env: envcore.Config{IdleWindow: 100 * time.Millisecond, MaxDOMNodes: 5000}}
+	_, base := startServer(t, cfg)
+	cl := dial(t, base)
+	env := cl.call("make", "", map[string]any{"start_url": grow.URL})["env"].(string)
+	other := cl.call("make", "", map[string]any{"start_url": pageURL(2)})["env"].(string)
+	e := cl.fail("step", env, map[string]any{"action": `click("grow")`}, server.CodeResourceLimit)
+	if e["fault"] != "agent" || e["retryable"] != false || !strings.Contains(e["message"].(string), "limit") {
+		t.Errorf("over the DOM limit: %v", e)
+	}
+	if html := obsOf(cl.call("step", other, map[string]any{"action": `click("load")`}))["html"].(string); !strings.Contains(html, "loaded 2") {
+		t.Errorf("the other environment: %.200s", html)
+	}
+	if obs := obsOf(cl.call("reset", env, nil)); obs["title"] != "Grow" {
+		t.Errorf("after the reset: %v", obs["title"])
+	}
+	cl.call("step", env, map[string]any{"action": "noop()"})
 }
