@@ -25,8 +25,13 @@ type envFlags struct {
 }
 
 func (f *envFlags) register(fs *flag.FlagSet) {
-	fs.DurationVar(&f.cfg.IdleWindow, "idle", 0, "idle window after the last request the action caused before observing (default 500ms)")
+	fs.DurationVar(&f.cfg.IdleWindow, "idle", 0, "grace after the last request or navigation event the action caused before observing (default 50ms)")
 	fs.DurationVar(&f.cfg.SettleTimeout, "settle-timeout", 0, "longest wait for the page to settle (default 10s)")
+	fs.DurationVar(&f.cfg.ActionTimeout, "action-timeout", 0, "longest an action may run; a page script still running then is stopped (default 10s)")
+	fs.IntVar(&f.cfg.MaxMemoryMB, "max-memory-mb", 0, "per environment: most MiB its largest page may hold in JavaScript heap and array buffers; over it the episode ends with resource_limit (default 1024)")
+	fs.IntVar(&f.cfg.MaxDOMNodes, "max-dom-nodes", 0, "per environment: most DOM nodes of its largest page (default 300000)")
+	fs.IntVar(&f.cfg.MaxObservationBytes, "max-observation-bytes", 0, "per environment: largest observation in bytes, screenshots apart (default 16 MiB)")
+	fs.IntVar(&f.cfg.MaxTabs, "max-tabs", 0, "per environment: most tabs open at once (default 10)")
 	fs.BoolVar(&f.cfg.Observe.AXTree, "axtree", false, "print the accessibility-tree view instead of the HTML")
 	fs.BoolVar(&f.show, "show", false, "show the browser window instead of running headless")
 	fs.StringVar(&f.bin, "chromium", "", "Chromium binary (default $WEBSERV_CHROMIUM, else /usr/bin/chromium-headless-shell when installed and --show is off, else /usr/bin/chromium)")

@@ -45,6 +45,12 @@ class _Pages(BaseHTTPRequestHandler):
                 with _Pages.lock:
                     _Pages.api_in_flight -= 1
             body = f"loaded {q.get('n', '?')}"
+        elif url.path == "/grow":
+            # A page whose button grows the DOM far past any sane size (a resource limit's case).
+            body = (
+                '<!doctype html><title>Grow</title><button onclick="for (let i = 0; i < 20000; i++)'
+                " document.body.appendChild(document.createElement('div'))\">Grow</button>"
+            )
         elif url.path == "/img":
             # A page whose image is elsewhere (?src=URL): what the network policy may refuse.
             body = f'<!doctype html><title>Image</title><img src="{html.escape(q.get("src", ""))}" alt="x">'

@@ -84,3 +84,19 @@ def test_a_misconfigured_run_fails_loudly(server: str) -> None:
                 await rollout.run(client.env(site="nowhere"), lambda o, h: "noop()", 3)
 
     asyncio.run(main())
+
+
+def test_a_resource_limit_ends_the_episode_as_the_policys(binary: str, pages: str) -> None:
+    srv = LocalServer(binary, ["--idle", "100ms", "--no-bundled", "--max-dom-nodes", "5000"])
+
+    async def main() -> None:
+        async with webserv.AsyncClient(srv.url, retry=webserv.RetryPolicy(attempts=1)) as client:
+            out = await rollout.run(client.env(start_url=f"{pages}/grow"), lambda o, h: 'click("grow")', 3)
+            assert out.failure is None and out.reward == 0.0, out
+            assert out.truncated and out.ended_by == "resource_limit" and "limit" in out.ended_because
+            assert out.turns == 1
+
+    try:
+        asyncio.run(main())
+    finally:
+        srv.stop()

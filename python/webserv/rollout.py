@@ -8,6 +8,9 @@ episode runner and pool) follows, here and nowhere else:
   (infrastructure), never a reward (:func:`graded`);
 - an ``InfrastructureError`` ends the rollout: ``Outcome.reward`` is None and
   ``Outcome.failure`` holds the error (or ``run`` raises it, with ``on_failure="raise"``);
+- a ``ResourceLimit`` (the pages the policy opened went past a limit) ends the episode as the
+  policy's doing: the reward so far stands, ``Outcome.truncated`` is set and ``Outcome.ended_by``
+  says why;
 - anything else (a wrong argument, a site this server is not configured for) is the
   caller's and is raised: a misconfigured run fails loudly instead of scoring None forever;
 - the environment is closed whatever happens.
@@ -24,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import EvaluationError, InfrastructureError
+from .errors import EvaluationError, InfrastructureError, ResourceLimit
 from .handle import AsyncEnv, Info, Obs
 
 #: A policy: the observation and the turns so far -> the next action (or None to stop).
@@ -61,6 +64,9 @@ class Outcome:
     info: Info = field(default_factory=dict)
     env: str | None = None
     host: str | None = None
+    #: What ended the episode when the policy's pages did (``resource_limit``), else "".
+    ended_by: str = ""
+    ended_because: str = ""
     #: Seconds spent in the environment (reset and steps) and in the policy.
     env_seconds: float = 0.0
     policy_seconds: float = 0.0
@@ -113,7 +119,13 @@ async def run(
                 break
             out.turns += 1
             t = time.monotonic()
-            obs, r, out.terminated, out.truncated, out.info = await env.step(str(action))
+            try:
+                obs, r, out.terminated, out.truncated, out.info = await env.step(str(action))
+            except ResourceLimit as e:
+                out.env_seconds += time.monotonic() - t
+                out.history.append({"action": str(action), "error": e.message, "url": ""})
+                out.truncated, out.ended_by, out.ended_because = True, e.code, e.message
+                break
             out.env_seconds += time.monotonic() - t
             out.history.append({"action": str(action), "error": obs["last_action_error"], "url": obs["url"]})
             reward += graded(r, out.info)

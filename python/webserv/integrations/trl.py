@@ -35,7 +35,7 @@ from typing import Any
 
 from .. import rollout
 from ..env import WebEnv
-from ..errors import InfrastructureError
+from ..errors import InfrastructureError, ResourceLimit
 
 
 def _quote(s: str) -> str:
@@ -197,6 +197,9 @@ class WebEnvironment:
             reward = rollout.graded(reward, info)
         except InfrastructureError as e:
             return self._fail(e)
+        except ResourceLimit as e:  # the pages this policy opened: its episode ends, its reward stands
+            self._done = True
+            return f"Error: {e.message}\n\nThe episode has ended."
         self._reward += reward
         self._done = terminated or truncated
         text = self._render(obs)
