@@ -182,7 +182,7 @@ def browsergym_episode(base: str, tok: Any) -> list[dict[str, Any]]:
 
 async def webserv_episode(client: webserv.AsyncClient, base: str, tok: Any) -> list[dict[str, Any]]:
     rows = []
-    async with client.env(start_url=base + "/", axtree=True) as env:
+    async with client.env(start_url=base + "/") as env:  # the accessibility tree is on by default
         obs, _ = await env.reset()
         for i, (kind, target, css, arg) in enumerate(SCRIPT):
             ids = set(obs["clickable"]) | set(obs["hoverable"])
