@@ -89,7 +89,7 @@ def test_every_module_imports_alone() -> None:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
 
     with ThreadPoolExecutor(4) as pool:  # a fresh interpreter each; they mostly wait on imports
-        results = dict(zip(names, pool.map(load, names)))
+        results = dict(zip(names, pool.map(load, names), strict=True))
     for name, r in results.items():
         if r.returncode != 0 and any(name == o or name.startswith(o + ".") for o in optional):
             assert "No module named" in r.stderr, (name, r.stderr[-1500:])
