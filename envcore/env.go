@@ -175,7 +175,8 @@ type Env struct {
 	changed   chan struct{} // closed and replaced whenever tabs change
 }
 
-// NewEnv creates an environment on b. It opens no page until Reset.
+// NewEnv creates an environment on b. It opens no page until Reset; its
+// resource watch runs until Close.
 func (b *Browser) NewEnv(cfg Config) *Env {
 	e := &Env{b: b, log: b.log, cfg: cfg.withDefaults(), changed: make(chan struct{}), quit: make(chan struct{})}
 	go e.watchIdle()
