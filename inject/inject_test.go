@@ -513,5 +513,3 @@ func TestInsertTextReplacesTheSelection(t *testing.T) {
 		}
 	}
 }
-
-
