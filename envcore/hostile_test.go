@@ -323,7 +323,7 @@ func TestHostileDOMIsBounded(t *testing.T) {
 // the others as they appear and says so; the episode goes on.
 func TestHostileTabLoopIsCapped(t *testing.T) {
 	defer guard(t)()
-	env := newEnv(t, envcore.Config{MaxTabs: 5})
+	env := newEnv(t, envcore.Config{MaxTabs: 5, ActionTimeout: 60 * time.Second}) // refusing a popup takes Chromium ~0.1 s
 	mustReset(t, env, "/hostile.html")
 	obs, info := mustStep(t, env, `click("open-tabs")`)
 	if info.ActionError != "" || len(obs.Tabs) != 5 || obs.BlockedTabs != 26 {
