@@ -12,4 +12,3 @@ func BrowserRod(b *Browser) *rod.Browser { return b.rod }
 
 // BrowserPID is the process id of b's Chromium.
 func BrowserPID(b *Browser) int { return b.launcher.PID() }
-
