@@ -56,6 +56,13 @@ type Config struct {
 	// produces it (HTML, ids, states; screenshots apart). Over it the step
 	// fails like over MaxMemoryMB. Default 16 MiB.
 	MaxObservationBytes int
+	// MaxBusy bounds how long a page's main thread may stay busy without a
+	// break between steps (a script in an endless loop started after a
+	// step ended takes a core of the host until the next). Over it the
+	// environment is closed like over MaxMemoryMB; the next step answers
+	// the *ResourceLimitError. During a step the timeouts bound it.
+	// Default 10s.
+	MaxBusy time.Duration
 	// ObserveTimeout bounds reading the observation. A page that takes
 	// longer has its script stopped and is read once more; late again, the
 	// step fails with ErrUnresponsive. Default 10s. A step therefore lasts
@@ -95,6 +102,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxObservationBytes <= 0 {
 		c.MaxObservationBytes = 16 << 20
+	}
+	if c.MaxBusy <= 0 {
+		c.MaxBusy = 10 * time.Second
 	}
 	if c.ObserveTimeout <= 0 {
 		c.ObserveTimeout = 10 * time.Second
@@ -175,7 +185,8 @@ type Env struct {
 	changed   chan struct{} // closed and replaced whenever tabs change
 }
 
-// NewEnv creates an environment on b. It opens no page until Reset.
+// NewEnv creates an environment on b. It opens no page until Reset; its
+// resource watch runs until Close.
 func (b *Browser) NewEnv(cfg Config) *Env {
 	e := &Env{b: b, log: b.log, cfg: cfg.withDefaults(), changed: make(chan struct{}), quit: make(chan struct{})}
 	go e.watchIdle()

@@ -25,13 +25,6 @@ func BrowserRod(b *Browser) *rod.Browser { return b.rod }
 // BrowserPID is the process id of b's Chromium.
 func BrowserPID(b *Browser) int { return b.proc.pid }
 
-// CallActive sends a raw CDP command to e's active tab (probe experiments).
-func CallActive(ctx context.Context, e *Env, method string, params map[string]any) (string, error) {
-	t := e.activeTab()
-	raw, err := t.b.rod.Call(ctx, string(t.session), method, params)
-	return string(raw), err
-}
-
 // BrowserDir is the directory that holds b's profile, HOME and TMPDIR.
 func BrowserDir(b *Browser) string { return b.proc.dirs.root }
 

@@ -283,6 +283,23 @@ func TestHostileMemoryIsBoundedBetweenSteps(t *testing.T) {
 	}
 }
 
+// A page that spins while no step runs is over its CPU limit once it has
+// been busy for MaxBusy without a break: the next step answers the
+// *ResourceLimitError, and the environment works again after Reset.
+func TestHostileSpinBetweenStepsIsBounded(t *testing.T) {
+	defer guard(t)()
+	env := newEnv(t, envcore.Config{MaxBusy: 2 * time.Second})
+	mustReset(t, env, "/hostile.html?spin")
+	time.Sleep(5 * time.Second) // the agent thinks; from 1 s on the page spins
+	_, _, err := env.StepText(testCtx(t), `noop()`)
+	var rl *envcore.ResourceLimitError
+	if !errors.As(err, &rl) || rl.What != "cpu" || rl.Used < 2000 || !strings.Contains(err.Error(), "busy without a break") {
+		t.Fatalf("a page spinning between steps: %v", err)
+	}
+	mustReset(t, env, "/hostile.html")
+	mustAct(t, env, `fill("notes", "after the reset")`)
+}
+
 // A DOM that doubles every frame: the step fails over MaxDOMNodes instead
 // of hanging the extraction, and the environment works again after Reset.
 func TestHostileDOMIsBounded(t *testing.T) {
@@ -306,7 +323,7 @@ func TestHostileDOMIsBounded(t *testing.T) {
 // the others as they appear and says so; the episode goes on.
 func TestHostileTabLoopIsCapped(t *testing.T) {
 	defer guard(t)()
-	env := newEnv(t, envcore.Config{MaxTabs: 5})
+	env := newEnv(t, envcore.Config{MaxTabs: 5, ActionTimeout: 60 * time.Second}) // refusing a popup takes Chromium ~0.1 s
 	mustReset(t, env, "/hostile.html")
 	obs, info := mustStep(t, env, `click("open-tabs")`)
 	if info.ActionError != "" || len(obs.Tabs) != 5 || obs.BlockedTabs != 26 {

@@ -20,7 +20,7 @@ import (
 
 // ErrResourceLimit is the error (wrapped, by a *ResourceLimitError) of a
 // step whose environment went over one of its limits: Config.MaxMemoryMB,
-// MaxDOMNodes or MaxObservationBytes. The environment is closed until
+// MaxDOMNodes, MaxObservationBytes or MaxBusy. The environment is closed until
 // Reset, which starts a new episode in a fresh context.
 var ErrResourceLimit = errors.New("resource limit")
 
@@ -28,8 +28,9 @@ var ErrResourceLimit = errors.New("resource limit")
 // much. It wraps ErrResourceLimit.
 type ResourceLimitError struct {
 	// What is "memory" (bytes of the JavaScript heaps and array buffers of
-	// its pages), "dom_nodes" (nodes of a page's renderer) or
-	// "observation" (bytes of one observation).
+	// its pages), "dom_nodes" (nodes of a page's renderer), "observation"
+	// (bytes of one observation) or "cpu" (milliseconds a page's main
+	// thread was busy without a break between steps).
 	What  string
 	Used  int64
 	Limit int64
@@ -43,6 +44,8 @@ func (e *ResourceLimitError) Error() string {
 		unit, used, limit = " MB", used>>20, limit>>20
 	case "observation":
 		unit = " bytes"
+	case "cpu":
+		unit = " ms"
 	}
 	return fmt.Sprintf("the environment went over its %s limit: %d%s used, the limit is %d%s; "+
 		"its browser context was closed: call Reset to start a new episode", limitNames[e.What], used, unit, limit, unit)
@@ -54,6 +57,7 @@ var limitNames = map[string]string{
 	"memory":      "memory (JavaScript heap and array buffers of its pages)",
 	"dom_nodes":   "DOM size (nodes)",
 	"observation": "observation size",
+	"cpu":         "CPU (a page busy without a break between steps)",
 }
 
 // watchEvery is how often a stepping environment's pages are sampled;
@@ -68,6 +72,38 @@ const (
 type usage struct {
 	memory int64 // bytes: the largest page's JS heap plus array buffers
 	nodes  int64 // DOM nodes of the largest page's renderer
+}
+
+// spinWatch follows a page's main-thread time between samples.
+type spinWatch struct {
+	at   time.Time     // the last sample
+	task time.Duration // the page's task time then (Performance.getMetrics' TaskDuration)
+	run  time.Duration // how long it has been busy without a break
+}
+
+// busySample records a sample of the page's task time and returns how long
+// the page has been busy without a break: a sample counts as busy when the
+// page ran tasks for 90% of the time since the last.
+func (t *tab) busySample(task time.Duration, now time.Time) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := &t.spin
+	if !w.at.IsZero() {
+		if wall := now.Sub(w.at); wall > 0 && task-w.task >= wall*9/10 {
+			w.run += wall
+		} else {
+			w.run = 0
+		}
+	}
+	w.at, w.task = now, task
+	return w.run
+}
+
+// busyFor is how long t's page has been busy without a break, as sampled.
+func (t *tab) busyFor() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.spin.run
 }
 
 // heapUsage is CDP's Runtime.getHeapUsage answer, with the fields rod's
@@ -92,6 +128,8 @@ func (t *tab) sample(ctx context.Context) (usage, error) {
 	}
 	for _, x := range m.Metrics {
 		switch x.Name {
+		case "TaskDuration": // seconds
+			t.busySample(time.Duration(x.Value*float64(time.Second)), time.Now())
 		case "Nodes":
 			u.nodes = int64(x.Value)
 		case "JSHeapUsedSize":
@@ -187,7 +225,10 @@ func (e *Env) giveUpOver(rl *ResourceLimitError) error {
 
 // watchIdle samples the environment's pages between steps, every
 // idleWatchEvery until Close, and gives the environment up when one is over
-// a limit; the next call answers the *ResourceLimitError. While a step,
+// a limit; the next call answers the *ResourceLimitError. A page that has
+// kept its main thread busy without a break for Config.MaxBusy (a script
+// in an endless loop started after a step, one core of the host until the
+// next) is over the CPU limit. While a step,
 // Reset or Observe runs (e.mu held) it leaves the watch to them.
 func (e *Env) watchIdle() {
 	tick := time.NewTicker(idleWatchEvery)
@@ -207,6 +248,12 @@ func (e *Env) watchIdle() {
 				_ = e.giveUpOver(rl)
 			}
 			cancel()
+			_, tabs, _ := e.snapshotTabs()
+			for _, t := range tabs {
+				if busy := t.busyFor(); e.lost == nil && busy >= e.cfg.MaxBusy {
+					_ = e.giveUpOver(&ResourceLimitError{What: "cpu", Used: busy.Milliseconds(), Limit: e.cfg.MaxBusy.Milliseconds()})
+				}
+			}
 		}
 		e.mu.Unlock()
 	}

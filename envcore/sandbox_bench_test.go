@@ -104,7 +104,7 @@ func BenchmarkSandboxLaunch(b *testing.B) {
 			_ = br.Close()
 		}
 	}
-	l0, l1 := median(launch[0]), median(launch[1])
+	l0, l1 := medianOf(launch[0]), medianOf(launch[1])
 	b.ReportMetric(l0, "sandboxed-launch-ms")
 	b.ReportMetric(l1, "unsandboxed-launch-ms")
 	b.ReportMetric(l0/l1, "launch-ratio")
@@ -129,7 +129,7 @@ func treePSS(b *testing.B, root int) float64 {
 	return total
 }
 
-func median(xs []float64) float64 {
+func medianOf(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	if len(s) == 0 {

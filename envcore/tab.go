@@ -39,6 +39,9 @@ type tab struct {
 	// pointerIn: the mouse has been over the current document (see
 	// pointerOut).
 	pointerIn bool
+	// spin is how long the page's main thread has been busy without a
+	// break, as the resource watch samples it (resources.go).
+	spin spinWatch
 }
 
 func newTab(env *Env, session proto.TargetSessionID, info *proto.TargetTargetInfo) *tab {

@@ -25,7 +25,7 @@ var ErrUnresponsive = errors.New("the page stopped answering")
 
 // regainTimeout bounds the wait for a page to answer once its script was
 // told to stop.
-const regainTimeout = 3 * time.Second
+const regainTimeout = 5 * time.Second
 
 // regain stops the script that holds t's renderer, if one does, and checks
 // that the page answers again. Runtime.terminateExecution is handled off

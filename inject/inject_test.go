@@ -482,3 +482,34 @@ func TestCallExpression(t *testing.T) {
 		t.Errorf("parser.ids before any observation = %v", got)
 	}
 }
+
+// act.insertText replaces the focused field's selection with the text at
+// once, with one input event that carries it, honours maxlength, and
+// declines what it cannot take (contenteditable, a type without a
+// selection) so that the Go side inserts through CDP.
+func TestInsertTextReplacesTheSelection(t *testing.T) {
+	p := open(t, `<div>Fields</div><textarea id="t">old text</textarea><input id="m" maxlength="5" value="ab">
+<input id="e" type="email"><div id="c" contenteditable="true">x</div>
+<script>
+  window.seen = [];
+  for (const el of document.querySelectorAll('textarea, input'))
+    el.addEventListener('input', e => seen.push(e.target.id + ':' + e.inputType + ':' + e.data.length));
+</script>`)
+	got := eval(t, p, `() => { const t = document.getElementById('t'); t.focus(); t.select();
+		const r = __webserv.act.insertText('line\n'.repeat(2000));
+		return [r.inserted, t.value.length, t.selectionStart, seen.join(',')].join('|') }`)
+	if got != "true|10000|10000|t:insertText:10000" {
+		t.Errorf("a textarea with its content selected: %v", got)
+	}
+	got = eval(t, p, `() => { const m = document.getElementById('m'); m.focus(); m.setSelectionRange(2, 2);
+		__webserv.act.insertText('cdefgh'); return m.value }`)
+	if got != "abcde" {
+		t.Errorf("maxlength=5 holding %q", got)
+	}
+	for _, id := range []string{"e", "c"} {
+		got = eval(t, p, `() => { document.getElementById('`+id+`').focus(); return __webserv.act.insertText('zz').inserted }`)
+		if got != false {
+			t.Errorf("#%s: inserted = %v, want false (CDP inserts there)", id, got)
+		}
+	}
+}
