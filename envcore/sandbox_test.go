@@ -242,7 +242,7 @@ func TestBrowserUserChecks(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "make setup") || !strings.Contains(err.Error(), "useradd") || !strings.Contains(err.Error(), "webserv-no-such-user") {
 		t.Errorf("a missing browser user: %v; want an error naming it and saying to run make setup or useradd", err)
 	}
-	if _, err := envcore.AccountFor("root", 0); err == nil || !strings.Contains(err.Error(), "is root") {
+	if _, err := envcore.AccountFor("root", 0); err == nil || !strings.Contains(err.Error(), "is root or has root's group") {
 		t.Errorf("root as the browser user: %v; want it refused", err)
 	}
 	if _, err := envcore.AccountFor(envcore.DefaultBrowserUser, 4242); err == nil || !strings.Contains(err.Error(), "only a server running as root") {
