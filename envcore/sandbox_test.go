@@ -142,6 +142,26 @@ func TestBrowserRunsUnprivilegedInItsSandbox(t *testing.T) {
 	checkTree(t, envcore.BrowserPID(browser), true)
 }
 
+// The full browser (what --show runs) is sandboxed the same way.
+func TestFullChromiumRunsInItsSandbox(t *testing.T) {
+	t.Parallel()
+	b, err := envcore.Launch(testCtx(t), zap.NewNop(), envcore.BrowserOptions{Bin: envcore.DefaultChromium})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	env := b.NewEnv(envcore.Config{})
+	defer env.Close()
+	obs, _, err := env.Reset(testCtx(t), site.URL+"/a.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.URL != site.URL+"/a.html" {
+		t.Errorf("the full browser is at %q, want the page", obs.URL)
+	}
+	checkTree(t, envcore.BrowserPID(b), true)
+}
+
 // --no-sandbox is an opt-in, through BrowserOptions.NoSandbox or a switch,
 // and each logs a warning; the browser still runs as the browser user.
 func TestNoSandboxIsOptInAndWarns(t *testing.T) {
