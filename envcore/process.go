@@ -66,11 +66,11 @@ func startChromium(ctx context.Context, l *launcher.Launcher, bin string, acct *
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
-			p.kill()
+			p.abort()
 			return nil, "", fmt.Errorf("start chromium: %w", ctx.Err())
 		}
 		if msg := guard.Err(); msg != "" || p.pid == cmd.Process.Pid {
-			p.kill()
+			p.abort()
 			return nil, "", fmt.Errorf("start chromium behind leakless: %s", firstNonEmpty(msg, "the guard process ended before starting the browser"))
 		}
 	}
@@ -87,7 +87,7 @@ func startChromium(ctx context.Context, l *launcher.Launcher, bin string, acct *
 		u, err = launcher.ResolveURL(u)
 	}
 	if err != nil {
-		p.kill()
+		p.abort()
 		return nil, "", explainLaunchFailure(err, acct)
 	}
 	return p, u, nil
@@ -103,7 +103,7 @@ func explainLaunchFailure(err error, acct *browserAccount) error {
 	if !acct.self {
 		who = "user " + acct.name
 	}
-	return fmt.Errorf("chromium's sandbox could not start as %s: it needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 on Debian kernels; in a container, a seccomp profile that allows clone/unshare of user namespaces; on Ubuntu, kernel.apparmor_restrict_unprivileged_userns=0). Only where that cannot be had, run with --no-sandbox (BrowserOptions.NoSandbox), which leaves every renderer unconfined: %w", who, err)
+	return fmt.Errorf("chromium's output speaks of its sandbox, which it starts as %s and which needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 on Debian kernels; in a container, a seccomp profile that allows clone/unshare of user namespaces; on Ubuntu, kernel.apparmor_restrict_unprivileged_userns=0). Only where that cannot be had, run with --no-sandbox (BrowserOptions.NoSandbox), which leaves every renderer unconfined: %w", who, err)
 }
 
 func firstNonEmpty(s ...string) string {
@@ -129,6 +129,16 @@ func (p *chromiumProcess) stop(grace time.Duration) error {
 		return errors.New("chromium did not exit 5 s after SIGKILL")
 	}
 	return p.dirs.remove()
+}
+
+// abort kills a process that failed to start and waits (briefly) for it
+// to end, so its directories can go.
+func (p *chromiumProcess) abort() {
+	p.kill()
+	select {
+	case <-p.exit:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // kill sends SIGKILL to the browser's process group (its zygotes,

@@ -68,7 +68,7 @@ func accountFor(name string, euid int) (*browserAccount, error) {
 		return nil, fmt.Errorf("browser user %q: uid %q, gid %q: %w", name, u.Uid, u.Gid, err)
 	}
 	if uid == 0 || gid == 0 {
-		return nil, fmt.Errorf("browser user %q is root (uid %d, gid %d): Chromium must run as an unprivileged user; name one with --browser-user or run `make setup` to create %s", name, uid, gid, DefaultBrowserUser)
+		return nil, fmt.Errorf("browser user %q is root or has root's group (uid %d, gid %d): Chromium must run as an unprivileged user; name one with --browser-user or run `make setup` to create %s", name, uid, gid, DefaultBrowserUser)
 	}
 	return &browserAccount{name: name, uid: uint32(uid), gid: uint32(gid)}, nil
 }

@@ -142,6 +142,26 @@ func TestBrowserRunsUnprivilegedInItsSandbox(t *testing.T) {
 	checkTree(t, envcore.BrowserPID(browser), true)
 }
 
+// The full browser (what --show runs) is sandboxed the same way.
+func TestFullChromiumRunsInItsSandbox(t *testing.T) {
+	t.Parallel()
+	b, err := envcore.Launch(testCtx(t), zap.NewNop(), envcore.BrowserOptions{Bin: envcore.DefaultChromium})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	env := b.NewEnv(envcore.Config{})
+	defer env.Close()
+	obs, _, err := env.Reset(testCtx(t), site.URL+"/a.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.URL != site.URL+"/a.html" {
+		t.Errorf("the full browser is at %q, want the page", obs.URL)
+	}
+	checkTree(t, envcore.BrowserPID(b), true)
+}
+
 // --no-sandbox is an opt-in, through BrowserOptions.NoSandbox or a switch,
 // and each logs a warning; the browser still runs as the browser user.
 func TestNoSandboxIsOptInAndWarns(t *testing.T) {
@@ -242,7 +262,7 @@ func TestBrowserUserChecks(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "make setup") || !strings.Contains(err.Error(), "useradd") || !strings.Contains(err.Error(), "webserv-no-such-user") {
 		t.Errorf("a missing browser user: %v; want an error naming it and saying to run make setup or useradd", err)
 	}
-	if _, err := envcore.AccountFor("root", 0); err == nil || !strings.Contains(err.Error(), "is root") {
+	if _, err := envcore.AccountFor("root", 0); err == nil || !strings.Contains(err.Error(), "is root or has root's group") {
 		t.Errorf("root as the browser user: %v; want it refused", err)
 	}
 	if _, err := envcore.AccountFor(envcore.DefaultBrowserUser, 4242); err == nil || !strings.Contains(err.Error(), "only a server running as root") {
