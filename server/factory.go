@@ -30,6 +30,8 @@ type SiteInfo struct {
 	// Backend says how the site's server runs: "none" (external URL),
 	// "local" or "incus".
 	Backend string `json:"backend"`
+	// Tasks counts the site's tasks (the tasks op lists them).
+	Tasks int `json:"tasks,omitempty"`
 }
 
 // TaskInfo describes a task for the tasks op.

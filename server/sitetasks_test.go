@@ -1,0 +1,179 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/hosting"
+	"github.com/webserv-rl/webserv/server"
+)
+
+// trackerDir is the example site's directory (examples/sites).
+func trackerDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("../examples/sites")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// trackerServer serves the site defined at def (with its tasks: files) on
+// the local backend.
+func trackerServer(t *testing.T, def string) (*server.Server, *server.HostedFactory, *client) {
+	t.Helper()
+	site, err := hosting.LoadSite(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := server.SiteTaskSet(site, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := server.NewHostedFactory([]*hosting.Site{site}, []hosting.Backend{localBackend(t)}, nil)
+	f.SetTasks(site.Name, st)
+	srv := server.New(zap.NewNop(), browser, f, server.Config{Env: envConfig(), MaxCreating: 8, MaxEnvs: 32})
+	return srv, f, dial(t, serve(t, srv))
+}
+
+// The example site's tasks through the protocol: listed by the sites and
+// tasks ops with ids <site>.<task_id>; a task's setup command has run in
+// the episode's own instance before the first observation, and its login
+// cookies are set; a reset to another task starts from the site's base.
+func TestSiteTasksThroughTheProtocol(t *testing.T) {
+	t.Parallel()
+	_, _, cl := trackerServer(t, filepath.Join(trackerDir(t), "tracker.yaml"))
+	sites := fmt.Sprint(cl.call("sites", "", nil)["sites"])
+	if !strings.Contains(sites, "name:tracker") || !strings.Contains(sites, "tasks:6") {
+		t.Errorf("sites = %s, want tracker with 6 tasks", sites)
+	}
+	listed := cl.call("tasks", "", map[string]any{"site": "tracker"})["tasks"].([]any)
+	var ids []string
+	for _, x := range listed {
+		ids = append(ids, x.(map[string]any)["id"].(string))
+	}
+	if strings.Join(ids, " ") != "tracker.1 tracker.2 tracker.3 tracker.4 tracker.5 tracker.6" {
+		t.Errorf("task ids = %v", ids)
+	}
+	first := listed[0].(map[string]any)
+	if first["start_url"] != "__SITE__/" || first["goal"] != "Open the issue about slow search." {
+		t.Errorf("task 1 = %v", first)
+	}
+
+	made := cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.6"})
+	env := made["env"].(string)
+	obs := obsOf(made)
+	if obs["url"] != "http://tracker.webserv.test/issues/7" || !strings.Contains(obs["html"].(string), "Flaky upload test") {
+		t.Fatalf("task 6 starts at %v with %.300q; want the issue its setup created", obs["url"], obs["html"])
+	}
+	info := made["info"].(map[string]any)
+	if info["task_id"] != "tracker.6" || info["task_set"] != "tracker" || info["variant"] != "site" {
+		t.Errorf("info = %v", info)
+	}
+	reset := cl.call("reset", env, map[string]any{"options": map[string]any{"task": "tracker.5"}})
+	html := obsOf(reset)["html"].(string)
+	if !strings.Contains(html, "Signed in as maria") || !strings.Contains(html, "new-issue.title") {
+		t.Errorf("task 5 (login cookies) starts at %.400q; want the new-issue form, signed in", html)
+	}
+	back := cl.call("step", env, map[string]any{"action": `goto("http://tracker.webserv.test/")`})
+	if strings.Contains(obsOf(back)["html"].(string), "Flaky upload test") {
+		t.Errorf("task 6's setup outlived its episode: the reset did not start from the base state")
+	}
+	cl.fail("make", "", map[string]any{"site": "tracker", "task": "tracker.9"}, server.CodeBadArgs)
+}
+
+// webserv tasks check's loop on the example site: each evaluator kind
+// (url_match, string answer, program_html, check, state with setup and
+// login) gives its oracle reward 1 and its wrong sequence reward 0.
+func TestSiteTasksCheckLoop(t *testing.T) {
+	t.Parallel()
+	srv, f, _ := trackerServer(t, filepath.Join(trackerDir(t), "tracker.yaml"))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	checks, err := srv.CheckTasks(ctx, f, f.SitesWithTasks(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := server.FormatTaskChecks(checks)
+	if len(checks) != 6 {
+		t.Fatalf("%d tasks checked, want 6:\n%s", len(checks), table)
+	}
+	for _, c := range checks {
+		if !c.OK() || c.Oracle != 1 || c.Wrong != 0 {
+			t.Errorf("%s: oracle %v, wrong %v, problems %v", c.Task, c.Oracle, c.Wrong, c.Problems)
+		}
+	}
+	if !strings.Contains(table, "6 task(s), 6 passed, 0 failed") {
+		t.Errorf("table:\n%s", table)
+	}
+}
+
+// The same tasks with a deliberately broken verifier (a title the site
+// does not have: check.py exits 2) and a state check expecting what the
+// oracle does not do: the loop fails both, saying why; the broken
+// verifier is an evaluation error (no reward), never a 0.
+func TestSiteTasksCheckLoopFailures(t *testing.T) {
+	t.Parallel()
+	src := trackerDir(t)
+	dir := t.TempDir()
+	def, err := os.ReadFile(filepath.Join(src, "tracker.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasksFile, err := os.ReadFile(filepath.Join(src, "tracker", "tasks.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(tasksFile), "./tracker/", src+"/tracker/")
+	text = strings.Replace(text, "closed-with-comment, Crash when title is empty,", "closed-with-comment, Crash when the title is blank,", 1)
+	text = strings.Replace(text, "args: [Dark mode, feature]", "args: [Dark mode, bug]", 1)
+	if err := os.WriteFile(filepath.Join(dir, "broken-tasks.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := strings.ReplaceAll(string(def), "./tracker/", src+"/tracker/")
+	d = strings.Replace(d, "data_dir: tracker/data", "data_dir: "+src+"/tracker/data", 1)
+	d = strings.Replace(d, "tasks: [tracker/tasks.yaml]", "tasks: [broken-*.yaml]", 1)
+	if err := os.WriteFile(filepath.Join(dir, "tracker.yaml"), []byte(d), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, f, cl := trackerServer(t, filepath.Join(dir, "tracker.yaml"))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	checks, err := srv.CheckTasks(ctx, f, []string{"tracker"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := server.FormatTaskChecks(checks)
+	byID := map[string]server.TaskCheck{}
+	for _, c := range checks {
+		byID[c.Task] = c
+	}
+	broken := byID["tracker.4"]
+	if broken.OK() || !math.IsNaN(broken.Oracle) || !strings.Contains(strings.Join(broken.Problems, "\n"), "exited 2") ||
+		!strings.Contains(strings.Join(broken.Problems, "\n"), "no issue titled") {
+		t.Errorf("the broken verifier: %+v\n%s", broken, table)
+	}
+	state := byID["tracker.5"]
+	if state.OK() || state.Oracle != 0 || !strings.Contains(strings.Join(state.Problems, "\n"), "oracle: reward 0, want 1") {
+		t.Errorf("the wrong state check: %+v\n%s", state, table)
+	}
+	if !byID["tracker.1"].OK() || !strings.Contains(table, "6 task(s), 4 passed, 2 failed") {
+		t.Errorf("table:\n%s", table)
+	}
+	// Through the protocol: the verifier's failure is reward nil with
+	// info.eval_error, an infrastructure fault of the grading.
+	env := cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.4"})["env"].(string)
+	r := cl.call("step", env, map[string]any{"action": `stop("")`})
+	info := r["info"].(map[string]any)
+	if r["reward"] != nil || !strings.Contains(fmt.Sprint(info["eval_error"]), "exited 2") {
+		t.Errorf("broken verifier step: reward %v, info %v", r["reward"], info)
+	}
+}
