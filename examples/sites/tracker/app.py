@@ -10,6 +10,7 @@ form, a new-issue form (/new, signed in only), sign-in (/login) and
     app.py serve --port 8080        (the site definition runs this)
     app.py add-issue --title "Flaky upload test" --label bug
 """
+
 import argparse
 import html
 import os
@@ -36,9 +37,11 @@ def connect():
 
 
 def page(title, body, user):
-    who = f'Signed in as {html.escape(user)}' if user else '<a href="/login">Sign in</a>'
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)} - Tracker</title></head>
-<body><nav aria-label="main"><a href="/">Issues</a> <a href="/new">New issue</a> <span id="who">{who}</span></nav>
+    who = f"Signed in as {html.escape(user)}" if user else '<a href="/login">Sign in</a>'
+    return f"""<!doctype html><html><head><meta charset="utf-8">
+<title>{html.escape(title)} - Tracker</title></head>
+<body><nav aria-label="main"><a href="/">Issues</a> <a href="/new">New issue</a>
+<span id="who">{who}</span></nav>
 <main><h1>{html.escape(title)}</h1>{body}</main></body></html>"""
 
 
@@ -96,11 +99,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def index(self, db, label):
         rows = db.execute(
-            "SELECT id, title, status, label FROM issues WHERE ? = '' OR label = ? ORDER BY id", (label, label)
+            "SELECT id, title, status, label FROM issues WHERE ? = '' OR label = ? ORDER BY id",
+            (label, label),
         ).fetchall()
         items = "".join(
             f'<li><a href="/issues/{r["id"]}">{html.escape(r["title"])}</a> '
-            f'<span class="status">{r["status"]}</span> <a href="/?label={urllib.parse.quote(r["label"])}">{html.escape(r["label"])}</a></li>'
+            f'<span class="status">{r["status"]}</span> '
+            f'<a href="/?label={urllib.parse.quote(r["label"])}">{html.escape(r["label"])}</a></li>'
             for r in rows
         )
         title = f"Issues labelled {label}" if label else "Issues"
@@ -111,14 +116,16 @@ class Handler(BaseHTTPRequestHandler):
         if r is None:
             return self.send(404, page("Not found", "<p>No such issue.</p>", self.user()))
         comments = "".join(
-            f'<li>{html.escape(c["author"])}: {html.escape(c["text"])}</li>'
+            f"<li>{html.escape(c['author'])}: {html.escape(c['text'])}</li>"
             for c in db.execute("SELECT author, text FROM comments WHERE issue = ? ORDER BY id", (n,))
         )
         action, verb = ("reopen", "Reopen issue") if r["status"] == "closed" else ("close", "Close issue")
         body = f"""<p id="status">Status: {r["status"]}</p><p>Label: {html.escape(r["label"])}</p>
-<p id="body">{html.escape(r["body"])}</p><form method="post" action="/issues/{n}/{action}"><button>{verb}</button></form>
+<p id="body">{html.escape(r["body"])}</p>
+<form method="post" action="/issues/{n}/{action}"><button>{verb}</button></form>
 <h2>Comments</h2><ul id="comments">{comments}</ul>
-<form aria-label="comment" method="post" action="/issues/{n}/comment"><label>Comment <textarea name="text"></textarea></label><button>Add comment</button></form>"""
+<form aria-label="comment" method="post" action="/issues/{n}/comment">
+<label>Comment <textarea name="text"></textarea></label><button>Add comment</button></form>"""
         self.send(200, page(r["title"], body, self.user()))
 
     def do_POST(self):
@@ -139,10 +146,15 @@ class Handler(BaseHTTPRequestHandler):
             if len(parts) == 3 and parts[0] == "issues" and parts[1].isdigit():
                 n = int(parts[1])
                 if parts[2] in ("close", "reopen"):
-                    db.execute("UPDATE issues SET status = ? WHERE id = ?", ("closed" if parts[2] == "close" else "open", n))
+                    db.execute(
+                        "UPDATE issues SET status = ? WHERE id = ?",
+                        ("closed" if parts[2] == "close" else "open", n),
+                    )
                 elif parts[2] == "comment" and f.get("text", "").strip():
-                    db.execute("INSERT INTO comments (issue, author, text) VALUES (?, ?, ?)",
-                               (n, self.user() or "anonymous", f["text"].strip()))
+                    db.execute(
+                        "INSERT INTO comments (issue, author, text) VALUES (?, ?, ?)",
+                        (n, self.user() or "anonymous", f["text"].strip()),
+                    )
                 db.commit()
                 return self.redirect(f"/issues/{n}")
             self.send(404, page("Not found", "<p>No such page.</p>", self.user()))
@@ -151,7 +163,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def add_issue(db, title, label, body):
-    cur = db.execute("INSERT INTO issues (title, label, body, status) VALUES (?, ?, ?, 'open')", (title, label, body))
+    cur = db.execute(
+        "INSERT INTO issues (title, label, body, status) VALUES (?, ?, ?, 'open')", (title, label, body)
+    )
     db.commit()
     return cur.lastrowid
 

@@ -9,6 +9,7 @@ exit is the verifier's own failure, reported as an evaluation error.
 
     check.py closed-with-comment TITLE TEXT
 """
+
 import json
 import os
 import sqlite3
@@ -20,7 +21,9 @@ def main(argv):
         print("usage: check.py closed-with-comment TITLE TEXT", file=sys.stderr)
         return 2
     title, text = argv[1], argv[2]
-    db = sqlite3.connect(f"file:{os.path.join(os.environ.get('DATA_DIR', '.'), 'tracker.db')}?mode=ro", uri=True)
+    db = sqlite3.connect(
+        f"file:{os.path.join(os.environ.get('DATA_DIR', '.'), 'tracker.db')}?mode=ro", uri=True
+    )
     row = db.execute("SELECT id, status FROM issues WHERE title = ?", (title,)).fetchone()
     if row is None:
         print(f"no issue titled {title!r}: the task file and the site disagree", file=sys.stderr)
@@ -29,7 +32,14 @@ def main(argv):
         "SELECT COUNT(*) FROM comments WHERE issue = ? AND lower(text) LIKE ?", (row[0], f"%{text.lower()}%")
     ).fetchone()[0]
     closed = 1 if row[1] == "closed" else 0
-    print(json.dumps({"closed": {"score": closed, "weight": 2}, "comment": {"score": 1 if commented else 0, "weight": 1}}))
+    print(
+        json.dumps(
+            {
+                "closed": {"score": closed, "weight": 2},
+                "comment": {"score": 1 if commented else 0, "weight": 1},
+            }
+        )
+    )
     return 0
 
 
