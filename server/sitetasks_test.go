@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/hosting"
+	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/server"
 )
 
@@ -175,5 +176,62 @@ func TestSiteTasksCheckLoopFailures(t *testing.T) {
 	info := r["info"].(map[string]any)
 	if r["reward"] != nil || !strings.Contains(fmt.Sprint(info["eval_error"]), "exited 2") {
 		t.Errorf("broken verifier step: reward %v, info %v", r["reward"], info)
+	}
+}
+
+// A site's own tasks on the Incus backend: the setup command and the
+// check verifier run inside the environment's container, and the check
+// loop passes (the oracle's page shows the state setup wrote; the wrong
+// sequence, with __SITE__ in its goto, changes it).
+func TestSiteTasksOnIncus(t *testing.T) {
+	t.Parallel()
+	img, err := hostingtest.SiteImage(hostingtest.BuildTestSite(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const alias = "webserv-test-sitetasks"
+	m := incusWith(t, img, alias)
+	dir := t.TempDir()
+	def := "name: boxed\nincus: {image: " + alias + "}\nport: 8080\nready: {path: /ready}\ntasks: [tasks.yaml]\n"
+	tasksYAML := `
+- task_id: 1
+  intent: Leave the state as it is.
+  setup: [[/app/testsite, exec-write, /data/state, prepared]]
+  eval:
+    eval_types: [program_html, check]
+    program_html: [{url: last, locator: "", required_contents: {must_include: [state=prepared]}}]
+    check: {command: [/app/testsite, exec-say, "1"]}
+  oracle: ['stop("")']
+  wrong: ['goto("__SITE__/set?v=changed")', 'stop("")']
+`
+	for name, text := range map[string]string{"boxed.yaml": def, "tasks.yaml": tasksYAML} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	site, err := hosting.LoadSite(filepath.Join(dir, "boxed.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := server.SiteTaskSet(site, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := server.NewHostedFactory([]*hosting.Site{site}, []hosting.Backend{m}, nil)
+	f.SetTasks(site.Name, st)
+	srv := server.New(zap.NewNop(), browser, f, server.Config{Env: envConfig(), MaxCreating: 4})
+	cl := dial(t, serve(t, srv))
+	made := cl.call("make", "", map[string]any{"site": "boxed", "task": "boxed.1"})
+	if html := obsOf(made)["html"].(string); !strings.Contains(html, "state=prepared") {
+		t.Errorf("first page %q: the setup did not run in the container before it", html)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	checks, err := srv.CheckTasks(ctx, f, []string{"boxed"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(checks) != 1 || !checks[0].OK() || checks[0].Oracle != 1 || checks[0].Wrong != 0 {
+		t.Errorf("check loop on Incus:\n%s", server.FormatTaskChecks(checks))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/webserv-rl/webserv/tasks"
 	"github.com/webserv-rl/webserv/trajectory"
 )
 
@@ -64,9 +65,18 @@ func (s *Server) CheckTasks(ctx context.Context, f *HostedFactory, sites []strin
 		if st == nil {
 			return nil, fmt.Errorf("site %s has no tasks", site)
 		}
+		origins := map[string]string{}
+		if def := f.sites[site]; def != nil {
+			origins = st.roleOrigins(def.Origin)
+		}
 		for _, n := range st.ids() {
-			t := st.Set.ByID[n]
 			id := st.IDPrefix + site + "." + strconv.Itoa(n)
+			// The sequences' placeholders (goto("__SITE__/...")) as the
+			// episode's task has them.
+			t, err := tasks.Instantiate(st.Set.ByID[n], origins)
+			if err != nil {
+				return nil, fmt.Errorf("task %s: %w", id, err)
+			}
 			c := TaskCheck{Task: id, Oracle: math.NaN(), Wrong: math.NaN(), Steps: len(t.Oracle)}
 			if len(t.Oracle) == 0 {
 				c.Problems = append(c.Problems, "no oracle: give the actions that solve the task (ending in stop(...))")
