@@ -17,7 +17,7 @@ import (
 // files: a task's setup commands, `check` verifiers and `state` databases
 // use it. The local backend runs a command in the instance's data
 // directory with the site's environment; Incus executes it in the
-// container.
+// container, in the image's working directory.
 type Execer interface {
 	// Exec runs req.Command to completion within req.Timeout. A command
 	// that runs and exits (whatever its status) is no error: its status
@@ -27,7 +27,9 @@ type Execer interface {
 	// FetchFile returns a path on this host where the instance's file p
 	// can be read: the file itself (local) or a copy made in dir (Incus,
 	// with its SQLite -wal file when there is one). A relative p is
-	// relative to the instance's data directory (local) or / (Incus).
+	// relative to the instance's data directory (local: its copy of
+	// data_dir; Incus: $DATA_DIR of the site or image, else the image's
+	// working directory).
 	FetchFile(ctx context.Context, p, dir string) (string, error)
 }
 

@@ -3,6 +3,7 @@ package incusmgr
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -18,9 +19,36 @@ import (
 
 var _ hosting.Execer = (*Instance)(nil)
 
+// dirs are the directories commands and files of a site's containers are
+// relative to: the image's working directory (WORKDIR, default /), where
+// commands run, so a relative program path resolves as the site's own
+// command does; and $DATA_DIR (the site's env: or the image's), else the
+// working directory, for FetchFile's relative paths.
+func (m *Manager) dirs(site *hosting.Site) (work, data string) {
+	work = "/"
+	env := map[string]string{}
+	if alias, _, err := m.c.GetImageAlias(site.Incus.Image); err == nil {
+		if img, _, err := m.c.GetImage(alias.Target); err == nil {
+			if wd := img.Properties[propWorkdir]; wd != "" {
+				work = wd
+			}
+			_ = json.Unmarshal([]byte(img.Properties[propEnv]), &env)
+		}
+	}
+	for k, v := range site.Env {
+		env[k] = v
+	}
+	data = work
+	if d := env["DATA_DIR"]; path.IsAbs(d) {
+		data = d
+	}
+	return work, data
+}
+
 // Exec runs a command in the instance's current container (its
-// environment.* keys apply, as for the site itself). A command that has
-// not exited within the timeout is an error; the operation is cancelled.
+// environment.* keys apply, as for the site itself), in the image's
+// working directory. A command that has not exited within the timeout is
+// an error; the operation is cancelled.
 func (in *Instance) Exec(ctx context.Context, req hosting.ExecRequest) (hosting.ExecResult, error) {
 	r := req.WithDefaults()
 	if len(r.Command) == 0 {
@@ -41,7 +69,8 @@ func (in *Instance) Exec(ctx context.Context, req hosting.ExecRequest) (hosting.
 	for k, v := range r.Env {
 		env[k] = v
 	}
-	op, err := in.m.c.ExecInstance(cn, api.InstanceExecPost{Command: args, WaitForWS: true, Environment: env},
+	work, _ := in.m.dirs(in.site)
+	op, err := in.m.c.ExecInstance(cn, api.InstanceExecPost{Command: args, WaitForWS: true, Environment: env, Cwd: work},
 		&incus.InstanceExecArgs{Stdin: bytes.NewReader(r.Stdin), Stdout: stdout, Stderr: stderr, DataDone: done})
 	if err != nil {
 		return hosting.ExecResult{}, fmt.Errorf("run %q in container %s: %w", hosting.ExecLine(args), cn, err)
@@ -69,10 +98,12 @@ func (in *Instance) Exec(ctx context.Context, req hosting.ExecRequest) (hosting.
 }
 
 // FetchFile copies a file (and its SQLite -wal file, when there is one)
-// out of the current container into dir.
+// out of the current container into dir. A relative path is relative to
+// the site's $DATA_DIR (else the image's working directory).
 func (in *Instance) FetchFile(ctx context.Context, p, dir string) (string, error) {
 	if !path.IsAbs(p) {
-		p = "/" + p
+		_, data := in.m.dirs(in.site)
+		p = path.Join(data, p)
 	}
 	in.mu.Lock()
 	cn := in.c.name

@@ -235,3 +235,59 @@ func TestSiteTasksOnIncus(t *testing.T) {
 		t.Errorf("check loop on Incus:\n%s", server.FormatTaskChecks(checks))
 	}
 }
+
+// The example site on Incus, from the same task file as on the local
+// backend: an image of the tracker and this host's Python (nothing can be
+// pulled here); setup and check run in the container, in the image's
+// working directory, state reads $DATA_DIR/tracker.db out of it; every
+// task's oracle earns 1 and its wrong sequence 0.
+func TestExampleSiteOnIncus(t *testing.T) {
+	t.Parallel()
+	src := trackerDir(t)
+	img, err := hostingtest.HostImage(hostingtest.ImageSpec{
+		Files: map[string]string{
+			"/usr/bin/python3": "/usr/bin/python3.11", "/usr/bin/env": "/usr/bin/env",
+			"/usr/lib/python3.11": "/usr/lib/python3.11",
+			"/site/tracker":       filepath.Join(src, "tracker"),
+			"/data/seed.sql":      filepath.Join(src, "tracker", "data", "seed.sql"),
+		},
+		Skip:       []string{"test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data", "config-3.11-x86_64-linux-gnu"},
+		Entrypoint: []string{"/usr/bin/python3", "/site/tracker/app.py", "serve", "--port", "8080"},
+		Env:        []string{"PATH=/usr/bin:/bin", "DATA_DIR=/data"},
+		WorkingDir: "/site",
+		Port:       8080,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const alias = "webserv-test-tracker"
+	m := incusWith(t, img, alias)
+	dir := t.TempDir()
+	def := "name: tracker\nincus: {image: " + alias + "}\nport: 8080\nready: {path: /healthz, timeout_ms: 60000}\ntasks: [" + filepath.Join(src, "tracker", "tasks.yaml") + "]\n"
+	if err := os.WriteFile(filepath.Join(dir, "tracker.yaml"), []byte(def), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	site, err := hosting.LoadSite(filepath.Join(dir, "tracker.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := server.SiteTaskSet(site, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := server.NewHostedFactory([]*hosting.Site{site}, []hosting.Backend{m}, nil)
+	f.SetTasks(site.Name, st)
+	srv := server.New(zap.NewNop(), browser, f, server.Config{Env: envConfig(), MaxCreating: 4, MaxEnvs: 16})
+	t.Cleanup(func() { _ = srv.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	checks, err := srv.CheckTasks(ctx, f, []string{"tracker"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := server.FormatTaskChecks(checks)
+	t.Logf("the example on Incus:\n%s", table)
+	if !strings.Contains(table, "6 task(s), 6 passed, 0 failed") {
+		t.Errorf("the example on Incus:\n%s", table)
+	}
+}
