@@ -47,6 +47,17 @@ func SiteTaskSet(site *hosting.Site, grader *tasks.Grader, verified *VerifiedGra
 	return &SiteTasks{Set: set, Name: site.Name, Variant: "site", Roles: roles, Grader: grader, Verified: verified}, info, nil
 }
 
+// execerOf is the Execer of an environment's site instance, nil where it
+// has none (the open site, several sites at once).
+func execerOf(inst Instance) hosting.Execer {
+	if h, ok := inst.(*hostedInstance); ok {
+		if ex, ok := h.in.(hosting.Execer); ok {
+			return ex
+		}
+	}
+	return nil
+}
+
 // setup runs a task's setup commands in the episode's instance, in order;
 // the first that fails ends the episode's start with its output.
 func setup(ctx context.Context, in hosting.Execer, id string, t *tasks.Task) error {

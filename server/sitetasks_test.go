@@ -291,3 +291,30 @@ func TestExampleSiteOnIncus(t *testing.T) {
 		t.Errorf("the example on Incus:\n%s", table)
 	}
 }
+
+// A group's members share the leader's episode (its task, start state and
+// grading) but each is graded on its own instance: a check verifier runs
+// in the member's instance, not in the leader's.
+func TestSiteTaskCheckOnEachGroupMember(t *testing.T) {
+	t.Parallel()
+	_, _, cl := trackerServer(t, filepath.Join(trackerDir(t), "tracker.yaml"))
+	group := map[string]any{"options": map[string]any{"group_key": "g-1", "task": "tracker.4"}}
+	leader := cl.call("make", "", map[string]any{"site": "tracker"})["env"].(string)
+	member := cl.call("make", "", map[string]any{"site": "tracker"})["env"].(string)
+	if role := cl.call("reset", leader, group)["info"].(map[string]any)["group_role"]; role != "leader" {
+		t.Fatalf("leader's role %v", role)
+	}
+	if role := cl.call("reset", member, group)["info"].(map[string]any)["group_role"]; role != "member" {
+		t.Fatalf("member's role %v", role)
+	}
+	for _, a := range []string{`click("crash-when-title-is-empty")`, `click("close-issue")`} {
+		cl.call("step", member, map[string]any{"action": a})
+	}
+	got := cl.call("step", member, map[string]any{"action": `stop("")`})
+	if r, _ := got["reward"].(float64); math.Abs(r-2.0/3) > 1e-9 {
+		t.Errorf("member closed the issue: reward %v, info %v; want 2/3 (closed, no comment)", got["reward"], got["info"])
+	}
+	if r := cl.call("step", leader, map[string]any{"action": `stop("")`})["reward"]; r != 0.0 {
+		t.Errorf("leader did nothing: reward %v, want 0", r)
+	}
+}

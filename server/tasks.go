@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -171,11 +172,16 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 	}
 	sites := map[string]tasks.Site{}
 	for r, o := range origins {
-		sites[r] = tasks.Site{BaseURL: o, Admin: st.Admin, EvalToken: st.EvalToken, Instance: in}
+		sites[r] = tasks.Site{BaseURL: o, Admin: st.Admin, EvalToken: st.EvalToken}
 	}
-	ep.Evaluate = func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool, _ *netroute.Recorder) (*tasks.Result, error) {
+	ep.Evaluate = func(ctx context.Context, env *envcore.Env, hc *http.Client, in hosting.Execer, info envcore.StepInfo, everyStep bool, _ *netroute.Recorder) (*tasks.Result, error) {
 		if !info.Terminated && !(everyStep && everyStepOK) {
 			return nil, nil
+		}
+		sites := maps.Clone(sites)
+		for r, s := range sites {
+			s.Instance = in
+			sites[r] = s
 		}
 		g := *st.Grader
 		g.HTTP = hc
