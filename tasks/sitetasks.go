@@ -122,6 +122,8 @@ func parseSiteTasks(site string, data []byte, path string) (*Set, error) {
 		}
 		if t.StartURL == "" {
 			t.StartURL = SitePlaceholder + "/"
+		} else if strings.HasPrefix(t.StartURL, "/") {
+			t.StartURL = SitePlaceholder + t.StartURL // a path on the site
 		}
 		if err := t.Validate(); err != nil {
 			return nil, fmt.Errorf("%s: task %d: %w", path, t.ID, err)

@@ -30,7 +30,7 @@ func TestLoadSiteTasks(t *testing.T) {
   setup: [[./seed.py, "{url}"]]
 - task_id: 2
   intent: Sign in works.
-  start_url: __SITE__/me
+  start_url: /me
   login: {storage_state: state.json}
   eval: {eval_types: [check], check: {command: [./check.py]}}
 `)
@@ -57,6 +57,9 @@ func TestLoadSiteTasks(t *testing.T) {
 	}
 	if inst.StartURL != "http://wiki.webserv.test/" || inst.Eval.ReferenceURL != "http://wiki.webserv.test/issues/3" {
 		t.Errorf("instantiated = %q, %q", inst.StartURL, inst.Eval.ReferenceURL)
+	}
+	if two := set.ByID[2]; two.StartURL != "__SITE__/me" {
+		t.Errorf("start_url /me became %q; want a path on the site", two.StartURL)
 	}
 	if two := set.ByID[2]; two.Login.StorageState != filepath.Join(dir, "state.json") {
 		t.Errorf("storage_state = %q, want it relative to the task file", two.Login.StorageState)
