@@ -28,6 +28,50 @@ func TestTasksCheckExampleSite(t *testing.T) {
 	}
 }
 
+// The same task file with a deliberately wrong verifier (it is asked about
+// an issue the site does not have): check exits non-zero and says which
+// task failed and why.
+func TestTasksCheckFailsOnAWrongVerifier(t *testing.T) {
+	src, err := filepath.Abs("../../examples/sites")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	def, err := os.ReadFile(filepath.Join(src, "tracker.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasksFile, err := os.ReadFile(filepath.Join(src, "tracker", "tasks.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(tasksFile), "./tracker/", src+"/tracker/")
+	text = strings.Replace(text, "closed-with-comment, Crash when title is empty,", "closed-with-comment, Crash when the title is blank,", 1)
+	d := strings.ReplaceAll(string(def), "./tracker/", src+"/tracker/")
+	d = strings.Replace(d, "data_dir: tracker/data", "data_dir: "+src+"/tracker/data", 1)
+	d = strings.Replace(d, "tasks: [tracker/tasks.yaml]", "tasks: [tasks/wrong.yaml]", 1)
+	if err := os.Mkdir(filepath.Join(dir, "tasks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"tracker.yaml": d, "tasks/wrong.yaml": text} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	err = tasksCmd(ctx, nil, []string{"check", "--sites", dir, "--no-incus", "--verified-python", "", "--instances", t.TempDir(), "--parallel", "3"}, nil, &out)
+	if err == nil || err.Error() != "1 of 6 task(s) failed" {
+		t.Errorf("tasks check with a wrong verifier returned %v", err)
+	}
+	for _, want := range []string{"tracker.4  -       -           5", "tracker.4: oracle: could not be graded:", "exited 2", "no issue titled 'Crash when the title is blank'", "6 task(s), 5 passed, 1 failed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 // webserv tasks validate loads the files without starting anything and
 // names the file, task and field of a mistake; check refuses to start on
 // an invalid file.
