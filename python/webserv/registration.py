@@ -12,7 +12,7 @@ At import (no server is asked; this module imports nothing but gymnasium):
 From a server, when any ``AsyncClient`` (so any environment) first connects
 to it, or on ``webserv.register_from_server()``: ``webserv/<site>`` for each
 site it offers (``serve --sites``) and ``webserv/<task>`` for each of its tasks
-(a site definition's ``tasks:`` files, ``--webarena-tasks``, a site's task sets). Characters gymnasium ids cannot
+(``--webarena-tasks``, a site's task sets). Characters gymnasium ids cannot
 hold become ``_`` (the task ``shopping+cms.3`` is ``webserv/shopping_cms.3``).
 
 Every id has ``vector_entry_point``: ``gymnasium.make_vec(id, num_envs=N)``
