@@ -117,12 +117,11 @@ func TestSiteTasksCheckLoop(t *testing.T) {
 	}
 }
 
-// The same tasks with a deliberately broken verifier (a title the site
-// does not have: check.py exits 2) and a state check expecting what the
-// oracle does not do: the loop fails both, saying why; the broken
-// verifier is an evaluation error (no reward), never a 0.
-func TestSiteTasksCheckLoopFailures(t *testing.T) {
-	t.Parallel()
+// trackerCopy writes a definition of the example tracker in a temp dir
+// whose tasks are the example's, edited by edit, and returns its path;
+// files are written beside it.
+func trackerCopy(t *testing.T, edit func(string) string, files map[string]string) string {
+	t.Helper()
 	src := trackerDir(t)
 	dir := t.TempDir()
 	def, err := os.ReadFile(filepath.Join(src, "tracker.yaml"))
@@ -133,19 +132,49 @@ func TestSiteTasksCheckLoopFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.ReplaceAll(string(tasksFile), "./tracker/", src+"/tracker/")
-	text = strings.Replace(text, "closed-with-comment, Crash when title is empty,", "closed-with-comment, Crash when the title is blank,", 1)
-	text = strings.Replace(text, "args: [Dark mode, feature]", "args: [Dark mode, bug]", 1)
-	if err := os.WriteFile(filepath.Join(dir, "broken-tasks.yaml"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	d := strings.ReplaceAll(string(def), "./tracker/", src+"/tracker/")
 	d = strings.Replace(d, "data_dir: tracker/data", "data_dir: "+src+"/tracker/data", 1)
-	d = strings.Replace(d, "tasks: [tracker/tasks.yaml]", "tasks: [broken-*.yaml]", 1)
-	if err := os.WriteFile(filepath.Join(dir, "tracker.yaml"), []byte(d), 0o644); err != nil {
-		t.Fatal(err)
+	d = strings.Replace(d, "tasks: [tracker/tasks.yaml]", "tasks: [tasks-*.yaml]", 1)
+	all := map[string]string{"tracker.yaml": d, "tasks-1.yaml": edit(strings.ReplaceAll(string(tasksFile), "./tracker/", src+"/tracker/"))}
+	for k, v := range files {
+		all[k] = v
 	}
-	srv, f, cl := trackerServer(t, filepath.Join(dir, "tracker.yaml"))
+	for name, text := range all {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "tracker.yaml")
+}
+
+// A task may start signed in from a Playwright storage state file
+// (relative to its task file): its cookies are set on the site's origin,
+// wherever they were recorded.
+func TestSiteTaskStorageStateLogin(t *testing.T) {
+	t.Parallel()
+	def := trackerCopy(t, func(s string) string { return s }, map[string]string{
+		"tasks-2.yaml": "- task_id: 7\n  intent: Create an issue.\n  start_url: /new\n  login: {storage_state: li.json}\n" +
+			"  eval: {eval_types: [url_match], reference_url: __SITE__/issues/7}\n",
+		"li.json": `{"cookies": [{"name": "session", "value": "li", "domain": "127.0.0.1", "path": "/", "httpOnly": true}], "origins": []}`,
+	})
+	_, _, cl := trackerServer(t, def)
+	made := cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.7"})
+	if html := obsOf(made)["html"].(string); !strings.Contains(html, "Signed in as li") || !strings.Contains(html, "new-issue.title") {
+		t.Errorf("task 7 starts at %v with %.400q; want the new-issue form, signed in as li", obsOf(made)["url"], html)
+	}
+}
+
+// The same tasks with a deliberately broken verifier (a title the site
+// does not have: check.py exits 2) and a state check expecting what the
+// oracle does not do: the loop fails both, saying why; the broken
+// verifier is an evaluation error (no reward), never a 0.
+func TestSiteTasksCheckLoopFailures(t *testing.T) {
+	t.Parallel()
+	def := trackerCopy(t, func(text string) string {
+		text = strings.Replace(text, "closed-with-comment, Crash when title is empty,", "closed-with-comment, Crash when the title is blank,", 1)
+		return strings.Replace(text, "args: [Dark mode, feature]", "args: [Dark mode, bug]", 1)
+	}, nil)
+	srv, f, cl := trackerServer(t, def)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	checks, err := srv.CheckTasks(ctx, f, []string{"tracker"}, 3)
