@@ -98,3 +98,26 @@ func TestLocalStartMovesOffATakenPort(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// Commands in a local instance run in its data directory with the site's
+// environment (tasks' setup and check verifiers).
+func TestLocalExec(t *testing.T) {
+	b, err := hosting.NewLocal(nil, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(t.Context())
+	s := hostingtest.LocalSite(t)
+	hostingtest.ExecConformance(t, b, s, s.Local.Command[0], "out.txt")
+	in, err := b.Start(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := in.(hosting.Execer).Exec(t.Context(), hosting.ExecRequest{Command: []string{"sh", "-c", `cat state; echo " $DATA_DIR $SITE_URL"`}})
+	if err != nil || !strings.HasPrefix(string(res.Stdout), "base /") || !strings.HasSuffix(string(res.Stdout), "/data http://testsite.webserv.test\n") {
+		t.Errorf("a command's directory and environment: %q, %v", res.Stdout, err)
+	}
+	if _, err := in.(hosting.Execer).FetchFile(t.Context(), "../escape", t.TempDir()); err == nil {
+		t.Errorf("FetchFile read outside the data directory")
+	}
+}

@@ -51,6 +51,9 @@ type Site struct {
 	Login *Login `json:"login,omitempty"`
 	// Limits bound an Incus container's resources.
 	Limits Limits `json:"limits,omitempty"`
+	// Tasks are the site's task files (YAML or JSON), relative to the
+	// definition; globs like tasks/*.yaml are allowed (docs/tasks.md).
+	Tasks []string `json:"tasks,omitempty"`
 
 	dir string // the directory of the definition file
 }
@@ -192,6 +195,38 @@ func (s *Site) path(p string) string {
 	}
 	return filepath.Join(s.dir, p)
 }
+
+// TaskFiles resolves the definition's tasks: entries (globs allowed) to
+// file paths, in order, each once. A pattern that matches no file is an
+// error: a typo would otherwise leave the site without its tasks.
+func (s *Site) TaskFiles() ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for i, pat := range s.Tasks {
+		if strings.TrimSpace(pat) == "" {
+			return nil, fmt.Errorf("site %s: tasks[%d]: empty path", s.Name, i)
+		}
+		matches, err := filepath.Glob(s.path(pat))
+		if err != nil {
+			return nil, fmt.Errorf("site %s: tasks[%d] %q: %w", s.Name, i, pat, err)
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("site %s: tasks[%d] %q: no such file (paths are relative to the definition, %s)", s.Name, i, pat, s.dir)
+		}
+		sort.Strings(matches)
+		for _, m := range matches {
+			if !seen[m] {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Dir is the directory of the definition file ("" when parsed from bytes
+// without one).
+func (s *Site) Dir() string { return s.dir }
 
 // ParseSite reads one definition (YAML or JSON). dir resolves relative paths.
 func ParseSite(data []byte, dir string) (*Site, error) {

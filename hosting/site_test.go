@@ -69,3 +69,34 @@ func TestLoadSites(t *testing.T) {
 		t.Errorf("duplicate site: %v", err)
 	}
 }
+
+// tasks: paths are relative to the definition, globs allowed, each file
+// once, in order; a pattern that matches nothing is an error naming it.
+func TestSiteTaskFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"a.yaml", "more/2.yaml", "more/1.json"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("[]"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	def := filepath.Join(dir, "wiki.yaml")
+	if err := os.WriteFile(def, []byte("name: wiki\nlocal: {command: [./wiki]}\ntasks: [a.yaml, 'more/*', a.yaml]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := hosting.LoadSite(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := s.TaskFiles()
+	want := []string{filepath.Join(dir, "a.yaml"), filepath.Join(dir, "more/1.json"), filepath.Join(dir, "more/2.yaml")}
+	if err != nil || strings.Join(files, " ") != strings.Join(want, " ") {
+		t.Errorf("task files = %v, %v; want %v", files, err, want)
+	}
+	s.Tasks = []string{"missing/*.yaml"}
+	if _, err := s.TaskFiles(); err == nil || !strings.Contains(err.Error(), `site wiki: tasks[0] "missing/*.yaml": no such file`) {
+		t.Errorf("a pattern matching nothing: %v", err)
+	}
+}

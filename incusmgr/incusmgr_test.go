@@ -346,3 +346,9 @@ func TestGCRemovesWhatAKilledServerLeaked(t *testing.T) {
 		t.Errorf("live instance after gc: %q", got)
 	}
 }
+
+// Commands run in the container (tasks' setup and check verifiers), and
+// its files can be fetched (the state evaluator's db:).
+func TestIncusExec(t *testing.T) {
+	hostingtest.ExecConformance(t, connect(t, incusmgr.Config{}), site(dockerAlias), "/app/testsite", "/data/out.txt")
+}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/tasks"
 )
@@ -30,6 +31,8 @@ type SiteInfo struct {
 	// Backend says how the site's server runs: "none" (external URL),
 	// "local" or "incus".
 	Backend string `json:"backend"`
+	// Tasks counts the site's tasks (the tasks op lists them).
+	Tasks int `json:"tasks,omitempty"`
 }
 
 // TaskInfo describes a task for the tasks op.
@@ -96,7 +99,9 @@ type Episode struct {
 	// no grade at this step (reward 0). everyStep asks for a grade before
 	// the agent stops, where the task allows it.
 	// trace is the episode's network trace (nil unless Trace or recording).
-	Evaluate func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool, trace *netroute.Recorder) (*tasks.Result, error)
+	// in runs commands in the environment's own site instance (nil where
+	// it cannot): a group member's, not the leader's whose episode it shares.
+	Evaluate func(ctx context.Context, env *envcore.Env, hc *http.Client, in hosting.Execer, info envcore.StepInfo, everyStep bool, trace *netroute.Recorder) (*tasks.Result, error)
 	// Trace asks for the episode's network trace (HAR), for Evaluate.
 	Trace bool
 }

@@ -70,7 +70,7 @@ func (f *HostedFactory) Sites() []SiteInfo {
 	out := f.open.Sites()
 	for _, name := range f.order {
 		s := f.sites[name]
-		info := SiteInfo{Name: s.Name, Description: s.Description, Backend: s.Backend()}
+		info := SiteInfo{Name: s.Name, Description: s.Description, Backend: s.Backend(), Tasks: f.taskCount(s.Name)}
 		if why, ok := f.missing[s.Backend()]; ok {
 			info.Description = strings.TrimSpace(info.Description + " (unavailable: " + why + ")")
 		}
@@ -83,6 +83,15 @@ func (f *HostedFactory) Sites() []SiteInfo {
 		out = append(out, info)
 	}
 	return out
+}
+
+// taskCount counts a site's listed tasks.
+func (f *HostedFactory) taskCount(site string) int {
+	n := 0
+	if st := f.tasks[site]; st != nil {
+		n = len(st.Set.Tasks)
+	}
+	return n + len(f.listedSets(site))
 }
 
 // multiNames lists the multi-site names that have task sets, in order.
@@ -239,7 +248,8 @@ func (h *hostedInstance) Episode(ctx context.Context, opts EpisodeOptions) (Epis
 		return Episode{}, err
 	}
 	if h.tasks != nil && opts.StartURL == "" && h.spec.StartURL == "" {
-		return h.tasks.episode(ctx, h.site.Name, h.tasks.roleOrigins(h.site.Origin), h.routes.Client(), opts, h.spec.Task)
+		ex, _ := h.in.(hosting.Execer)
+		return h.tasks.episode(ctx, h.site.Name, h.tasks.roleOrigins(h.site.Origin), h.routes.Client(), opts, h.spec.Task, ex)
 	}
 	return plainEpisode(h.site, h.spec, opts)
 }

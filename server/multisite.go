@@ -122,7 +122,7 @@ func (m *multiInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episo
 				origins[r] = o
 			}
 		}
-		return m.tasks.episode(ctx, m.name, origins, m.routes.Client(), opts, m.spec.Task)
+		return m.tasks.episode(ctx, m.name, origins, m.routes.Client(), opts, m.spec.Task, nil)
 	}
 	// Without a task: at the first site's start, or at a start URL on any
 	// of the sites.

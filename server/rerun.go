@@ -50,6 +50,16 @@ func (p *player) Start(ctx context.Context, head trajectory.Line) (*trajectory.O
 }
 
 func (p *player) Step(ctx context.Context, action string) (*trajectory.Observation, error) {
+	r, err := p.stepReply(ctx, action)
+	if err != nil {
+		return nil, err
+	}
+	o := trajectory.Observation(r.Obs)
+	return &o, nil
+}
+
+// stepReply runs one step on the player's environment.
+func (p *player) stepReply(ctx context.Context, action string) (*StepReply, error) {
 	type result struct {
 		v any
 		e error
@@ -66,8 +76,7 @@ func (p *player) Step(ctx context.Context, action string) (*trajectory.Observati
 		if r.e != nil {
 			return nil, r.e
 		}
-		o := r.v.(*StepReply).Obs
-		return &o, nil
+		return r.v.(*StepReply), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

@@ -78,7 +78,7 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	var scores map[string]float64
 	var grading any
 	if ev := x.episode.Evaluate; ev != nil {
-		res, err := ev(ctx, x.env, x.net.Client(), info, x.limits.everyStep, x.trace)
+		res, err := ev(ctx, x.env, x.net.Client(), execerOf(x.inst), info, x.limits.everyStep, x.trace)
 		switch {
 		case err != nil:
 			// Not a silent 0: the reward is missing and the reply says why.

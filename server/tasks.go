@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/tasks"
 )
@@ -114,8 +116,9 @@ func (st *SiteTasks) infos(site string) []TaskInfo {
 
 // episode prepares a task episode; origins maps each task role (WebArena's
 // site names) to the canonical origin of the site serving it, and hc
-// reaches the environment's instances (sign-in).
-func (st *SiteTasks) episode(ctx context.Context, site string, origins map[string]string, hc *http.Client, opts EpisodeOptions, task string) (Episode, error) {
+// reaches the environment's instances (sign-in). in runs the task's setup
+// and checks in the environment's instance (nil where it cannot).
+func (st *SiteTasks) episode(ctx context.Context, site string, origins map[string]string, hc *http.Client, opts EpisodeOptions, task string, in hosting.Execer) (Episode, error) {
 	id := opts.Task
 	if id == "" {
 		id = task
@@ -137,12 +140,19 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 		origin = origins[t.Sites[0]]
 	}
 	ep := Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
+	if err := setup(ctx, in, ep.TaskID, inst); err != nil {
+		return Episode{}, err
+	}
 	if inst.Login == nil && inst.RequireLogin && inst.StorageState != "" {
 		if ep.Cookies, err = st.storageCookies(origins, origin, inst.StorageState); err != nil {
 			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
 		}
 	}
-	if inst.Login != nil {
+	if inst.Login != nil && inst.Login.As == "" {
+		if ep.Cookies, err = loginCookies(inst.Login, origin); err != nil {
+			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
+		}
+	} else if inst.Login != nil {
 		if st.Login == nil {
 			return Episode{}, unconfigured(fmt.Errorf("task %s starts signed in, and site %s has no login method", ep.TaskID, site))
 		}
@@ -164,9 +174,14 @@ func (st *SiteTasks) episode(ctx context.Context, site string, origins map[strin
 	for r, o := range origins {
 		sites[r] = tasks.Site{BaseURL: o, Admin: st.Admin, EvalToken: st.EvalToken}
 	}
-	ep.Evaluate = func(ctx context.Context, env *envcore.Env, hc *http.Client, info envcore.StepInfo, everyStep bool, _ *netroute.Recorder) (*tasks.Result, error) {
+	ep.Evaluate = func(ctx context.Context, env *envcore.Env, hc *http.Client, in hosting.Execer, info envcore.StepInfo, everyStep bool, _ *netroute.Recorder) (*tasks.Result, error) {
 		if !info.Terminated && !(everyStep && everyStepOK) {
 			return nil, nil
+		}
+		sites := maps.Clone(sites)
+		for r, s := range sites {
+			s.Instance = in
+			sites[r] = s
 		}
 		g := *st.Grader
 		g.HTTP = hc

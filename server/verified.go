@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/tasks"
 )
@@ -282,7 +283,7 @@ func (st *SiteTasks) verifiedEpisode(ep *Episode, t *tasks.Task, origins map[str
 	envs := VerifiedEnvironments(t, origins)
 	g := st.Verified
 	byID := st.VerifiedByID
-	ep.Evaluate = func(ctx context.Context, _ *envcore.Env, _ *http.Client, info envcore.StepInfo, _ bool, trace *netroute.Recorder) (*tasks.Result, error) {
+	ep.Evaluate = func(ctx context.Context, _ *envcore.Env, _ *http.Client, _ hosting.Execer, info envcore.StepInfo, _ bool, trace *netroute.Recorder) (*tasks.Result, error) {
 		if !info.Terminated {
 			return nil, nil // Verified grades finished episodes only
 		}

@@ -1,6 +1,8 @@
 package tasks
 
 import (
+	"github.com/webserv-rl/webserv/hosting"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,6 +91,9 @@ type Site struct {
 	Admin Account
 	// EvalToken enables the native state evaluator's queries.
 	EvalToken string
+	// Instance runs a site's own tasks' check verifiers and reads their
+	// state databases (nil for sites without one).
+	Instance hosting.Execer
 }
 
 // helpers runs helper calls for one grading.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -41,12 +42,35 @@ type Task struct {
 	// is a stop); Wrong is one that must not.
 	Oracle []string `json:"oracle,omitempty"`
 	Wrong  []string `json:"wrong,omitempty"`
+
+	// A site's own tasks (docs/tasks.md) may add this.
+
+	// Setup are commands run in the episode's site instance before the
+	// first observation (local: in its data directory; Incus: in the
+	// container), like creating the record the task is about. {url} is
+	// the site's origin.
+	Setup [][]string `json:"setup,omitempty"`
 }
 
-// TaskLogin is who a bundled task starts signed in as.
+// TaskLogin is how a task starts signed in: as a bundled shop account
+// (as), or with cookies or a Playwright storage state file (a site's own
+// tasks).
 type TaskLogin struct {
-	As    string `json:"as"` // customer or admin
+	As    string `json:"as,omitempty"` // customer or admin (the bundled shop)
 	Email string `json:"email,omitempty"`
+	// Cookies are set on the site's origin before the start page loads.
+	Cookies []LoginCookie `json:"cookies,omitempty"`
+	// StorageState is a Playwright storage state file (relative to the
+	// task file); its cookies are set on the site's origin.
+	StorageState string `json:"storage_state,omitempty"`
+}
+
+// LoginCookie is one cookie of a task's login.
+type LoginCookie struct {
+	Name     string `json:"name"`
+	Value    string `json:"value"`
+	Path     string `json:"path,omitempty"`
+	HTTPOnly bool   `json:"http_only,omitempty"`
 }
 
 // Eval is a task's grading specification.
@@ -57,8 +81,11 @@ type Eval struct {
 	URLNote          string            `json:"url_note"`
 	StringNote       string            `json:"string_note"`
 	ProgramHTML      json.RawMessage   `json:"program_html"`
-	// State are the native state evaluator's checks (bundled sites).
+	// State are the state evaluator's checks: SQL on the bundled shop's
+	// query endpoint, or on a SQLite file of the instance (db).
 	State []StateCheck `json:"state,omitempty"`
+	// Check is a programmatic verifier run in the instance (check.go).
+	Check *Check `json:"check,omitempty"`
 	// Verified is a WebArena-Verified task as its package reads it (eval
 	// type "verified", verified.go). It is not instantiated: the package's
 	// evaluator maps URLs to placeholders itself.
@@ -181,16 +208,40 @@ func (t *Task) Validate() error {
 					return fmt.Errorf("eval.state[%d].sql: empty", k)
 				}
 			}
+		case "check":
+			if err := t.Eval.Check.validate(); err != nil {
+				return fmt.Errorf("eval.check%w", err)
+			}
 		case "verified":
 			if len(t.Eval.Verified) == 0 {
 				return fmt.Errorf("eval: a verified task needs its WebArena-Verified definition")
 			}
 		default:
-			return fmt.Errorf("eval.eval_types: unknown type %q (string_match, url_match, program_html, state, verified)", typ)
+			return fmt.Errorf("eval.eval_types: unknown type %q (string_match, url_match, program_html, state, check, verified)", typ)
 		}
 	}
-	if t.Login != nil && t.Login.As != "customer" && t.Login.As != "admin" {
-		return fmt.Errorf("login.as: %q; want customer or admin", t.Login.As)
+	if t.Eval.Check != nil && !slices.Contains(t.Eval.Types, "check") {
+		return fmt.Errorf("eval.check: given, but eval.eval_types does not list check")
+	}
+	for k, c := range t.Setup {
+		if len(c) == 0 || strings.TrimSpace(c[0]) == "" {
+			return fmt.Errorf("setup[%d]: empty command (give a list like [\"./seed.py\", \"--issue\", \"3\"])", k)
+		}
+	}
+	if l := t.Login; l != nil {
+		switch {
+		case l.As == "" && len(l.Cookies) == 0 && l.StorageState == "":
+			return fmt.Errorf("login: give cookies or storage_state")
+		case l.As != "" && (len(l.Cookies) > 0 || l.StorageState != ""):
+			return fmt.Errorf("login: give as, cookies or storage_state, not several")
+		case l.As != "" && l.As != "customer" && l.As != "admin":
+			return fmt.Errorf("login.as: %q; want customer or admin", l.As)
+		}
+		for k, c := range l.Cookies {
+			if c.Name == "" {
+				return fmt.Errorf("login.cookies[%d].name: empty", k)
+			}
+		}
 	}
 	if t.Login != nil && t.Login.As == "customer" && t.Login.Email == "" {
 		return fmt.Errorf("login.email: a customer login needs the customer's email")
@@ -215,6 +266,9 @@ func Instantiate(t *Task, bases map[string]string) (*Task, error) {
 }
 
 func replacePlaceholders(text string, bases map[string]string) string {
+	if base, ok := bases[SiteRole]; ok {
+		text = strings.ReplaceAll(text, SitePlaceholder, strings.TrimRight(base, "/"))
+	}
 	keys := make([]string, 0, len(Placeholders))
 	for k := range Placeholders {
 		keys = append(keys, k)

@@ -138,6 +138,20 @@ func (h *hostingFlags) factory(ctx context.Context, log *zap.Logger) (server.Fac
 			}
 		}
 	}
+	// A definition's own tasks (its tasks: files) are its site's task set.
+	for _, s := range sites {
+		if len(s.Tasks) == 0 {
+			continue
+		}
+		st, files, err := server.SiteTaskSet(s, grader, verified)
+		if err != nil {
+			return nil, nil, err
+		}
+		sets[s.Name] = st
+		for _, f := range files {
+			log.Info("site tasks", zap.String("site", s.Name), zap.String("file", f.Path), zap.String("schema", f.Schema), zap.Int("tasks", f.Count))
+		}
+	}
 	local, err := hosting.NewLocal(log.Named("local"), h.instances)
 	if err != nil {
 		return nil, nil, err

@@ -9,6 +9,7 @@
 //	webserv regrade DIR grade exported HAR traces again with WebArena-Verified
 //	webserv export DIR  turn recorded trajectories into training datasets
 //	webserv replay DIR  serve the replayer of recorded trajectories (--rerun: run them again)
+//	webserv tasks validate|check --sites DIR   check a site definition's own tasks
 //	webserv image shop  build the bundled shop's Incus image
 //	webserv shop serve|generate   run the bundled shop, or make a catalog
 //	webserv bench SUITE run a benchmark suite (system, step, scale)
@@ -71,6 +72,8 @@ func main() {
 		run = regradeCmd
 	case "replay":
 		run = replayCmd
+	case "tasks":
+		run = tasksCmd
 	case "bench":
 		fmt.Fprintln(os.Stderr, "webserv: the benchmark suites are their own binary: make bench-scale (and the other bench- targets) or go run ./bench/cmd/webserv-bench SUITE")
 		os.Exit(2)
@@ -141,6 +144,11 @@ commands:
   replay DIR
             serve the replayer of recorded trajectories (docs/ui.md); --rerun:
             run them again and report the first step that differs
+  tasks validate|check --sites DIR [--site NAME]
+            a site definition's own tasks (docs/tasks.md): validate loads and
+            checks the task files; check replays every task's oracle (reward
+            must be 1) and wrong sequence (reward 0) on fresh instances, in
+            parallel, prints a table and exits 1 on any failure
   shop serve|generate
             run the bundled shop, or generate a catalog (--seed, --scale)
   version   print the release, the commit it was built from and the Go version

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -295,4 +296,48 @@ func LocalSite(t testing.TB) *hosting.Site {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// ExecConformance checks a backend's hosting.Execer: prog is the test
+// site's program as the instance sees it, file a path (as FetchFile takes
+// it) a command may write. A command's status and output come back as its
+// result, not as an error; running past the timeout or writing more than
+// the bound is an error; a written file can be fetched.
+func ExecConformance(t *testing.T, b hosting.Backend, site *hosting.Site, prog, file string) {
+	ctx := t.Context()
+	in, err := b.Start(ctx, site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Stop(context.WithoutCancel(ctx))
+	ex, ok := in.(hosting.Execer)
+	if !ok {
+		t.Fatalf("%s instances cannot run commands", b.Name())
+	}
+	res, err := ex.Exec(ctx, hosting.ExecRequest{Command: []string{prog, "exec-say", "hello"}, Env: map[string]string{"X": "there", "CODE": "3"}})
+	if err != nil || res.ExitCode != 3 || string(res.Stdout) != "hello there\n" || string(res.Stderr) != "to stderr\n" {
+		t.Errorf("exec-say: %+v (stdout %q, stderr %q), %v", res, res.Stdout, res.Stderr, err)
+	}
+	if _, err := ex.Exec(ctx, hosting.ExecRequest{Command: []string{prog, "exec-sleep", "5000"}, Timeout: 300 * time.Millisecond}); err == nil || !strings.Contains(err.Error(), "no exit within 300ms") {
+		t.Errorf("a command past its timeout: %v", err)
+	}
+	if _, err := ex.Exec(ctx, hosting.ExecRequest{Command: []string{prog, "exec-spew", "5000"}, MaxOutput: 1000}); !errors.Is(err, hosting.ErrExecOutput) {
+		t.Errorf("a command writing past the bound: %v", err)
+	}
+	if _, err := ex.Exec(ctx, hosting.ExecRequest{Command: []string{"/nonexistent/program"}}); err == nil && b.Name() == "local" {
+		t.Errorf("a program that does not exist ran")
+	}
+	if res, err := ex.Exec(ctx, hosting.ExecRequest{Command: []string{prog, "exec-write", file, "written"}}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec-write: %+v %v", res, err)
+	}
+	p, err := ex.FetchFile(ctx, file, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(p); err != nil || string(got) != "written" {
+		t.Errorf("fetched %q, %v", got, err)
+	}
+	if _, err := ex.FetchFile(ctx, "no/such/file", t.TempDir()); err == nil {
+		t.Errorf("fetching a missing file succeeded")
+	}
 }

@@ -14,7 +14,10 @@
 // writes a file of that size, and with $TOUCH=PATH every start writes 4 KiB
 // into that file first, as a database touches its files when it opens.
 // A start whose state is "broken" fails (a copy of a site that cannot come
-// up), so tests can break a fork.
+// up), so tests can break a fork. For the tests of running commands in an
+// instance (hosting.Execer) it has subcommands: `testsite exec-say TEXT`
+// (TEXT and $X to stdout, "to stderr" to stderr, exit status $CODE),
+// `exec-sleep MS`, `exec-spew BYTES`, `exec-write PATH TEXT`.
 package main
 
 import (
@@ -27,6 +30,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -35,6 +39,9 @@ func main() {
 			log.Fatal(err)
 		}
 		return
+	}
+	if len(os.Args) >= 2 && strings.HasPrefix(os.Args[1], "exec-") {
+		os.Exit(execCmd(os.Args[1], os.Args[2:]))
 	}
 	if p := os.Getenv("TOUCH"); p != "" {
 		if err := touch(p); err != nil {
@@ -141,4 +148,31 @@ func touch(path string) error {
 		return err
 	}
 	return f.Sync()
+}
+
+// execCmd runs one of the exec- subcommands and returns its exit status.
+func execCmd(name string, args []string) int {
+	switch {
+	case name == "exec-say" && len(args) == 1:
+		fmt.Printf("%s %s\n", args[0], os.Getenv("X"))
+		fmt.Fprintln(os.Stderr, "to stderr")
+		code, _ := strconv.Atoi(os.Getenv("CODE"))
+		return code
+	case name == "exec-sleep" && len(args) == 1:
+		ms, _ := strconv.Atoi(args[0])
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		return 0
+	case name == "exec-spew" && len(args) == 1:
+		n, _ := strconv.Atoi(args[0])
+		_, _ = os.Stdout.Write([]byte(strings.Repeat("x", n)))
+		return 0
+	case name == "exec-write" && len(args) == 2:
+		if err := os.WriteFile(args[0], []byte(args[1]), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		return 0
+	}
+	fmt.Fprintf(os.Stderr, "testsite: bad exec command %s %v\n", name, args)
+	return 2
 }

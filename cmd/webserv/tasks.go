@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/hosting"
+	"github.com/webserv-rl/webserv/netroute"
+	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/tasks"
+)
+
+// tasksCmd: webserv tasks validate|check --sites DIR [--site NAME], a task
+// author's loop over the tasks: files of site definitions (docs/tasks.md).
+func tasksCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader, stdout io.Writer) error {
+	const usage = "usage: webserv tasks validate|check --sites DIR [--site NAME] [flags]"
+	if len(args) == 0 {
+		return errors.New(usage)
+	}
+	switch args[0] {
+	case "validate":
+		return tasksValidateCmd(args[1:], stdout)
+	case "check":
+		return tasksCheckCmd(ctx, log, args[1:], stdout)
+	case "-h", "--help", "help":
+		fmt.Fprintln(os.Stderr, usage+"\n\n  validate  load every task file of the sites and check it (no browser, no site started)\n  check     replay every task's oracle (reward must be 1) and wrong sequence (reward 0) on fresh instances")
+		return flag.ErrHelp
+	}
+	return fmt.Errorf("unknown tasks command %q; %s", args[0], usage)
+}
+
+// taskSites loads the definitions in dir that have tasks, or the one
+// named site.
+func taskSites(dir, site string) ([]*hosting.Site, error) {
+	if dir == "" {
+		return nil, errors.New("give --sites DIR, the directory of site definitions (docs/sites.md)")
+	}
+	all, err := hosting.LoadSites(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []*hosting.Site
+	var names []string
+	for _, s := range all {
+		if len(s.Tasks) == 0 {
+			continue
+		}
+		names = append(names, s.Name)
+		if site == "" || s.Name == site {
+			out = append(out, s)
+		}
+	}
+	switch {
+	case site != "" && len(out) == 0:
+		return nil, fmt.Errorf("no site %q with tasks in %s (sites with tasks: %s)", site, dir, strings.Join(names, ", "))
+	case len(out) == 0:
+		return nil, fmt.Errorf("no site definition in %s has tasks: (docs/tasks.md)", dir)
+	}
+	return out, nil
+}
+
+func tasksValidateCmd(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tasks validate", flag.ContinueOnError)
+	dir := fs.String("sites", "", "directory of site definitions (*.yaml, *.json; docs/sites.md)")
+	only := fs.String("site", "", "validate only this site's tasks")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	sites, err := taskSites(*dir, *only)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range sites {
+		n, err := validateSiteTasks(s, stdout)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: %d task(s) valid\n", s.Name, n)
+	}
+	return errors.Join(errs...)
+}
+
+// validateSiteTasks loads a site's task files and checks what loading
+// does not: every oracle and wrong action parses, and, on the local
+// backend, every setup and check program exists.
+func validateSiteTasks(s *hosting.Site, stdout io.Writer) (int, error) {
+	files, err := s.TaskFiles()
+	if err != nil {
+		return 0, err
+	}
+	set, info, err := tasks.LoadSiteTasks(s.Name, files)
+	if err != nil {
+		return 0, fmt.Errorf("site %s: %w", s.Name, err)
+	}
+	for _, f := range info {
+		fmt.Fprintf(stdout, "%s: %s (%s schema): %d task(s)\n", s.Name, f.Path, f.Schema, f.Count)
+	}
+	var errs []error
+	for _, t := range set.Tasks {
+		id := fmt.Sprintf("%s.%d", s.Name, t.ID)
+		for _, seq := range []struct {
+			name    string
+			actions []string
+		}{{"oracle", t.Oracle}, {"wrong", t.Wrong}} {
+			for k, a := range seq.actions {
+				if _, err := envcore.ParseAction(a); err != nil {
+					errs = append(errs, fmt.Errorf("task %s: %s[%d] %q: %w", id, seq.name, k, a, err))
+				}
+			}
+		}
+		if s.Local == nil {
+			continue
+		}
+		var progs []string
+		for _, c := range t.Setup {
+			progs = append(progs, c[0])
+		}
+		if t.Eval.Check != nil {
+			progs = append(progs, t.Eval.Check.Command[0])
+		}
+		for _, p := range progs {
+			if err := localProgram(s, p); err != nil {
+				errs = append(errs, fmt.Errorf("task %s: %w", id, err))
+			}
+		}
+	}
+	return len(set.Tasks), errors.Join(errs...)
+}
+
+// localProgram checks that a local-backend command's program exists: a
+// path with a slash relative to the definition, else on $PATH.
+func localProgram(s *hosting.Site, p string) error {
+	if !strings.ContainsRune(p, '/') {
+		if _, err := exec.LookPath(p); err != nil {
+			return fmt.Errorf("program %q is not on $PATH", p)
+		}
+		return nil
+	}
+	full := p
+	if !filepath.IsAbs(p) {
+		full = filepath.Join(s.Dir(), p)
+	}
+	st, err := os.Stat(full)
+	if err != nil {
+		return fmt.Errorf("program %s: %w (paths with a slash are relative to the site definition)", p, err)
+	}
+	if st.Mode()&0o111 == 0 {
+		return fmt.Errorf("program %s is not executable (chmod +x it, with a #! line)", full)
+	}
+	return nil
+}
+
+func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tasks check", flag.ContinueOnError)
+	var ef envFlags
+	ef.register(fs)
+	var hf hostingFlags
+	hf.register(fs)
+	only := fs.String("site", "", "check only this site's tasks")
+	parallel := fs.Int("parallel", 4, "episodes at once")
+	verbose := fs.Bool("v", false, "log the server's info messages too")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if !*verbose {
+		log = log.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+	}
+	sites, err := taskSites(hf.sites, *only)
+	if err != nil {
+		return err
+	}
+	for _, s := range sites {
+		if _, err := validateSiteTasks(s, io.Discard); err != nil {
+			return err
+		}
+	}
+	// Only the definitions' sites: the bundled shop has its own oracle test.
+	hf.noBundled = true
+	router := netroute.New(log.Named("route"), netroute.Options{})
+	defer router.Close()
+	b, err := envcore.Launch(ctx, log.Named("browser"), server.Routed(ef.browserOptions(), router))
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	factory, closeBackends, err := hf.factory(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeBackends()
+	f, ok := factory.(*server.HostedFactory)
+	if !ok {
+		return errors.New("the hosting factory serves no site definitions")
+	}
+	srv := server.New(log.Named("server"), b, f, server.Config{Env: ef.cfg, MaxEnvs: 2 * max(1, *parallel), MaxCreating: max(1, *parallel)})
+	defer srv.Close()
+	var names []string
+	for _, s := range sites {
+		names = append(names, s.Name)
+	}
+	checks, err := srv.CheckTasks(ctx, f, names, *parallel)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, server.FormatTaskChecks(checks))
+	failed := 0
+	for _, c := range checks {
+		if !c.OK() {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d task(s) failed", failed, len(checks))
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package incusmgr
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	incus "github.com/lxc/incus/v6/client"
+	"github.com/lxc/incus/v6/shared/api"
+
+	"github.com/webserv-rl/webserv/hosting"
+)
+
+var _ hosting.Execer = (*Instance)(nil)
+
+// dirs are the directories commands and files of a site's containers are
+// relative to: the image's working directory (WORKDIR, default /), where
+// commands run, so a relative program path resolves as the site's own
+// command does; and $DATA_DIR (the site's env: or the image's), else the
+// working directory, for FetchFile's relative paths.
+func (m *Manager) dirs(site *hosting.Site) (work, data string) {
+	work = "/"
+	env := map[string]string{}
+	if alias, _, err := m.c.GetImageAlias(site.Incus.Image); err == nil {
+		if img, _, err := m.c.GetImage(alias.Target); err == nil {
+			if wd := img.Properties[propWorkdir]; wd != "" {
+				work = wd
+			}
+			_ = json.Unmarshal([]byte(img.Properties[propEnv]), &env)
+		}
+	}
+	for k, v := range site.Env {
+		env[k] = v
+	}
+	data = work
+	if d := env["DATA_DIR"]; path.IsAbs(d) {
+		data = d
+	}
+	return work, data
+}
+
+// Exec runs a command in the instance's current container (its
+// environment.* keys apply, as for the site itself), in the image's
+// working directory. A command that has not exited within the timeout is
+// an error; the operation is cancelled.
+func (in *Instance) Exec(ctx context.Context, req hosting.ExecRequest) (hosting.ExecResult, error) {
+	r := req.WithDefaults()
+	if len(r.Command) == 0 {
+		return hosting.ExecResult{}, fmt.Errorf("empty command")
+	}
+	args := make([]string, len(r.Command))
+	for i, a := range r.Command {
+		args[i] = strings.ReplaceAll(a, "{url}", in.site.Origin)
+	}
+	in.mu.Lock()
+	cn := in.c.name
+	in.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	stdout, stderr := &hosting.Bounded{Max: r.MaxOutput}, &hosting.Bounded{Max: r.MaxOutput}
+	done := make(chan bool)
+	env := map[string]string{"SITE_URL": in.site.Origin}
+	for k, v := range r.Env {
+		env[k] = v
+	}
+	work, _ := in.m.dirs(in.site)
+	op, err := in.m.c.ExecInstance(cn, api.InstanceExecPost{Command: args, WaitForWS: true, Environment: env, Cwd: work},
+		&incus.InstanceExecArgs{Stdin: bytes.NewReader(r.Stdin), Stdout: stdout, Stderr: stderr, DataDone: done})
+	if err != nil {
+		return hosting.ExecResult{}, fmt.Errorf("run %q in container %s: %w", hosting.ExecLine(args), cn, err)
+	}
+	if err := op.WaitContext(ctx); err != nil {
+		_ = op.Cancel()
+		if ctx.Err() != nil {
+			return hosting.ExecResult{}, fmt.Errorf("run %q in container %s: no exit within %s", hosting.ExecLine(args), cn, r.Timeout)
+		}
+		return hosting.ExecResult{}, fmt.Errorf("run %q in container %s: %w", hosting.ExecLine(args), cn, err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return hosting.ExecResult{}, fmt.Errorf("run %q in container %s: its output did not end within %s", hosting.ExecLine(args), cn, r.Timeout)
+	}
+	res := hosting.ExecResult{Stdout: stdout.Buf.Bytes(), Stderr: stderr.Buf.Bytes(), ExitCode: -1}
+	if code, ok := op.Get().Metadata["return"].(float64); ok {
+		res.ExitCode = int(code)
+	}
+	if stdout.Over || stderr.Over {
+		return res, fmt.Errorf("run %q in container %s: %w (%d bytes)", hosting.ExecLine(args), cn, hosting.ErrExecOutput, r.MaxOutput)
+	}
+	return res, nil
+}
+
+// FetchFile copies a file (and its SQLite -wal file, when there is one)
+// out of the current container into dir. A relative path is relative to
+// the site's $DATA_DIR (else the image's working directory).
+func (in *Instance) FetchFile(ctx context.Context, p, dir string) (string, error) {
+	if !path.IsAbs(p) {
+		_, data := in.m.dirs(in.site)
+		p = path.Join(data, p)
+	}
+	in.mu.Lock()
+	cn := in.c.name
+	in.mu.Unlock()
+	dst := filepath.Join(dir, path.Base(p))
+	if err := in.pull(cn, p, dst); err != nil {
+		return "", err
+	}
+	if _, resp, err := in.m.c.GetInstanceFile(cn, p+"-wal"); err == nil {
+		if resp != nil && resp.Type == "file" {
+			if err := in.pull(cn, p+"-wal", dst+"-wal"); err != nil {
+				return "", err
+			}
+		}
+	}
+	return dst, nil
+}
+
+func (in *Instance) pull(cn, p, dst string) error {
+	rc, resp, err := in.m.c.GetInstanceFile(cn, p)
+	if err != nil {
+		return fmt.Errorf("container %s: read %s: %w", cn, p, err)
+	}
+	defer rc.Close()
+	if resp != nil && resp.Type != "" && resp.Type != "file" {
+		return fmt.Errorf("container %s: %s is a %s, not a file", cn, p, resp.Type)
+	}
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, rc); err != nil {
+		f.Close()
+		return fmt.Errorf("container %s: copy %s: %w", cn, p, err)
+	}
+	return f.Close()
+}

@@ -1,0 +1,68 @@
+"""A site definition's own tasks (tasks: in its YAML) as gymnasium environments."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import gymnasium as gym
+
+import webserv
+from webserv.launcher import LocalServer
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sites"
+
+
+def test_a_sites_own_tasks_are_gymnasium_ids(binary: str, tmp_path: Path) -> None:
+    """`serve --sites DIR` with the example tracker: webserv/tracker.N runs task N, graded in the server."""
+    srv = LocalServer(
+        binary,
+        [
+            "--idle",
+            "200ms",
+            "--no-bundled",
+            "--no-incus",
+            "--sites",
+            str(EXAMPLE),
+            "--instances",
+            str(tmp_path),
+        ],
+    )
+    try:
+        ids = webserv.register_from_server(srv.url)
+        assert {"webserv/tracker", *(f"webserv/tracker.{n}" for n in range(1, 7))} <= set(ids)
+        assert gym.spec("webserv/tracker.4").kwargs == {"site": "tracker", "task": "tracker.4"}
+
+        env = gym.make("webserv/tracker.2", url=srv.url)
+        try:
+            obs, info = env.reset()
+            assert info["task_id"] == "tracker.2" and obs["goal"] == "How many open issues are labelled bug?"
+            env.step('click("bug")')
+            _, reward, terminated, _, info = env.step('stop("3")')
+            assert terminated and reward == 1.0, info
+        finally:
+            env.close()
+
+        # A verifier run in the instance (check): named sub-scores with weights.
+        env = gym.make("webserv/tracker.4", url=srv.url)
+        try:
+            env.reset()
+            env.step('click("crash-when-title-is-empty")')
+            env.step('click("close-issue")')
+            _, reward, terminated, _, info = env.step('stop("")')
+            assert terminated and math.isclose(reward, 2 / 3), info
+            assert info["scores"]["check.closed"] == 1 and info["scores"]["check.comment"] == 0
+        finally:
+            env.close()
+
+        # The site's id samples its tasks.
+        env = gym.make("webserv/tracker", url=srv.url)
+        try:
+            _, info = env.reset(seed=3)
+            assert info["task_id"].startswith("tracker.")
+        finally:
+            env.close()
+    finally:
+        srv.stop()
+        for n in ["webserv/tracker", *(f"webserv/tracker.{n}" for n in range(1, 7))]:
+            gym.registry.pop(n, None)
