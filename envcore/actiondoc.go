@@ -70,7 +70,7 @@ var actionDocText = map[string]struct {
 	"select_option": {"Select one or more options of a <select>, by their text, value or id.",
 		[]ActionArg{bid(Select), {Name: "options", Type: ArgArray, Doc: "the options to select: their text, value or id", Required: true}},
 		`select_option("size", ["M"])`},
-	"goto": {"Open a URL in the active tab.", []ActionArg{{Name: "url", Type: ArgString, Doc: "an http or https URL", Required: true}}, `goto("http://shop.test/")`},
+	"goto":       {"Open a URL in the active tab.", []ActionArg{{Name: "url", Type: ArgString, Doc: "an http or https URL", Required: true}}, `goto("http://shop.test/")`},
 	"go_back":    {"Go back in the active tab's history.", nil, `go_back()`},
 	"go_forward": {"Go forward in the active tab's history.", nil, `go_forward()`},
 	"refresh":    {"Reload the page.", nil, `refresh()`},
