@@ -646,7 +646,7 @@ func (m *mcpSession) fork(a map[string]any) (*mcp.CallToolResult, error) {
 		ids = append(ids, e.Env)
 	}
 	return &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("forked snapshot %v into %s; another MCP session takes one over with attach(env)", r["snapshot"], strings.Join(ids, ", "))}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("forked snapshot %v into %s; another MCP session takes one over with attach(env)", r["snapshot"], strings.Join(ids, ", "))}},
 		StructuredContent: map[string]any{"snapshot": r["snapshot"], "envs": ids}}, nil
 }
 
