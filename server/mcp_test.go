@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -415,5 +416,38 @@ func TestMCPSolvesABundledTask(t *testing.T) {
 	here := structOf(t, okTool(t, cs, "observe", nil))["url"].(string)
 	if forkedURL == here || !strings.Contains(forkedURL, "Sierra") && !strings.Contains(forkedURL, "q=") {
 		t.Errorf("after the fork's search, the fork is at %s and the original at %s", forkedURL, here)
+	}
+}
+
+// An MCP session whose URL asks for recording writes its episodes as a
+// WebSocket client's are written: the actions in their call form, the
+// goal, the end.
+func TestMCPSessionIsRecorded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, base := startServer(t, server.Config{TrajectoryDir: dir})
+	cs := mustMCP(t, base, "record=true&goal=Load+the+list&start_url="+url.QueryEscape(pageURL(9)))
+	res := okTool(t, cs, "reset", nil)
+	env := structOf(t, res)["env"].(string)
+	okTool(t, cs, "click", map[string]any{"bid": idOf(t, textOf(res), "Load")})
+	res = okTool(t, cs, "stop", map[string]any{"answer": "loaded"})
+	if st := structOf(t, res); st["terminated"] != true || !strings.Contains(textOf(res), "The episode is over (terminated)") {
+		t.Errorf("stop: %v\n%s", st, textOf(res))
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitEnvs(t, base, 0)
+	files, _ := filepath.Glob(filepath.Join(dir, env, "*.jsonl.gz"))
+	if len(files) != 1 {
+		t.Fatalf("recorded files = %v", files)
+	}
+	lines := readGz(t, files[0])
+	if len(lines) != 4 || lines[0]["goal"] != "Load the list" || !strings.HasPrefix(lines[2]["action"].(string), "click(") ||
+		lines[3]["action"] != `stop("loaded")` || lines[3]["terminated"] != true {
+		t.Errorf("the recorded episode: %v", lines)
+	}
+	if _, err := mcpConnect(t, base, "record=maybe", nil); err == nil {
+		t.Error("record=maybe was accepted")
 	}
 }
