@@ -189,6 +189,7 @@ type mcpSession struct {
 
 	mu sync.Mutex // one tool call at a time
 	x  *session   // the environment the tools act on
+	st mcpState   // x's episode after the last op (written on x's worker)
 }
 
 // MCPDefaults are a session's settings from its host's configuration (the
@@ -392,7 +393,9 @@ func mcpError(err error) *mcp.CallToolResult {
 func (m *mcpSession) op(name string, a args) (any, error) {
 	x := m.x
 	return m.s.onWorker(x, func() (any, error) {
-		return m.s.run(Request{Op: name, Env: x.id, Args: a}, call{conn: m.owner, x: x})
+		res, err := m.s.run(Request{Op: name, Env: x.id, Args: a}, call{conn: m.owner, x: x})
+		m.st = x.mcpState() // in the same job: no second trip to the worker
+		return res, err
 	})
 }
 
@@ -446,6 +449,9 @@ func (m *mcpSession) make(site, task, startURL, goal string, seed *int64) (*Epis
 		m.s.closeSession(old, "its MCP session made another environment")
 	}
 	m.x = x
+	if m.st, err = m.state(); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -534,11 +540,7 @@ func (m *mcpSession) episodeResult(a map[string]any, r *EpisodeReply) (*mcp.Call
 		}
 		obs = res.(map[string]any)["obs"].(Observation)
 	}
-	st, err := m.state()
-	if err != nil {
-		return nil, err
-	}
-	return m.result(a, obs, st, nil), nil
+	return m.result(a, obs, m.st, nil), nil
 }
 
 func (m *mcpSession) observe(a map[string]any) (*mcp.CallToolResult, error) {
@@ -549,11 +551,7 @@ func (m *mcpSession) observe(a map[string]any) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := m.state()
-	if err != nil {
-		return nil, err
-	}
-	return m.result(a, res.(map[string]any)["obs"].(Observation), st, nil), nil
+	return m.result(a, res.(map[string]any)["obs"].(Observation), m.st, nil), nil
 }
 
 // actionTool is the tool of action d: its arguments are written in the
@@ -582,11 +580,7 @@ func actionTool(d envcore.ActionDoc) func(m *mcpSession, a map[string]any) (*mcp
 			return nil, err
 		}
 		r := res.(*StepReply)
-		st, err := m.state()
-		if err != nil {
-			return nil, err
-		}
-		return m.result(a, r.Obs, st, r), nil
+		return m.result(a, r.Obs, m.st, r), nil
 	}
 }
 
@@ -661,11 +655,7 @@ func (m *mcpSession) attach(a map[string]any) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := m.state()
-	if err != nil {
-		return nil, err
-	}
-	return m.result(a, res.(map[string]any)["obs"].(Observation), st, nil), nil
+	return m.result(a, res.(map[string]any)["obs"].(Observation), m.st, nil), nil
 }
 
 // mcpState is what a harness-training gateway reads from every result's
@@ -690,13 +680,16 @@ func (st mcpState) goalText() string {
 	return b.String()
 }
 
+// mcpState is x's episode; only x's worker reads it.
+func (x *session) mcpState() mcpState {
+	return mcpState{Env: x.id, Site: x.site, TaskID: x.episode.TaskID, Goal: x.episode.Goal, Step: x.steps, Over: x.over,
+		StartURL: x.episode.StartURL}
+}
+
 // state reads the environment's episode on its worker.
 func (m *mcpSession) state() (mcpState, error) {
 	x := m.x
-	v, err := m.s.onWorker(x, func() (any, error) {
-		return mcpState{Env: x.id, Site: x.site, TaskID: x.episode.TaskID, Goal: x.episode.Goal, Step: x.steps, Over: x.over,
-			StartURL: x.episode.StartURL}, nil
-	})
+	v, err := m.s.onWorker(x, func() (any, error) { return x.mcpState(), nil })
 	if err != nil {
 		return mcpState{}, err
 	}
@@ -778,7 +771,7 @@ func imageMIME(b []byte) string {
 func (s *Server) serveMCP() http.Handler {
 	f := s.newMCPFront(nil)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.server },
-		&mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.TTL})
+		&mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.TTL, JSONResponse: true})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(openEnvToken(r)) {
 			http.Error(w, "this server needs a token: send it as Authorization: Bearer TOKEN, or add ?token=... to the URL", http.StatusUnauthorized)
