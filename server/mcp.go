@@ -399,10 +399,15 @@ func (m *mcpSession) op(name string, a args) (any, error) {
 	})
 }
 
-// env is the session's environment, made from the defaults when it has
-// none.
+// env makes the session's environment from the defaults when it has none
+// yet, and refuses when the one it had was closed.
 func (m *mcpSession) env() (*EpisodeReply, error) {
-	if m.x != nil && !m.x.closed.Load() {
+	if m.x != nil {
+		if m.x.closed.Load() {
+			// Not made again unasked: the model would be in another episode
+			// without knowing it.
+			return nil, errorf(CodeUnknownEnv, false, "environment %s was closed (idle longer than the server's TTL, %s, or closed by another client): call reset for a new one", m.x.id, m.s.cfg.TTL)
+		}
 		return nil, nil
 	}
 	d := m.defaults

@@ -51,16 +51,15 @@ def mcp_url(ws_url: str) -> str:
     return ws_url.replace("ws://", "http://", 1).removesuffix("/v1/ws") + "/v1/mcp"
 
 
-async def envs_live(url: str) -> int:
+async def open_envs(url: str) -> list[str]:
     async with webserv.AsyncClient(url) as c:
-        return (await c.stats())["envs_live"]
+        return (await c.stats())["envs"]
 
 
 def test_mcp_http_solves_a_task_and_frees_its_environment(server: str) -> None:
     task = shop_task(0)
 
     async def main() -> None:
-        before = await envs_live(server)
         async with Client(mcp_url(server)) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert {"reset", "observe", "task", "fork", "click", "fill", "mouse_click"} <= tools.keys()
@@ -85,13 +84,14 @@ def test_mcp_http_solves_a_task_and_frees_its_environment(server: str) -> None:
             assert res.is_error and "bid must be string" in res.content[0].text
             res = await client.call_tool("observe", {})
             assert not res.is_error and res.structured_content["task_id"] == "shopping.0"
-            assert await envs_live(server) == before + 1
+            env = res.structured_content["env"]
+            assert env in await open_envs(server)
         # Closing the session frees its environment.
         for _ in range(200):
-            if await envs_live(server) == before:
+            if env not in await open_envs(server):
                 break
             await asyncio.sleep(0.05)
-        assert await envs_live(server) == before
+        assert env not in await open_envs(server)
 
     asyncio.run(main())
 
