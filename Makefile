@@ -12,7 +12,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-rl bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-settle bench-trace bench-ray bench-all fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-settle bench-trace bench-ray bench-all fuzz lint clean
 
 all: build
 
@@ -60,6 +60,10 @@ bench: setup
 # Protocol overhead and steps/second with 1, 10 and 50 environments.
 bench-protocol: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/protocol_bench.py
+
+# Per-step time of the MCP path against the WebSocket path, same run (bench/results/mcp.md).
+bench-mcp: build venv
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/mcp_bench.py
 
 # Group reset, fork and TRL tool latency.
 bench-rl: build venv

@@ -141,11 +141,13 @@ func New(log *zap.Logger, browser *envcore.Browser, factory Factory, cfg Config)
 	return s
 }
 
-// Handler serves /v1/ws (the protocol), /openenv/ws (OpenEnv's protocol),
+// Handler serves /v1/ws (the protocol), /v1/mcp (the Model Context
+// Protocol, mcp.go), /openenv/ws (OpenEnv's protocol),
 // /ui (the web UI, unless NoUI), /healthz and /metrics.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/ws", s.serveWS)
+	mux.Handle("/v1/mcp", s.serveMCP())
 	mux.HandleFunc("/openenv/ws", s.serveOpenEnv)
 	// openenv-core's client appends /ws to its base URL after the query:
 	// http://HOST/openenv?token=T arrives as /openenv?token=T/ws.

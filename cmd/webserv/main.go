@@ -3,6 +3,7 @@
 //	webserv try URL     open URL, print the observation, read actions from stdin
 //	webserv demo        run a scripted episode on a bundled demo shop
 //	webserv serve       serve environments over MessagePack WebSockets
+//	webserv mcp         serve one Model Context Protocol session over stdio
 //	webserv gc          remove containers leaked by servers that are gone
 //	webserv image import --alias NAME IMAGE   import a Docker/OCI image into Incus
 //	webserv export DIR  turn recorded trajectories into training datasets (or HAR traces)
@@ -62,6 +63,8 @@ func main() {
 		run = demoCmd
 	case "serve":
 		run = serveCmd
+	case "mcp":
+		run = mcpCmd
 	case "gc":
 		run = gcCmd
 	case "image":
@@ -129,6 +132,9 @@ commands:
   serve     serve environments over MessagePack WebSockets (docs/protocol.md):
             the bundled shop (sites shopping and cms, docs/tasks.md) and
             --sites DIR (docs/sites.md); the web UI at /ui (docs/ui.md)
+  mcp       serve one Model Context Protocol session over stdin/stdout, for
+            MCP hosts that launch a command (docs/mcp.md); serve has it over
+            HTTP at /v1/mcp
   gc        remove Incus containers leaked by servers that are gone (--all: every one)
   image import --alias NAME IMAGE
             import a docker-save tarball or OCI layout as an Incus image

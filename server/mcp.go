@@ -1,0 +1,842 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/envcore"
+)
+
+// The Model Context Protocol front end: every environment as an MCP
+// session, for agent harnesses that reach their tools over MCP. It is
+// built on the ops table as the OpenEnv front end is: each tool runs ops
+// (make, reset, step, observe, snapshot, restore, fork) through
+// Server.run, on the environment's worker, so trajectories, the live view,
+// approval and the error codes are the WebSocket protocol's.
+//
+// One MCP session owns the environments it makes (the first by reset, or
+// lazily by the first tool that needs one, from the session's defaults)
+// and those it forks or attaches; when the session ends (the client
+// closes it, its HTTP session times out, the stdio host exits) they are
+// closed, as a lost WebSocket client's are.
+//
+// The tools: one per action of the call grammar (envcore.Actions, with
+// typed arguments: element ids strings, coordinates numbers), and the
+// control tools of mcpControl. Each result is the next observation as
+// text (the accessibility tree, or the HTML with view "html"), the
+// screenshot as image content when asked, and structured content for
+// trainers (mcpState). An action the page refused (last_action_error) and
+// a request the server refused are error results the model reads.
+
+// mcpSessionVersions are the MCP revisions served: those with a session.
+// From 2026-07-28 the protocol is sessionless, and an environment needs
+// the session that owns it; the SDK's clients negotiate down.
+var mcpSessionVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+// The observation options every tool that returns an observation takes.
+var mcpViewArgs = []envcore.ActionArg{
+	{Name: "view", Type: envcore.ArgString, Doc: `how the page is shown: "axtree" (the accessibility tree, the default) or "html"`},
+	{Name: "screenshot", Type: envcore.ArgBoolean, Doc: "also return a screenshot of the viewport as an image"},
+}
+
+// mcpTool is one tool: its arguments (the schema and the check read
+// them) and what it does.
+type mcpTool struct {
+	name, doc string
+	args      []envcore.ActionArg
+	// observes: the tool returns an observation, and takes mcpViewArgs.
+	observes bool
+	run      func(m *mcpSession, a map[string]any) (*mcp.CallToolResult, error)
+}
+
+// mcpControl are the tools besides the actions.
+var mcpControl = []mcpTool{
+	{name: "reset", observes: true, run: (*mcpSession).reset,
+		doc: "Start a new episode: of a task (task, like \"shopping.0\"), on a site (site, at its start page or start_url), or on any page (start_url). Without arguments, the session's task or site again. Returns the first observation; the goal is in the result and in the task tool.",
+		args: []envcore.ActionArg{
+			{Name: "task", Type: envcore.ArgString, Doc: "a task id, like \"shopping.0\" (its site is made if site is not given)"},
+			{Name: "site", Type: envcore.ArgString, Doc: "a site this server hosts (resources webserv://sites/NAME describe them)"},
+			{Name: "start_url", Type: envcore.ArgString, Doc: "the page to start at"},
+			{Name: "goal", Type: envcore.ArgString, Doc: "the goal, for an episode without a task"},
+			{Name: "seed", Type: envcore.ArgInteger, Doc: "seeds the site's task sampler"},
+		}},
+	{name: "observe", observes: true, run: (*mcpSession).observe,
+		doc: "The current observation, without acting."},
+	{name: "task", run: (*mcpSession).task,
+		doc: "The episode's goal, task id and site."},
+	{name: "snapshot", run: (*mcpSession).snapshot,
+		doc:  "Save the site's and the browser's state under a name, to restore or fork later.",
+		args: []envcore.ActionArg{{Name: "name", Type: envcore.ArgString, Doc: "the snapshot's name (letters, digits, - and _)", Required: true}}},
+	{name: "restore", observes: true, run: (*mcpSession).restore,
+		doc:  "Return to a snapshot, as a new episode.",
+		args: []envcore.ActionArg{{Name: "name", Type: envcore.ArgString, Doc: "the snapshot's name", Required: true}}},
+	{name: "fork", run: (*mcpSession).fork,
+		doc: "Make n new environments, each on its own copy of a snapshot (taken now when name is not given). Returns their ids: another MCP session takes one over with attach; this session goes on in its own.",
+		args: []envcore.ActionArg{
+			{Name: "n", Type: envcore.ArgInteger, Doc: "how many environments (default 1)"},
+			{Name: "name", Type: envcore.ArgString, Doc: "the snapshot to fork (a new one when not given)"},
+		}},
+	{name: "attach", observes: true, run: (*mcpSession).attach,
+		doc:  "Go on in an environment of this server, like one fork made: this session then owns it and acts on it.",
+		args: []envcore.ActionArg{{Name: "env", Type: envcore.ArgString, Doc: "the environment's id (env-...)", Required: true}}},
+}
+
+// mcpTools are the control tools and one tool per action.
+var mcpTools = func() []mcpTool {
+	tools := slices.Clone(mcpControl)
+	for _, d := range envcore.Actions() {
+		tools = append(tools, mcpTool{name: d.Name, doc: d.Description + " Call form: " + d.Example + ".",
+			args: d.Args, observes: true, run: actionTool(d)})
+	}
+	return tools
+}()
+
+// toolArgs are t's arguments, the view options included.
+func (t mcpTool) toolArgs() []envcore.ActionArg {
+	if t.observes {
+		return append(slices.Clone(t.args), mcpViewArgs...)
+	}
+	return t.args
+}
+
+// schema is t's input schema: JSON-schema types from its arguments, no
+// other keys allowed.
+func (t mcpTool) schema() map[string]any {
+	props := map[string]any{}
+	required := []string{}
+	for _, a := range t.toolArgs() {
+		p := map[string]any{"type": a.Type, "description": a.Doc}
+		if a.Type == envcore.ArgArray {
+			p["items"] = map[string]any{"type": "string"}
+		}
+		if a.Name == "view" {
+			p["enum"] = []string{"axtree", "html"}
+		}
+		props[a.Name] = p
+		if a.Required {
+			required = append(required, a.Name)
+		}
+	}
+	return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
+}
+
+// check refuses an unknown, missing or mistyped argument, naming it.
+func (t mcpTool) check(a map[string]any) error {
+	spec := t.toolArgs()
+	for k := range a {
+		if !slices.ContainsFunc(spec, func(s envcore.ActionArg) bool { return s.Name == k }) {
+			names := make([]string, len(spec))
+			for i, s := range spec {
+				names[i] = s.Name
+			}
+			if len(names) == 0 {
+				return badArgs(fmt.Sprintf("%s: unknown argument %s; %s takes no arguments", t.name, k, t.name))
+			}
+			return badArgs(fmt.Sprintf("%s: unknown argument %s; %s takes %s", t.name, k, t.name, strings.Join(names, ", ")))
+		}
+	}
+	for _, s := range spec {
+		v, ok := a[s.Name]
+		if !ok || v == nil {
+			if s.Required {
+				return badArgs(fmt.Sprintf("%s needs %s (%s: %s)", t.name, s.Name, s.Type, s.Doc))
+			}
+			continue
+		}
+		good := false
+		switch s.Type {
+		case envcore.ArgString:
+			_, good = v.(string)
+		case envcore.ArgBoolean:
+			_, good = v.(bool)
+		case envcore.ArgNumber:
+			_, good = v.(float64)
+		case envcore.ArgInteger:
+			n, isNum := v.(float64)
+			good = isNum && n == math.Trunc(n)
+		default:
+			good = true // the action's Call checks its own
+		}
+		if !good {
+			return badArgs(fmt.Sprintf("%s: %s must be %s, got %s", t.name, s.Name, s.Type, typeName(v)))
+		}
+	}
+	if v, ok := a["view"].(string); ok && v != "axtree" && v != "html" {
+		return badArgs(fmt.Sprintf(`%s: view must be "axtree" or "html", got %q`, t.name, v))
+	}
+	return nil
+}
+
+// mcpSession is one MCP session's state: the environment its tools act
+// on, and the owner of every environment it made.
+type mcpSession struct {
+	s *Server
+	// owner stands for the session where an environment records who owns
+	// it (session.owner); releaseOwned(owner) frees them all.
+	owner    *conn
+	defaults MCPDefaults
+
+	mu sync.Mutex // one tool call at a time
+	x  *session   // the environment the tools act on
+	st mcpState   // x's episode after the last op (written on x's worker)
+}
+
+// MCPDefaults are a session's settings from its host's configuration (the
+// /v1/mcp URL's query, or webserv mcp's flags): what a reset without
+// arguments (or the first tool, lazily) makes, and make's recording and
+// approval.
+type MCPDefaults struct {
+	Site, Task, StartURL, Goal string
+	Record, Approve            bool
+	MaxSteps                   int
+}
+
+// mcpDefaultKeys are the URL query keys of MCPDefaults.
+var mcpDefaultKeys = []string{"site", "task", "start_url", "goal", "record", "approve", "max_steps"}
+
+// ParseMCPDefaults reads MCPDefaults from a URL query, refusing keys it
+// does not know.
+func ParseMCPDefaults(q url.Values) (MCPDefaults, error) {
+	var d MCPDefaults
+	for k := range q {
+		if k != "token" && !slices.Contains(mcpDefaultKeys, k) {
+			return d, fmt.Errorf("unknown query parameter %s; /v1/mcp takes %s and token", quoteKey(k), strings.Join(mcpDefaultKeys, ", "))
+		}
+	}
+	d.Site, d.Task, d.StartURL, d.Goal = q.Get("site"), q.Get("task"), q.Get("start_url"), q.Get("goal")
+	for _, b := range []struct {
+		key string
+		dst *bool
+	}{{"record", &d.Record}, {"approve", &d.Approve}} {
+		if v := q.Get(b.key); v != "" {
+			on, err := strconv.ParseBool(v)
+			if err != nil {
+				return d, fmt.Errorf("query parameter %s must be true or false, got %q", b.key, v)
+			}
+			*b.dst = on
+		}
+	}
+	if v := q.Get("max_steps"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return d, fmt.Errorf("query parameter max_steps must be a whole number, 0 for no limit, got %q", v)
+		}
+		d.MaxSteps = n
+	}
+	return d, nil
+}
+
+// mcpDefaultsHeader carries a session's defaults from the HTTP handler to
+// the tools (which see the request's headers, not its URL).
+const mcpDefaultsHeader = "Webserv-Mcp-Defaults"
+
+// mcpFront is the MCP server of a Server: one mcp.Server whose handlers
+// find their session's state by the SDK's session.
+type mcpFront struct {
+	s        *Server
+	server   *mcp.Server
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*mcpSession
+	// stdio is the defaults of the one session ServeMCP runs (the HTTP
+	// sessions bring theirs in mcpDefaultsHeader).
+	stdio *MCPDefaults
+}
+
+func (s *Server) newMCPFront(stdio *MCPDefaults) *mcpFront {
+	f := &mcpFront{s: s, sessions: map[*mcp.ServerSession]*mcpSession{}, stdio: stdio}
+	f.server = mcp.NewServer(&mcp.Implementation{Name: "webserv", Title: "WebServ web environments", Version: Version}, &mcp.ServerOptions{
+		Instructions:              mcpInstructions,
+		SupportedProtocolVersions: mcpSessionVersions,
+		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}},
+	})
+	for _, t := range mcpTools {
+		f.server.AddTool(&mcp.Tool{Name: t.name, Description: t.doc, InputSchema: t.schema()}, f.toolHandler(t))
+	}
+	f.server.AddResource(&mcp.Resource{URI: "webserv://task", Name: "task", MIMEType: "text/plain",
+		Description: "the goal of this session's current episode"}, f.readTask)
+	for _, site := range s.factory.Sites() {
+		uri := "webserv://sites/" + site.Name
+		text := site.Description
+		f.server.AddResource(&mcp.Resource{URI: uri, Name: "site " + site.Name, MIMEType: "text/plain", Description: site.Description},
+			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}, nil
+			})
+	}
+	f.server.AddPrompt(&mcp.Prompt{Name: "webserv_actions", Title: "How to act on WebServ pages",
+		Description: "the action tools, their arguments and the element ids of the observation"},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Description: "WebServ's actions",
+				Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: actionGrammar()}}}}, nil
+		})
+	return f
+}
+
+const mcpInstructions = "WebServ: an isolated, resettable web environment with a graded task. Call reset (with a task id or a site) to start an episode, " +
+	"read the observation's accessibility tree, act with the action tools (element ids are the strings in [brackets]), " +
+	"and end the episode with stop (with the answer when the task asks a question): the last result carries the reward. " +
+	"The prompt webserv_actions explains the actions."
+
+// actionGrammar explains the actions, from their descriptions.
+func actionGrammar() string {
+	var b strings.Builder
+	b.WriteString("You act on a web page through WebServ's action tools. Each observation shows the page as an accessibility tree; " +
+		"every element you can act on carries its id in brackets, like [add-to-cart]: pass that string as bid. " +
+		"Coordinates (mouse_click, scroll, ...) are CSS pixels of the viewport. Each tool returns the next observation once the page has settled; " +
+		"an action the page refused comes back as an error result saying why, and the episode goes on. " +
+		"End with stop(answer) when done (report_infeasible when the task cannot be done); the last result carries the reward.\n\nThe actions:\n")
+	for _, d := range envcore.Actions() {
+		var args []string
+		for _, a := range d.Args {
+			opt := ""
+			if !a.Required {
+				opt = "?"
+			}
+			args = append(args, a.Name+opt+": "+a.Type)
+		}
+		fmt.Fprintf(&b, "- %s(%s): %s Example: %s\n", d.Name, strings.Join(args, ", "), d.Description, d.Example)
+	}
+	return b.String()
+}
+
+// sessionOf is the state of the SDK session ss, made on its first use;
+// when ss ends, its environments are freed.
+func (f *mcpFront) sessionOf(ss *mcp.ServerSession, h http.Header) *mcpSession {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if m, ok := f.sessions[ss]; ok {
+		return m
+	}
+	m := &mcpSession{s: f.s, owner: &conn{s: f.s}}
+	if f.stdio != nil {
+		m.defaults = *f.stdio
+	} else if raw := h.Get(mcpDefaultsHeader); raw != "" {
+		_ = json.Unmarshal([]byte(raw), &m.defaults) // written by serveMCP
+	}
+	f.sessions[ss] = m
+	go func() {
+		_ = ss.Wait()
+		f.mu.Lock()
+		delete(f.sessions, ss)
+		f.mu.Unlock()
+		f.s.releaseOwned(m.owner)
+	}()
+	return m
+}
+
+func (f *mcpFront) toolHandler(t mcpTool) mcp.ToolHandler {
+	return func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var h http.Header
+		if req.Extra != nil {
+			h = req.Extra.Header
+		}
+		m := f.sessionOf(req.Session, h)
+		var a map[string]any
+		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return mcpError(badArgs(fmt.Sprintf("%s: arguments must be a JSON object: %v", t.name, err))), nil
+			}
+		}
+		if a == nil {
+			a = map[string]any{}
+		}
+		if err := t.check(a); err != nil {
+			return mcpError(err), nil
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		res, err := t.run(m, a)
+		if err != nil {
+			return mcpError(err), nil
+		}
+		return res, nil
+	}
+}
+
+func (f *mcpFront) readTask(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	var h http.Header
+	if req.Extra != nil {
+		h = req.Extra.Header
+	}
+	m := f.sessionOf(req.Session, h)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	text := "no episode yet: call the reset tool"
+	if m.x != nil {
+		if st, err := m.state(); err == nil {
+			text = st.goalText()
+		}
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
+}
+
+// mcpError is a failure as a tool result the model reads: the wire
+// error's code, fault and message, and the same as structured content.
+func mcpError(err error) *mcp.CallToolResult {
+	e := wireError(err)
+	return &mcp.CallToolResult{IsError: true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s (%s fault): %s", e.Code, e.Fault, e.Message)}},
+		StructuredContent: map[string]any{"error": e}}
+}
+
+// op runs an op of the table on the session's environment's worker.
+func (m *mcpSession) op(name string, a args) (any, error) {
+	x := m.x
+	return m.s.onWorker(x, func() (any, error) {
+		res, err := m.s.run(Request{Op: name, Env: x.id, Args: a}, call{conn: m.owner, x: x})
+		m.st = x.mcpState() // in the same job: no second trip to the worker
+		return res, err
+	})
+}
+
+// env makes the session's environment from the defaults when it has none
+// yet, and refuses when the one it had was closed.
+func (m *mcpSession) env() (*EpisodeReply, error) {
+	if m.x != nil {
+		if m.x.closed.Load() {
+			// Not made again unasked: the model would be in another episode
+			// without knowing it.
+			return nil, errorf(CodeUnknownEnv, false, "environment %s was closed (idle longer than the server's TTL, %s, or closed by another client): call reset for a new one", m.x.id, m.s.cfg.TTL)
+		}
+		return nil, nil
+	}
+	d := m.defaults
+	if d.Site == "" && d.Task == "" && d.StartURL == "" {
+		return nil, badArgs("no environment yet: call reset with a task, a site or a start_url first")
+	}
+	return m.make(d.Site, d.Task, d.StartURL, d.Goal, nil)
+}
+
+// make makes the session's environment (closing the one it had).
+func (m *mcpSession) make(site, task, startURL, goal string, seed *int64) (*EpisodeReply, error) {
+	if site == "" && task != "" {
+		site = m.siteOf(task)
+	}
+	a := args{"observe": map[string]any{"axtree": true}}
+	for k, v := range map[string]string{"site": site, "task": task, "start_url": startURL, "goal": goal} {
+		if v != "" {
+			a[k] = v
+		}
+	}
+	if seed != nil {
+		a["seed"] = *seed
+	}
+	d := m.defaults
+	if d.Record {
+		a["record"] = true
+	}
+	if d.Approve {
+		a["approve"] = true
+	}
+	if d.MaxSteps > 0 {
+		a["max_steps"] = d.MaxSteps
+	}
+	res, err := m.s.run(Request{Op: "make", Args: a}, call{conn: m.owner})
+	if err != nil {
+		return nil, err
+	}
+	r := res.(*EpisodeReply)
+	x, err := m.s.session(r.Env)
+	if err != nil {
+		return nil, err
+	}
+	if old := m.x; old != nil && old != x {
+		m.s.closeSession(old, "its MCP session made another environment")
+	}
+	m.x = x
+	if m.st, err = m.state(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// siteOf is the site a task id names ("shopping.0", "verified.shopping.20"),
+// or "" when none of its parts is a site of this server.
+func (m *mcpSession) siteOf(task string) string {
+	for _, part := range strings.Split(task, ".") {
+		for _, s := range m.s.factory.Sites() {
+			if s.Name == part {
+				return part
+			}
+		}
+	}
+	return ""
+}
+
+// observeArg is the observe map of a tool's view options.
+func observeArg(a map[string]any) map[string]any {
+	view, _ := a["view"].(string)
+	shot, _ := a["screenshot"].(bool)
+	return map[string]any{"axtree": view != "html", "screenshot": shot}
+}
+
+func (m *mcpSession) reset(a map[string]any) (*mcp.CallToolResult, error) {
+	str := func(k string) string { s, _ := a[k].(string); return s }
+	var seed *int64
+	if v, ok := a["seed"].(float64); ok {
+		n := int64(v)
+		seed = &n
+	}
+	site, task, start, goal := str("site"), str("task"), str("start_url"), str("goal")
+	if site == "" && task == "" && start == "" { // nothing chosen: the session's defaults
+		d := m.defaults
+		site, task, start = d.Site, d.Task, d.StartURL
+		if goal == "" {
+			goal = d.Goal
+		}
+	}
+	if site == "" && task != "" {
+		site = m.siteOf(task)
+	}
+	var r *EpisodeReply
+	var err error
+	if m.x == nil || m.x.closed.Load() || (site != "" && site != m.x.site) {
+		if site == "" && task == "" && start == "" {
+			return nil, badArgs("reset needs a task, a site or a start_url: this session has no default (the /v1/mcp URL's query or webserv mcp's flags set one)")
+		}
+		r, err = m.make(site, task, start, goal, seed)
+	} else {
+		r, err = m.resetOp(task, start, goal, seed)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m.episodeResult(a, r)
+}
+
+// resetOp runs reset on the session's environment.
+func (m *mcpSession) resetOp(task, startURL, goal string, seed *int64) (*EpisodeReply, error) {
+	opts := map[string]any{}
+	for k, v := range map[string]string{"task": task, "start_url": startURL, "goal": goal} {
+		if v != "" {
+			opts[k] = v
+		}
+	}
+	ra := args{"options": opts}
+	if seed != nil {
+		ra["seed"] = *seed
+	}
+	res, err := m.op("reset", ra)
+	if err != nil {
+		return nil, err
+	}
+	return res.(*EpisodeReply), nil
+}
+
+// episodeResult is the result of a tool that began an episode; its
+// observation is reobserved when the view options ask for more than the
+// episode's start gave.
+func (m *mcpSession) episodeResult(a map[string]any, r *EpisodeReply) (*mcp.CallToolResult, error) {
+	obs := r.Obs
+	if a["screenshot"] == true || a["view"] == "html" {
+		res, err := m.op("observe", args{"observe": observeArg(a)})
+		if err != nil {
+			return nil, err
+		}
+		obs = res.(map[string]any)["obs"].(Observation)
+	}
+	return m.result(a, obs, m.st, nil), nil
+}
+
+func (m *mcpSession) observe(a map[string]any) (*mcp.CallToolResult, error) {
+	if _, err := m.env(); err != nil {
+		return nil, err
+	}
+	res, err := m.op("observe", args{"observe": observeArg(a)})
+	if err != nil {
+		return nil, err
+	}
+	return m.result(a, res.(map[string]any)["obs"].(Observation), m.st, nil), nil
+}
+
+// actionTool is the tool of action d: its arguments are written in the
+// call form and run by step.
+func actionTool(d envcore.ActionDoc) func(m *mcpSession, a map[string]any) (*mcp.CallToolResult, error) {
+	return func(m *mcpSession, a map[string]any) (*mcp.CallToolResult, error) {
+		own := map[string]any{}
+		for k, v := range a {
+			if k != "view" && k != "screenshot" {
+				own[k] = v
+			}
+		}
+		text, err := d.Call(own)
+		if err != nil {
+			return nil, badArgs(err.Error())
+		}
+		act, err := envcore.ParseAction(text)
+		if err != nil {
+			return nil, badArgs(err.Error())
+		}
+		if _, err := m.env(); err != nil {
+			return nil, err
+		}
+		res, err := m.op("step", args{"action": act.String(), "observe": observeArg(a)})
+		if err != nil {
+			return nil, err
+		}
+		r := res.(*StepReply)
+		return m.result(a, r.Obs, m.st, r), nil
+	}
+}
+
+func (m *mcpSession) task(map[string]any) (*mcp.CallToolResult, error) {
+	if _, err := m.env(); err != nil {
+		return nil, err
+	}
+	st, err := m.state()
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: st.goalText()}}, StructuredContent: st}, nil
+}
+
+func (m *mcpSession) snapshot(a map[string]any) (*mcp.CallToolResult, error) {
+	if _, err := m.env(); err != nil {
+		return nil, err
+	}
+	res, err := m.op("snapshot", args{"name": a["name"]})
+	if err != nil {
+		return nil, err
+	}
+	r := res.(map[string]any)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("snapshot %v taken at %v", r["name"], r["url"])}},
+		StructuredContent: r}, nil
+}
+
+func (m *mcpSession) restore(a map[string]any) (*mcp.CallToolResult, error) {
+	if _, err := m.env(); err != nil {
+		return nil, err
+	}
+	res, err := m.op("restore", args{"name": a["name"]})
+	if err != nil {
+		return nil, err
+	}
+	return m.episodeResult(a, res.(*EpisodeReply))
+}
+
+func (m *mcpSession) fork(a map[string]any) (*mcp.CallToolResult, error) {
+	if _, err := m.env(); err != nil {
+		return nil, err
+	}
+	fa := args{"n": int64(1)}
+	if n, ok := a["n"].(float64); ok {
+		fa["n"] = int64(n)
+	}
+	if name, ok := a["name"].(string); ok {
+		fa["name"] = name
+	}
+	res, err := m.op("fork", fa)
+	if err != nil {
+		return nil, err
+	}
+	r := res.(map[string]any)
+	var ids []string
+	for _, e := range r["envs"].([]*EpisodeReply) {
+		ids = append(ids, e.Env)
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("forked snapshot %v into %s; another MCP session takes one over with attach(env)", r["snapshot"], strings.Join(ids, ", "))}},
+		StructuredContent: map[string]any{"snapshot": r["snapshot"], "envs": ids}}, nil
+}
+
+func (m *mcpSession) attach(a map[string]any) (*mcp.CallToolResult, error) {
+	x, err := m.s.session(a["env"].(string))
+	if err != nil {
+		return nil, err
+	}
+	x.owner.Store(m.owner)
+	m.x = x
+	res, err := m.op("observe", args{"observe": observeArg(a)})
+	if err != nil {
+		return nil, err
+	}
+	return m.result(a, res.(map[string]any)["obs"].(Observation), m.st, nil), nil
+}
+
+// mcpState is what a harness-training gateway reads from every result's
+// structured content to assemble trajectories.
+type mcpState struct {
+	Env      string `json:"env"`
+	Site     string `json:"site"`
+	TaskID   string `json:"task_id,omitempty"`
+	Goal     string `json:"goal"`
+	Step     int    `json:"step"`
+	Over     string `json:"over,omitempty"` // terminated, truncated
+	StartURL string `json:"start_url,omitempty"`
+}
+
+func (st mcpState) goalText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "goal: %s\n", st.Goal)
+	if st.TaskID != "" {
+		fmt.Fprintf(&b, "task: %s\n", st.TaskID)
+	}
+	fmt.Fprintf(&b, "site: %s\nenvironment: %s", st.Site, st.Env)
+	return b.String()
+}
+
+// mcpState is x's episode; only x's worker reads it.
+func (x *session) mcpState() mcpState {
+	return mcpState{Env: x.id, Site: x.site, TaskID: x.episode.TaskID, Goal: x.episode.Goal, Step: x.steps, Over: x.over,
+		StartURL: x.episode.StartURL}
+}
+
+// state reads the environment's episode on its worker.
+func (m *mcpSession) state() (mcpState, error) {
+	x := m.x
+	v, err := m.s.onWorker(x, func() (any, error) { return x.mcpState(), nil })
+	if err != nil {
+		return mcpState{}, err
+	}
+	return v.(mcpState), nil
+}
+
+// result is a tool's result: the observation as text (and image), and
+// the structured content. step is the step's reply, for an action.
+func (m *mcpSession) result(a map[string]any, obs Observation, st mcpState, step *StepReply) *mcp.CallToolResult {
+	sc := map[string]any{"env": st.Env, "site": st.Site, "task_id": st.TaskID, "goal": st.Goal, "step": st.Step,
+		"url": obs.URL, "title": obs.Title}
+	var head []string
+	if step != nil {
+		sc["reward"], sc["terminated"], sc["truncated"], sc["info"] = step.Reward, step.Terminated, step.Truncated, step.Info
+		sc["action"] = obs.LastAction
+		if g, ok := step.Info["grading"]; ok {
+			sc["grading"] = g
+		}
+		if step.Terminated || step.Truncated {
+			over := "terminated"
+			if step.Truncated {
+				over = "truncated"
+			}
+			reward := fmt.Sprint(step.Reward)
+			if step.Reward == nil {
+				reward = fmt.Sprintf("none (grading failed: %v)", step.Info["eval_error"])
+			}
+			head = append(head, fmt.Sprintf("The episode is over (%s). Reward: %s.", over, reward))
+		}
+	}
+	if obs.LastActionError != "" {
+		sc["last_action_error"] = obs.LastActionError
+		head = append(head, "The action failed: "+obs.LastActionError)
+	}
+	var b strings.Builder
+	for _, h := range head {
+		b.WriteString(h + "\n")
+	}
+	fmt.Fprintf(&b, "url: %s\ntitle: %s\n", obs.URL, obs.Title)
+	if len(obs.Tabs) > 1 {
+		for _, t := range obs.Tabs {
+			mark := ""
+			if t.Active {
+				mark = " (active)"
+			}
+			fmt.Fprintf(&b, "tab %d%s: %s %s\n", t.Index, mark, t.Title, t.URL)
+		}
+	}
+	for _, d := range obs.Dialogs {
+		fmt.Fprintf(&b, "dialog: %+v\n", d)
+	}
+	if step == nil || st.Step == 0 {
+		fmt.Fprintf(&b, "goal: %s\n", st.Goal)
+	}
+	b.WriteString("\n")
+	if a["view"] == "html" {
+		b.WriteString(obs.HTML)
+	} else {
+		b.WriteString(obs.AXTree)
+	}
+	content := []mcp.Content{&mcp.TextContent{Text: b.String()}}
+	if len(obs.Screenshot) > 0 {
+		content = append(content, &mcp.ImageContent{Data: obs.Screenshot, MIMEType: imageMIME(obs.Screenshot)})
+	}
+	return &mcp.CallToolResult{Content: content, StructuredContent: sc, IsError: obs.LastActionError != ""}
+}
+
+// imageMIME is a screenshot's type, from its first bytes.
+func imageMIME(b []byte) string {
+	if len(b) > 3 && b[0] == 0xff && b[1] == 0xd8 {
+		return "image/jpeg"
+	}
+	return "image/png"
+}
+
+// serveMCP serves /v1/mcp: MCP over Streamable HTTP, behind the token of
+// /v1/ws (Authorization: Bearer, or ?token=). The URL's other query
+// parameters are the session's defaults (MCPDefaults).
+func (s *Server) serveMCP() http.Handler {
+	f := s.newMCPFront(nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.server },
+		&mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.TTL, JSONResponse: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(openEnvToken(r)) {
+			http.Error(w, "this server needs a token: send it as Authorization: Bearer TOKEN, or add ?token=... to the URL", http.StatusUnauthorized)
+			return
+		}
+		d, err := ParseMCPDefaults(r.URL.Query())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		raw, _ := json.Marshal(d)
+		r.Header.Set(mcpDefaultsHeader, string(raw))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ServeMCP runs one MCP session over t (the stdio of webserv mcp) until
+// the client ends it or ctx ends; its environments are closed then.
+func (s *Server) ServeMCP(ctx context.Context, t mcp.Transport, d MCPDefaults) error {
+	f := s.newMCPFront(&d)
+	ss, err := f.server.Connect(ctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = ss.Close()
+		err = <-done
+	}
+	f.mu.Lock()
+	var owners []*conn
+	for _, m := range f.sessions {
+		owners = append(owners, m.owner)
+	}
+	f.mu.Unlock()
+	for _, o := range owners {
+		s.releaseOwned(o)
+	}
+	s.log.Info("mcp session ended", zap.Error(err))
+	return nil
+}
+
+// MCPToolNames lists the MCP tools, control tools first, then the actions.
+func MCPToolNames() []string {
+	names := make([]string, len(mcpTools))
+	for i, t := range mcpTools {
+		names[i] = t.name
+	}
+	return names
+}
+
+func init() {
+	seen := map[string]bool{}
+	for _, t := range mcpTools {
+		if seen[t.name] {
+			panic("server: two MCP tools are named " + t.name)
+		}
+		seen[t.name] = true
+	}
+}
