@@ -49,54 +49,6 @@ const (
 	ArgArray   = "array"
 )
 
-// actionDocText is what the tables do not say about each call form: a
-// description, the arguments (with the keyword each form's parse reads)
-// and an example. An element argument's doc is the action table's target
-// text. A test keeps it equal to callForms.
-var actionDocText = map[string]struct {
-	desc    string
-	args    []ActionArg
-	example string
-}{
-	"click": {"Click an element.", []ActionArg{bid(Click)}, `click("add-to-cart")`},
-	"hover": {"Move the mouse over an element (opens menus and tooltips that react to hover).", []ActionArg{bid(Hover)}, `hover("menu")`},
-	"press": {"Press a key or key combination, on an element when bid is given (focused first), else on whatever has focus.",
-		[]ActionArg{keyArg("key"), {Name: "bid", Type: ArgString, Doc: "the semantic id of the element to press the key on"}}, `press("search", "Enter")`},
-	"keyboard_press": {"Press a key or key combination on whatever has focus.", []ActionArg{keyArg("key")}, `keyboard_press("Escape")`},
-	"fill": {"Replace the text of a text field with value; enter=true presses Enter after it (to submit a search, say).",
-		[]ActionArg{bid(Type), {Name: "value", Type: ArgString, Doc: "the text to type", Required: true},
-			{Name: "enter", Type: ArgBoolean, Doc: "press Enter after typing"}}, `fill("search", "red shoes", enter=True)`},
-	"clear": {"Empty a text field.", []ActionArg{bid(Clear)}, `clear("search")`},
-	"select_option": {"Select one or more options of a <select>, by their text, value or id.",
-		[]ActionArg{bid(Select), {Name: "options", Type: ArgArray, Doc: "the options to select: their text, value or id", Required: true}},
-		`select_option("size", ["M"])`},
-	"goto":       {"Open a URL in the active tab.", []ActionArg{{Name: "url", Type: ArgString, Doc: "an http or https URL", Required: true}}, `goto("http://shop.test/")`},
-	"go_back":    {"Go back in the active tab's history.", nil, `go_back()`},
-	"go_forward": {"Go forward in the active tab's history.", nil, `go_forward()`},
-	"refresh":    {"Reload the page.", nil, `refresh()`},
-	"new_tab":    {"Open a new tab, at url when given, and switch to it.", []ActionArg{{Name: "url", Type: ArgString, Doc: "the URL to open (a blank tab without it)"}}, `new_tab()`},
-	"tab_focus":  {"Switch to a tab.", []ActionArg{tabArg(true)}, `tab_focus(0)`},
-	"tab_close":  {"Close a tab (the active one without index).", []ActionArg{tabArg(false)}, `tab_close()`},
-	"stop": {"End the episode, with the answer when the task asks a question (empty for tasks that only ask to do something).",
-		[]ActionArg{{Name: "answer", Type: ArgString, Doc: "the answer to the task's question"}}, `stop("42")`},
-	"report_infeasible": {"End the episode, reporting that the task cannot be done here.",
-		[]ActionArg{{Name: "reason", Type: ArgString, Doc: "why it cannot be done"}}, `report_infeasible("no such product")`},
-	"send_msg_to_user": {"Send a message to the user (chat tasks).", []ActionArg{{Name: "text", Type: ArgString, Doc: "the message", Required: true}}, `send_msg_to_user("done")`},
-	"noop": {"Do nothing, wait up to wait_ms, then observe (for a page still changing).",
-		[]ActionArg{{Name: "wait_ms", Type: ArgInteger, Doc: fmt.Sprintf("milliseconds to wait, 0 to %d", MaxNoopWait)}}, `noop(500)`},
-}
-
-// coordDocText describes the coordinate actions; their arguments come from
-// coordActions.
-var coordDocText = map[ActionType]struct{ desc, example string }{
-	MouseClick:    {"Click at a point of the viewport.", `mouse_click(120, 48)`},
-	MouseDblClick: {"Double-click at a point of the viewport.", `mouse_dblclick(120, 48)`},
-	MouseMove:     {"Move the mouse to a point of the viewport.", `mouse_move(120, 48)`},
-	MouseDrag:     {"Press the mouse at one point, move it to another and release it there.", `mouse_drag_and_drop(10, 20, 200, 20)`},
-	Scroll:        {"Turn the mouse wheel where the mouse is, by delta_x and delta_y CSS pixels (positive delta_y scrolls down).", `scroll(0, 400)`},
-	KeyboardType:  {"Type text into the focused element, key by key.", `keyboard_type("hello")`},
-}
-
 func bid(t ActionType) ActionArg {
 	s, _ := specOf(t)
 	return ActionArg{Name: "bid", Type: ArgString, Doc: s.target + ", as the observation shows it", Required: true}
@@ -123,20 +75,14 @@ func coordArgDoc(name string) string {
 func Actions() []ActionDoc {
 	var out []ActionDoc
 	for _, f := range callForms {
-		name := f.names[0]
-		t, ok := actionDocText[name]
-		if !ok {
-			panic("envcore: call form " + name + " has no entry in actionDocText")
-		}
-		a, err := ParseAction(t.example)
+		a, err := ParseAction(f.example)
 		if err != nil {
-			panic("envcore: the example of " + name + " does not parse: " + err.Error())
+			panic("envcore: the example of " + f.names[0] + " does not parse: " + err.Error())
 		}
-		out = append(out, ActionDoc{Name: name, Type: a.Type, Description: t.desc, Args: slices.Clone(t.args), Example: t.example})
+		out = append(out, ActionDoc{Name: f.names[0], Type: a.Type, Description: f.desc, Args: slices.Clone(f.args), Example: f.example})
 	}
 	for _, c := range coordActions {
-		t := coordDocText[c.typ]
-		d := ActionDoc{Name: string(c.typ), Type: c.typ, Description: t.desc, Example: t.example}
+		d := ActionDoc{Name: string(c.typ), Type: c.typ, Description: c.desc, Example: c.example}
 		for _, p := range c.params {
 			d.Args = append(d.Args, ActionArg{Name: p.name, Type: ArgNumber, Doc: coordArgDoc(p.name), Required: true})
 		}
@@ -249,4 +195,35 @@ func articled(typ string) string {
 		return "an integer"
 	}
 	return "a " + typ
+}
+
+// Describe is the action grammar as text for a model's prompt, in the
+// manner of BrowserGym's action-space description: every action with its
+// arguments, what it does, and an example, one table (Actions) behind it.
+func Describe() string {
+	var b strings.Builder
+	b.WriteString("Actions are calls, one per step; element ids are the ids the observation shows.\n\n")
+	for _, d := range Actions() {
+		b.WriteString(d.Signature())
+		b.WriteString("\n    ")
+		b.WriteString(d.Description)
+		b.WriteString("\n    Example: ")
+		b.WriteString(d.Example)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// Signature is the action's call with its arguments and their types:
+// fill(bid: string, value: string, enter?: boolean).
+func (d ActionDoc) Signature() string {
+	args := make([]string, len(d.Args))
+	for i, a := range d.Args {
+		opt := ""
+		if !a.Required {
+			opt = "?"
+		}
+		args[i] = a.Name + opt + ": " + a.Type
+	}
+	return d.Name + "(" + strings.Join(args, ", ") + ")"
 }

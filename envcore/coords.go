@@ -30,6 +30,8 @@ const (
 // execution read; keyboard_press is Press without a target.
 type coordAction struct {
 	typ ActionType
+	// desc and example describe it for a model and for tools (Actions).
+	desc, example string
 	// params are the numeric arguments, each with the Action field it fills.
 	params []coordParam
 	// button: takes an optional button="left"|"middle"|"right".
@@ -65,20 +67,26 @@ var (
 func atXY(a Action) [][2]float64 { return [][2]float64{{a.X, a.Y}} }
 
 var coordActions = []coordAction{
-	{typ: MouseClick, params: []coordParam{pX, pY}, button: true, points: atXY,
+	{typ: MouseClick, desc: "Click at a point of the viewport.", example: `mouse_click(120, 48)`,
+		params: []coordParam{pX, pY}, button: true, points: atXY,
 		run: func(t *tab, ctx context.Context, a Action) error { return t.clickAt(ctx, a.X, a.Y, a.Button, 1) }},
-	{typ: MouseDblClick, params: []coordParam{pX, pY}, button: true, points: atXY,
+	{typ: MouseDblClick, desc: "Double-click at a point of the viewport.", example: `mouse_dblclick(120, 48)`,
+		params: []coordParam{pX, pY}, button: true, points: atXY,
 		run: func(t *tab, ctx context.Context, a Action) error { return t.clickAt(ctx, a.X, a.Y, a.Button, 2) }},
-	{typ: MouseMove, params: []coordParam{pX, pY}, points: atXY,
+	{typ: MouseMove, desc: "Move the mouse to a point of the viewport.", example: `mouse_move(120, 48)`,
+		params: []coordParam{pX, pY}, points: atXY,
 		run: func(t *tab, ctx context.Context, a Action) error {
 			return t.mouse(ctx, proto.InputDispatchMouseEventTypeMouseMoved, a.X, a.Y, "", 0)
 		}},
-	{typ: MouseDrag, params: []coordParam{pFromX, pFromY, pToX, pToY},
+	{typ: MouseDrag, desc: "Press the mouse at one point, move it to another and release it there.", example: `mouse_drag_and_drop(10, 20, 200, 20)`,
+		params: []coordParam{pFromX, pFromY, pToX, pToY},
 		points: func(a Action) [][2]float64 { return [][2]float64{{a.X, a.Y}, {a.ToX, a.ToY}} },
 		run:    (*tab).dragAndDrop},
-	{typ: Scroll, params: []coordParam{pDeltaX, pDeltaY}, run: (*tab).wheel},
-	{typ: KeyboardType, text: true,
-		run: func(t *tab, ctx context.Context, a Action) error { return t.typeText(ctx, a.Text) }},
+	{typ: Scroll, desc: "Turn the mouse wheel where the mouse is, by delta_x and delta_y CSS pixels (positive delta_y scrolls down).", example: `scroll(0, 400)`,
+		params: []coordParam{pDeltaX, pDeltaY}, run: (*tab).wheel},
+	{typ: KeyboardType, desc: "Type text into the focused element, key by key.", example: `keyboard_type("hello")`,
+		text: true,
+		run:  func(t *tab, ctx context.Context, a Action) error { return t.typeText(ctx, a.Text) }},
 }
 
 // coordActionOf returns the table entry of type typ.

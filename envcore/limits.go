@@ -136,3 +136,7 @@ func clipEcho(s string) string {
 	}
 	return clipRunes(s, MaxEchoChars) + fmt.Sprintf(" [cut: %d characters in all]", n)
 }
+
+// ClipEcho is s cut to MaxEchoChars, as an observation echoes the agent's
+// input (last_action, last_action_error), saying how long the whole was.
+func ClipEcho(s string) string { return clipEcho(s) }

@@ -336,140 +336,219 @@ func noArgs(t ActionType) func(parsedCall, *Action) error {
 // coords.go.
 type callForm struct {
 	names, aliases []string
-	parse          func(c parsedCall, a *Action) error
+	// desc, args and example describe the action for a model and for tools
+	// (Actions, Describe, the MCP tools, the docs' table): what it does, its
+	// arguments with their JSON types, and a call ParseAction reads.
+	desc    string
+	args    []ActionArg
+	example string
+	parse   func(c parsedCall, a *Action) error
 }
 
 var callForms = []callForm{
-	{[]string{"click"}, nil, func(c parsedCall, a *Action) (err error) {
-		a.Type = Click
-		if a.Target, err = c.target(); err != nil {
-			return err
-		}
-		if v, ok := c.args.kw["button"]; ok {
-			if b, _ := v.text(); b != "left" {
-				return fmt.Errorf("click(...): only the left button is supported, got button=%q", b)
-			}
-		}
-		return nil
-	}},
-	{[]string{"hover"}, nil, targetOnly(Hover)},
-	{[]string{"press"}, nil, func(c parsedCall, a *Action) (err error) {
-		a.Type = Press
-		if c.args.count() >= 2 {
+	{names: []string{"click"},
+		desc:    "Click an element.",
+		args:    []ActionArg{bid(Click)},
+		example: `click("add-to-cart")`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = Click
 			if a.Target, err = c.target(); err != nil {
 				return err
 			}
-			a.Key, err = c.str(1, "a key", "key_comb", "key")
-			return err
-		}
-		a.Key, err = c.str(0, "a key", "key_comb", "key")
-		return err
-	}},
-	{[]string{"keyboard_press"}, nil, func(c parsedCall, a *Action) (err error) {
-		a.Type = Press
-		if a.Key, err = c.str(0, "a key", "key", "key_comb"); err != nil {
-			return err
-		}
-		return c.atMost(1)
-	}},
-	{[]string{"fill", "type"}, []string{"type_text"}, func(c parsedCall, a *Action) (err error) {
-		a.Type = Type
-		if a.Target, err = c.target(); err != nil {
-			return err
-		}
-		if a.Text, err = c.str(1, "the text to type", "value", "text"); err != nil {
-			return err
-		}
-		if v, ok := c.args.arg(-1, "enter", "press_enter", "press_enter_after", "submit"); ok {
-			switch v.kind {
-			case "bool":
-				a.Enter = v.b
-			case "num":
-				a.Enter = v.num != 0
-			default:
-				return fmt.Errorf("%s(...): enter must be True or False", c.name)
-			}
-		}
-		return c.atMost(3)
-	}},
-	{[]string{"clear"}, nil, targetOnly(Clear)},
-	{[]string{"select_option"}, []string{"select"}, func(c parsedCall, a *Action) (err error) {
-		a.Type = Select
-		if a.Target, err = c.target(); err != nil {
-			return err
-		}
-		v, ok := c.args.arg(1, "options", "option", "value")
-		if !ok {
-			return fmt.Errorf("%s(...) needs the option to select", c.name)
-		}
-		if v.kind == "list" {
-			for _, x := range v.list {
-				s, ok := x.text()
-				if !ok {
-					return fmt.Errorf("%s(...): options must be strings", c.name)
+			if v, ok := c.args.kw["button"]; ok {
+				if b, _ := v.text(); b != "left" {
+					return fmt.Errorf("click(...): only the left button is supported, got button=%q", b)
 				}
-				a.Options = append(a.Options, s)
 			}
-		} else if s, ok := v.text(); ok {
-			a.Options = []string{s}
-		} else {
-			return fmt.Errorf("%s(...): the option must be a string or a list of strings", c.name)
-		}
-		if len(a.Options) == 0 {
-			return fmt.Errorf("%s(...) needs at least one option", c.name)
-		}
-		return c.atMost(2)
-	}},
-	{[]string{"goto"}, []string{"navigate"}, func(c parsedCall, a *Action) (err error) {
-		a.Type = Goto
-		a.URL, err = c.str(0, "a URL", "url")
-		return err
-	}},
-	{[]string{"go_back"}, []string{"back"}, noArgs(Back)},
-	{[]string{"go_forward"}, []string{"forward"}, noArgs(Forward)},
-	{[]string{"refresh"}, []string{"reload"}, noArgs(Refresh)},
-	{[]string{"new_tab"}, nil, func(c parsedCall, a *Action) (err error) {
-		a.Type = NewTab
-		a.URL, err = c.optStr(0, "url")
-		return err
-	}},
-	{[]string{"tab_focus"}, []string{"switch_tab"}, func(c parsedCall, a *Action) (err error) {
-		a.Type = SwitchTab
-		a.Tab, err = c.tab(true)
-		return err
-	}},
-	{[]string{"tab_close"}, []string{"close_tab"}, func(c parsedCall, a *Action) (err error) {
-		a.Type = CloseTab
-		a.Tab, err = c.tab(false)
-		return err
-	}},
-	{[]string{"stop"}, []string{"terminate", "answer"}, func(c parsedCall, a *Action) (err error) {
-		a.Type = Terminate
-		a.Answer, err = c.optStr(0, "answer", "text")
-		return err
-	}},
-	{[]string{"report_infeasible"}, nil, func(c parsedCall, a *Action) (err error) {
-		a.Type = Terminate
-		a.Infeasible = true
-		a.Answer, err = c.optStr(0, "reason", "text")
-		return err
-	}},
-	{[]string{"send_msg_to_user"}, []string{"send_msg"}, func(c parsedCall, a *Action) (err error) {
-		a.Type = SendMsg
-		a.Text, err = c.str(0, "the message", "text")
-		return err
-	}},
-	{[]string{"noop"}, []string{"wait"}, func(c parsedCall, a *Action) error {
-		a.Type = Noop
-		if v, ok := c.args.arg(0, "wait_ms"); ok {
-			n, ok := v.integer()
+			return nil
+		}},
+	{names: []string{"hover"},
+		desc:    "Move the mouse over an element (opens menus and tooltips that react to hover).",
+		args:    []ActionArg{bid(Hover)},
+		example: `hover("menu")`,
+		parse:   targetOnly(Hover)},
+	{names: []string{"press"},
+		desc:    "Press a key or key combination, on an element when bid is given (focused first), else on whatever has focus.",
+		args:    []ActionArg{keyArg("key"), {Name: "bid", Type: ArgString, Doc: "the semantic id of the element to press the key on"}},
+		example: `press("search", "Enter")`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = Press
+			if c.args.count() >= 2 {
+				if a.Target, err = c.target(); err != nil {
+					return err
+				}
+				a.Key, err = c.str(1, "a key", "key_comb", "key")
+				return err
+			}
+			a.Key, err = c.str(0, "a key", "key_comb", "key")
+			return err
+		}},
+	{names: []string{"keyboard_press"},
+		desc:    "Press a key or key combination on whatever has focus.",
+		args:    []ActionArg{keyArg("key")},
+		example: `keyboard_press("Escape")`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = Press
+			if a.Key, err = c.str(0, "a key", "key", "key_comb"); err != nil {
+				return err
+			}
+			return c.atMost(1)
+		}},
+	{names: []string{"fill", "type"}, aliases: []string{"type_text"},
+		desc: "Replace the text of a text field with value; enter=true presses Enter after it (to submit a search, say).",
+		args: []ActionArg{bid(Type), {Name: "value", Type: ArgString, Doc: "the text to type", Required: true},
+			{Name: "enter", Type: ArgBoolean, Doc: "press Enter after typing"}},
+		example: `fill("search", "red shoes", enter=True)`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = Type
+			if a.Target, err = c.target(); err != nil {
+				return err
+			}
+			if a.Text, err = c.str(1, "the text to type", "value", "text"); err != nil {
+				return err
+			}
+			if v, ok := c.args.arg(-1, "enter", "press_enter", "press_enter_after", "submit"); ok {
+				switch v.kind {
+				case "bool":
+					a.Enter = v.b
+				case "num":
+					a.Enter = v.num != 0
+				default:
+					return fmt.Errorf("%s(...): enter must be True or False", c.name)
+				}
+			}
+			return c.atMost(3)
+		}},
+	{names: []string{"clear"},
+		desc:    "Empty a text field.",
+		args:    []ActionArg{bid(Clear)},
+		example: `clear("search")`,
+		parse:   targetOnly(Clear)},
+	{names: []string{"select_option"}, aliases: []string{"select"},
+		desc:    "Select one or more options of a <select>, by their text, value or id.",
+		args:    []ActionArg{bid(Select), {Name: "options", Type: ArgArray, Doc: "the options to select: their text, value or id", Required: true}},
+		example: `select_option("size", ["M"])`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = Select
+			if a.Target, err = c.target(); err != nil {
+				return err
+			}
+			v, ok := c.args.arg(1, "options", "option", "value")
 			if !ok {
-				return fmt.Errorf("%s(...): wait_ms must be an integer", c.name)
+				return fmt.Errorf("%s(...) needs the option to select", c.name)
 			}
-			a.WaitMs = n
-		}
-		return nil
-	}},
+			if v.kind == "list" {
+				for _, x := range v.list {
+					s, ok := x.text()
+					if !ok {
+						return fmt.Errorf("%s(...): options must be strings", c.name)
+					}
+					a.Options = append(a.Options, s)
+				}
+			} else if s, ok := v.text(); ok {
+				a.Options = []string{s}
+			} else {
+				return fmt.Errorf("%s(...): the option must be a string or a list of strings", c.name)
+			}
+			if len(a.Options) == 0 {
+				return fmt.Errorf("%s(...) needs at least one option", c.name)
+			}
+			return c.atMost(2)
+		}},
+	{names: []string{"goto"}, aliases: []string{"navigate"},
+		desc:    "Open a URL in the active tab.",
+		args:    []ActionArg{{Name: "url", Type: ArgString, Doc: "an http or https URL", Required: true}},
+		example: `goto("http://shop.test/")`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = Goto
+			a.URL, err = c.str(0, "a URL", "url")
+			return err
+		}},
+	{names: []string{"go_back"}, aliases: []string{"back"},
+		desc:    "Go back in the active tab's history.",
+		args:    nil,
+		example: `go_back()`,
+		parse:   noArgs(Back)},
+	{names: []string{"go_forward"}, aliases: []string{"forward"},
+		desc:    "Go forward in the active tab's history.",
+		args:    nil,
+		example: `go_forward()`,
+		parse:   noArgs(Forward)},
+	{names: []string{"refresh"}, aliases: []string{"reload"},
+		desc:    "Reload the page.",
+		args:    nil,
+		example: `refresh()`,
+		parse:   noArgs(Refresh)},
+	{names: []string{"new_tab"},
+		desc:    "Open a new tab, at url when given, and switch to it.",
+		args:    []ActionArg{{Name: "url", Type: ArgString, Doc: "the URL to open (a blank tab without it)"}},
+		example: `new_tab()`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = NewTab
+			a.URL, err = c.optStr(0, "url")
+			return err
+		}},
+	{names: []string{"tab_focus"}, aliases: []string{"switch_tab"},
+		desc:    "Switch to a tab.",
+		args:    []ActionArg{tabArg(true)},
+		example: `tab_focus(0)`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = SwitchTab
+			a.Tab, err = c.tab(true)
+			return err
+		}},
+	{names: []string{"tab_close"}, aliases: []string{"close_tab"},
+		desc:    "Close a tab (the active one without index).",
+		args:    []ActionArg{tabArg(false)},
+		example: `tab_close()`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = CloseTab
+			a.Tab, err = c.tab(false)
+			return err
+		}},
+	{names: []string{"stop"}, aliases: []string{"terminate", "answer"},
+		desc:    "End the episode, with the answer when the task asks a question (empty for tasks that only ask to do something).",
+		args:    []ActionArg{{Name: "answer", Type: ArgString, Doc: "the answer to the task's question"}},
+		example: `stop("42")`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = Terminate
+			a.Answer, err = c.optStr(0, "answer", "text")
+			return err
+		}},
+	{names: []string{"report_infeasible"},
+		desc:    "End the episode, reporting that the task cannot be done here.",
+		args:    []ActionArg{{Name: "reason", Type: ArgString, Doc: "why it cannot be done"}},
+		example: `report_infeasible("no such product")`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = Terminate
+			a.Infeasible = true
+			a.Answer, err = c.optStr(0, "reason", "text")
+			return err
+		}},
+	{names: []string{"send_msg_to_user"}, aliases: []string{"send_msg"},
+		desc:    "Send a message to the user (chat tasks).",
+		args:    []ActionArg{{Name: "text", Type: ArgString, Doc: "the message", Required: true}},
+		example: `send_msg_to_user("done")`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = SendMsg
+			a.Text, err = c.str(0, "the message", "text")
+			return err
+		}},
+	{names: []string{"noop"}, aliases: []string{"wait"},
+		desc:    "Do nothing, wait up to wait_ms, then observe (for a page still changing).",
+		args:    []ActionArg{{Name: "wait_ms", Type: ArgInteger, Doc: fmt.Sprintf("milliseconds to wait, 0 to %d", MaxNoopWait)}},
+		example: `noop(500)`,
+		parse: func(c parsedCall, a *Action) error {
+			a.Type = Noop
+			if v, ok := c.args.arg(0, "wait_ms"); ok {
+				n, ok := v.integer()
+				if !ok {
+					return fmt.Errorf("%s(...): wait_ms must be an integer", c.name)
+				}
+				a.WaitMs = n
+			}
+			return nil
+		}},
 }
 
 // useMouse is what to use instead of BrowserGym's low-level mouse calls.

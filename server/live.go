@@ -191,6 +191,7 @@ func refuse(obs *envcore.Observation, info *envcore.StepInfo, action string, r *
 	if r.Comment != "" {
 		msg += ". Their comment: " + r.Comment
 	}
-	obs.LastAction, obs.LastActionError = action, msg
+	msg = envcore.ClipEcho(msg)
+	obs.LastAction, obs.LastActionError = envcore.ClipEcho(action), msg
 	info.ActionError, info.ActionErrorCode = msg, "rejected"
 }

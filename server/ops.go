@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/webserv-rl/webserv/envcore"
 )
 
 // op is one operation of the wire protocol. The table ops is the only
@@ -60,6 +62,9 @@ var ops = []op{
 			return nil, badRequest(err)
 		}
 		return map[string]any{"tasks": tasks}, nil
+	}),
+	opFor("actions", "the action grammar: each action's call, typed arguments, description and example, and the whole as prompt text", false, func(*Server, context.Context, call, *noArgs) (any, error) {
+		return map[string]any{"actions": envcore.Actions(), "describe": envcore.Describe()}, nil
 	}),
 	opFor("stats", "environments open, steps served, uptime", false, func(s *Server, _ context.Context, _ call, _ *noArgs) (any, error) {
 		return s.stats(), nil

@@ -67,3 +67,20 @@ def test_missing_server_says_what_to_do() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode != 0
     assert "make build" in out.stderr and "WEBSERV_URL" in out.stderr
+
+
+def test_the_action_grammar_comes_from_the_server(server: str) -> None:
+    import asyncio
+
+    import webserv
+
+    async def main() -> dict:
+        async with webserv.AsyncClient(server) as c:
+            return await c.actions()
+
+    got = asyncio.run(main())
+    names = [a["name"] for a in got["actions"]]
+    assert {"click", "fill", "select_option", "stop", "mouse_click", "scroll"} <= set(names), names
+    fill = next(a for a in got["actions"] if a["name"] == "fill")
+    assert [x["name"] for x in fill["args"]][:2] == ["bid", "value"] and fill["example"].startswith("fill(")
+    assert "fill(bid: string, value: string, enter?: boolean)" in got["describe"]

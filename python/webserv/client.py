@@ -262,6 +262,12 @@ class AsyncClient:
         """The default server's tasks (of one site, or all): ``{id, site, goal, start_url, ...}``."""
         return (await self.request("tasks", site=site) if site else await self.request("tasks"))["tasks"]
 
+    async def actions(self) -> dict[str, Any]:
+        """The action grammar, from the server's one action table: ``actions`` (each with its call
+        name, typed arguments, description and example) and ``describe``, the whole as prompt text
+        in the manner of BrowserGym's action-space description."""
+        return await self.request("actions")
+
     async def stats(self) -> dict[str, Any]:
         """The default server's stats (see host_stats for all)."""
         return await self.request("stats")
