@@ -120,7 +120,7 @@ func TestSiteTasksCheckLoop(t *testing.T) {
 // trackerCopy writes a definition of the example tracker in a temp dir
 // whose tasks are the example's, edited by edit, and returns its path;
 // files are written beside it.
-func trackerCopy(t *testing.T, edit func(string) string, files map[string]string) string {
+func trackerCopy(t *testing.T, edit func(string) string, files map[string]string, defExtra string) string {
 	t.Helper()
 	src := trackerDir(t)
 	dir := t.TempDir()
@@ -135,7 +135,7 @@ func trackerCopy(t *testing.T, edit func(string) string, files map[string]string
 	d := strings.ReplaceAll(string(def), "./tracker/", src+"/tracker/")
 	d = strings.Replace(d, "data_dir: tracker/data", "data_dir: "+src+"/tracker/data", 1)
 	d = strings.Replace(d, "tasks: [tracker/tasks.yaml]", "tasks: [tasks-*.yaml]", 1)
-	all := map[string]string{"tracker.yaml": d, "tasks-1.yaml": edit(strings.ReplaceAll(string(tasksFile), "./tracker/", src+"/tracker/"))}
+	all := map[string]string{"tracker.yaml": d + defExtra, "tasks-1.yaml": edit(strings.ReplaceAll(string(tasksFile), "./tracker/", src+"/tracker/"))}
 	for k, v := range files {
 		all[k] = v
 	}
@@ -156,11 +156,31 @@ func TestSiteTaskStorageStateLogin(t *testing.T) {
 		"tasks-2.yaml": "- task_id: 7\n  intent: Create an issue.\n  start_url: /new\n  login: {storage_state: li.json}\n" +
 			"  eval: {eval_types: [url_match], reference_url: __SITE__/issues/7}\n",
 		"li.json": `{"cookies": [{"name": "session", "value": "li", "domain": "127.0.0.1", "path": "/", "httpOnly": true}], "origins": []}`,
-	})
+	}, "")
 	_, _, cl := trackerServer(t, def)
 	made := cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.7"})
 	if html := obsOf(made)["html"].(string); !strings.Contains(html, "Signed in as li") || !strings.Contains(html, "new-issue.title") {
 		t.Errorf("task 7 starts at %v with %.400q; want the new-issue form, signed in as li", obsOf(made)["url"], html)
+	}
+}
+
+// The definition's login.cookies sign in its plain episodes and every task
+// of its own that gives no login of its own.
+func TestSiteLoginCookies(t *testing.T) {
+	t.Parallel()
+	_, _, cl := trackerServer(t, trackerCopy(t, func(s string) string { return s }, nil, "login: {cookies: [{name: session, value: sam}]}\n"))
+	for _, c := range []struct {
+		args map[string]any
+		who  string
+	}{
+		{map[string]any{"site": "tracker", "task": "tracker.1"}, "sam"},
+		{map[string]any{"site": "tracker", "task": "tracker.5"}, "maria"}, // its own login
+		{map[string]any{"site": "tracker", "start_url": "/"}, "sam"},
+	} {
+		html := obsOf(cl.call("make", "", c.args))["html"].(string)
+		if !strings.Contains(html, "Signed in as "+c.who) {
+			t.Errorf("%v: %.300q; want signed in as %s", c.args, html, c.who)
+		}
 	}
 }
 
@@ -173,7 +193,7 @@ func TestSiteTasksCheckLoopFailures(t *testing.T) {
 	def := trackerCopy(t, func(text string) string {
 		text = strings.Replace(text, "closed-with-comment, Crash when title is empty,", "closed-with-comment, Crash when the title is blank,", 1)
 		return strings.Replace(text, "args: [Dark mode, feature]", "args: [Dark mode, bug]", 1)
-	}, nil)
+	}, nil, "")
 	srv, f, cl := trackerServer(t, def)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
