@@ -31,11 +31,18 @@ func trackerDir(t *testing.T) string {
 // the local backend.
 func trackerServer(t *testing.T, def string) (*server.Server, *server.HostedFactory, *client) {
 	t.Helper()
+	return trackerServerWith(t, def, nil)
+}
+
+// trackerServerWith is trackerServer with a WebArena-Verified grader for
+// task files in its schema.
+func trackerServerWith(t *testing.T, def string, g *server.VerifiedGrader) (*server.Server, *server.HostedFactory, *client) {
+	t.Helper()
 	site, err := hosting.LoadSite(def)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := server.SiteTaskSet(site, nil, nil)
+	st, _, err := server.SiteTaskSet(site, nil, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,6 +187,42 @@ func TestSiteLoginCookies(t *testing.T) {
 		html := obsOf(cl.call("make", "", c.args))["html"].(string)
 		if !strings.Contains(html, "Signed in as "+c.who) {
 			t.Errorf("%v: %.300q; want signed in as %s", c.args, html, c.who)
+		}
+	}
+}
+
+// A site's task file in WebArena-Verified's schema, beside one in the
+// project's: its placeholders and sites stand for the site, and the
+// package's evaluators grade it from the episode's own network trace.
+// Without a Verified grader the file is refused, saying what to start.
+func TestSiteVerifiedSchemaTasks(t *testing.T) {
+	t.Parallel()
+	verified := `[{"sites": ["shopping"], "task_id": 8, "start_urls": ["__SHOPPING__/"], "intent": "Show the issues labelled bug.",
+  "intent_template": "Show the issues labelled {{label}}.", "intent_template_id": 1, "instantiation_dict": {"label": "bug"},
+  "eval": [{"evaluator": "AgentResponseEvaluator", "results_schema": {"type": "null"},
+            "expected": {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": null}},
+           {"evaluator": "NetworkEventEvaluator", "expected": {"url": "__SHOPPING__/?label=bug"}}],
+  "revision": 1}]`
+	def := trackerCopy(t, func(s string) string { return s }, map[string]string{"tasks-2.yaml": verified}, "")
+	site, err := hosting.LoadSite(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := server.SiteTaskSet(site, nil, nil); err == nil || !strings.Contains(err.Error(), "tasks-2.yaml is in WebArena-Verified's schema") || !strings.Contains(err.Error(), "--verified-python") {
+		t.Errorf("a Verified file without a grader: %v", err)
+	}
+	_, _, cl := trackerServerWith(t, def, verifiedGrader(t))
+	for _, c := range []struct {
+		label string
+		want  float64
+	}{{"bug", 1}, {"performance", 0}} {
+		env := cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.8"})["env"].(string)
+		last, err := play(cl, env, []string{`click("` + c.label + `")`, verifiedAnswer("NAVIGATE")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last["reward"] != c.want {
+			t.Errorf("showing the %s label: reward %v, info %v; want %v", c.label, last["reward"], last["info"], c.want)
 		}
 	}
 }
