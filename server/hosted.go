@@ -275,7 +275,7 @@ func plainEpisode(site *hosting.Site, spec MakeSpec, opts EpisodeOptions) (Episo
 	if opts.Goal != "" {
 		goal = opts.Goal
 	}
-	return Episode{StartURL: u, Goal: goal}, nil
+	return Episode{StartURL: u, Goal: goal, Cookies: siteCookies(site)}, nil
 }
 
 // Network routes the site's origin to this instance; everything else is

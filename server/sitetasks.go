@@ -41,6 +41,18 @@ func SiteTaskSet(site *hosting.Site, grader *tasks.Grader, verified *VerifiedGra
 			}
 		}
 	}
+	// The definition's login signs in every task of its own that gives none.
+	if site.Login != nil && len(site.Login.Cookies) > 0 {
+		for i := range set.Tasks {
+			if t := &set.Tasks[i]; t.Login == nil && t.Eval.Verified == nil {
+				l := &tasks.TaskLogin{}
+				for _, c := range site.Login.Cookies {
+					l.Cookies = append(l.Cookies, tasks.LoginCookie{Name: c.Name, Value: c.Value, Path: c.Path})
+				}
+				t.Login = l
+			}
+		}
+	}
 	if grader == nil {
 		grader = &tasks.Grader{}
 	}
@@ -100,6 +112,23 @@ func loginCookies(l *tasks.TaskLogin, origin string) ([]envcore.Cookie, error) {
 		}
 	}
 	return out, nil
+}
+
+// siteCookies are the cookies of a site definition's login, set on its
+// origin: a plain episode (no task) starts signed in with them.
+func siteCookies(site *hosting.Site) []envcore.Cookie {
+	if site.Login == nil {
+		return nil
+	}
+	var out []envcore.Cookie
+	for _, c := range site.Login.Cookies {
+		p := c.Path
+		if p == "" {
+			p = "/"
+		}
+		out = append(out, envcore.Cookie{Name: c.Name, Value: c.Value, URL: site.Origin + p})
+	}
+	return out
 }
 
 // tail is the end of a failed command's output, stderr first.

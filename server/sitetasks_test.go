@@ -31,11 +31,18 @@ func trackerDir(t *testing.T) string {
 // the local backend.
 func trackerServer(t *testing.T, def string) (*server.Server, *server.HostedFactory, *client) {
 	t.Helper()
+	return trackerServerWith(t, def, nil)
+}
+
+// trackerServerWith is trackerServer with a WebArena-Verified grader for
+// task files in its schema.
+func trackerServerWith(t *testing.T, def string, g *server.VerifiedGrader) (*server.Server, *server.HostedFactory, *client) {
+	t.Helper()
 	site, err := hosting.LoadSite(def)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := server.SiteTaskSet(site, nil, nil)
+	st, _, err := server.SiteTaskSet(site, nil, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +127,7 @@ func TestSiteTasksCheckLoop(t *testing.T) {
 // trackerCopy writes a definition of the example tracker in a temp dir
 // whose tasks are the example's, edited by edit, and returns its path;
 // files are written beside it.
-func trackerCopy(t *testing.T, edit func(string) string, files map[string]string) string {
+func trackerCopy(t *testing.T, edit func(string) string, files map[string]string, defExtra string) string {
 	t.Helper()
 	src := trackerDir(t)
 	dir := t.TempDir()
@@ -135,7 +142,7 @@ func trackerCopy(t *testing.T, edit func(string) string, files map[string]string
 	d := strings.ReplaceAll(string(def), "./tracker/", src+"/tracker/")
 	d = strings.Replace(d, "data_dir: tracker/data", "data_dir: "+src+"/tracker/data", 1)
 	d = strings.Replace(d, "tasks: [tracker/tasks.yaml]", "tasks: [tasks-*.yaml]", 1)
-	all := map[string]string{"tracker.yaml": d, "tasks-1.yaml": edit(strings.ReplaceAll(string(tasksFile), "./tracker/", src+"/tracker/"))}
+	all := map[string]string{"tracker.yaml": d + defExtra, "tasks-1.yaml": edit(strings.ReplaceAll(string(tasksFile), "./tracker/", src+"/tracker/"))}
 	for k, v := range files {
 		all[k] = v
 	}
@@ -156,11 +163,67 @@ func TestSiteTaskStorageStateLogin(t *testing.T) {
 		"tasks-2.yaml": "- task_id: 7\n  intent: Create an issue.\n  start_url: /new\n  login: {storage_state: li.json}\n" +
 			"  eval: {eval_types: [url_match], reference_url: __SITE__/issues/7}\n",
 		"li.json": `{"cookies": [{"name": "session", "value": "li", "domain": "127.0.0.1", "path": "/", "httpOnly": true}], "origins": []}`,
-	})
+	}, "")
 	_, _, cl := trackerServer(t, def)
 	made := cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.7"})
 	if html := obsOf(made)["html"].(string); !strings.Contains(html, "Signed in as li") || !strings.Contains(html, "new-issue.title") {
 		t.Errorf("task 7 starts at %v with %.400q; want the new-issue form, signed in as li", obsOf(made)["url"], html)
+	}
+}
+
+// The definition's login.cookies sign in its plain episodes and every task
+// of its own that gives no login of its own.
+func TestSiteLoginCookies(t *testing.T) {
+	t.Parallel()
+	_, _, cl := trackerServer(t, trackerCopy(t, func(s string) string { return s }, nil, "login: {cookies: [{name: session, value: sam}]}\n"))
+	for _, c := range []struct {
+		args map[string]any
+		who  string
+	}{
+		{map[string]any{"site": "tracker", "task": "tracker.1"}, "sam"},
+		{map[string]any{"site": "tracker", "task": "tracker.5"}, "maria"}, // its own login
+		{map[string]any{"site": "tracker", "start_url": "/"}, "sam"},
+	} {
+		html := obsOf(cl.call("make", "", c.args))["html"].(string)
+		if !strings.Contains(html, "Signed in as "+c.who) {
+			t.Errorf("%v: %.300q; want signed in as %s", c.args, html, c.who)
+		}
+	}
+}
+
+// A site's task file in WebArena-Verified's schema, beside one in the
+// project's: its placeholders and sites stand for the site, and the
+// package's evaluators grade it from the episode's own network trace.
+// Without a Verified grader the file is refused, saying what to start.
+func TestSiteVerifiedSchemaTasks(t *testing.T) {
+	t.Parallel()
+	verified := `[{"sites": ["shopping"], "task_id": 8, "start_urls": ["__SHOPPING__/"], "intent": "Show the issues labelled bug.",
+  "intent_template": "Show the issues labelled {{label}}.", "intent_template_id": 1, "instantiation_dict": {"label": "bug"},
+  "eval": [{"evaluator": "AgentResponseEvaluator", "results_schema": {"type": "null"},
+            "expected": {"task_type": "navigate", "status": "SUCCESS", "retrieved_data": null}},
+           {"evaluator": "NetworkEventEvaluator", "expected": {"url": "__SHOPPING__/?label=bug"}}],
+  "revision": 1}]`
+	def := trackerCopy(t, func(s string) string { return s }, map[string]string{"tasks-2.yaml": verified}, "")
+	site, err := hosting.LoadSite(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := server.SiteTaskSet(site, nil, nil); err == nil || !strings.Contains(err.Error(), "tasks-2.yaml is in WebArena-Verified's schema") || !strings.Contains(err.Error(), "--verified-python") {
+		t.Errorf("a Verified file without a grader: %v", err)
+	}
+	_, _, cl := trackerServerWith(t, def, verifiedGrader(t))
+	for _, c := range []struct {
+		label string
+		want  float64
+	}{{"bug", 1}, {"performance", 0}} {
+		env := cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.8"})["env"].(string)
+		last, err := play(cl, env, []string{`click("` + c.label + `")`, verifiedAnswer("NAVIGATE")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last["reward"] != c.want {
+			t.Errorf("showing the %s label: reward %v, info %v; want %v", c.label, last["reward"], last["info"], c.want)
+		}
 	}
 }
 
@@ -173,7 +236,7 @@ func TestSiteTasksCheckLoopFailures(t *testing.T) {
 	def := trackerCopy(t, func(text string) string {
 		text = strings.Replace(text, "closed-with-comment, Crash when title is empty,", "closed-with-comment, Crash when the title is blank,", 1)
 		return strings.Replace(text, "args: [Dark mode, feature]", "args: [Dark mode, bug]", 1)
-	}, nil)
+	}, nil, "")
 	srv, f, cl := trackerServer(t, def)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -12,8 +12,10 @@
 // browser page (any Page: the server passes the environment's active tab):
 // string_match (exact, must_include with |OR| and the one-character token
 // rule, fuzzy_match through a Judge such as NewOpenAIJudge), url_match,
-// program_html (with the five func: helpers run as Go code) and state
-// (read-only SQL on a bundled site's database). Scores multiply.
+// program_html (with the five func: helpers run as Go code), state
+// (read-only SQL on the bundled shop's database, or on a SQLite file of
+// the instance) and check (a verifier program run in the instance, for a
+// site definition's own tasks: LoadSiteTasks, check.go). Scores multiply.
 //
 //	g := &tasks.Grader{Judge: tasks.NewOpenAIJudge("http://127.0.0.1:8000/v1", "model", "")}
 //	res, err := g.Grade(ctx, t, page, answer, map[string]tasks.Site{"shopping": {BaseURL: shopURL}})

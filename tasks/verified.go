@@ -31,6 +31,10 @@ type verifiedTask struct {
 	Intent    string         `json:"intent"`
 	Eval      []verifiedEval `json:"eval"`
 	Revision  *int           `json:"revision"`
+	// The package's model requires these too.
+	TemplateID    *int            `json:"intent_template_id"`
+	Template      *string         `json:"intent_template"`
+	Instantiation json.RawMessage `json:"instantiation_dict"`
 }
 
 type verifiedEval struct {
@@ -93,6 +97,12 @@ func (vt *verifiedTask) validate() error {
 		return fmt.Errorf("eval: empty")
 	case vt.Revision == nil:
 		return fmt.Errorf("revision: missing")
+	case vt.TemplateID == nil:
+		return fmt.Errorf("intent_template_id: missing")
+	case vt.Template == nil:
+		return fmt.Errorf("intent_template: missing")
+	case len(vt.Instantiation) == 0:
+		return fmt.Errorf("instantiation_dict: missing (give {} when the intent has no variables)")
 	}
 	for _, s := range vt.Sites {
 		if !knownSite(s) {

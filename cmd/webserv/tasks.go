@@ -73,6 +73,12 @@ func tasksValidateCmd(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tasks validate", flag.ContinueOnError)
 	dir := fs.String("sites", "", "directory of site definitions (*.yaml, *.json; docs/sites.md)")
 	only := fs.String("site", "", "validate only this site's tasks")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: webserv tasks validate --sites DIR [--site NAME]\n\n"+
+			"Loads every task file of the site definitions in DIR that have tasks: and checks it:\n"+
+			"fields, oracle and wrong actions, and (local backend) setup and check programs.")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -171,6 +177,13 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 	only := fs.String("site", "", "check only this site's tasks")
 	parallel := fs.Int("parallel", 4, "episodes at once")
 	verbose := fs.Bool("v", false, "log the server's info messages too")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: webserv tasks check --sites DIR [--site NAME] [--parallel N] [flags]\n\n"+
+			"Replays every task's oracle (reward must be 1) and wrong sequence (reward 0) of the site\n"+
+			"definitions in DIR that have tasks:, each on a fresh instance; exit status 1 on any failure.\n"+
+			"It takes serve's browser and hosting flags (the bundled shop is never served):")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
