@@ -64,10 +64,14 @@ type Config struct {
 	// Default 10s.
 	MaxBusy time.Duration
 	// ObserveTimeout bounds reading the observation. A page that takes
-	// longer has its script stopped and is read once more; late again, the
-	// step fails with ErrUnresponsive. Default 10s. A step therefore lasts
-	// at most about ActionTimeout + SettleTimeout + 2 ObserveTimeout plus
-	// a few seconds of recovery, whatever the page does.
+	// longer and is over a resource limit fails the step with that limit;
+	// otherwise its script is stopped and it is read once more; late again,
+	// the step fails with ErrUnresponsive. Default 20s: an observation takes
+	// milliseconds, and the margin is for a starved host, where a misfire
+	// would cost the episode. A step therefore lasts at most about
+	// ActionTimeout + SettleTimeout + 2 ObserveTimeout plus a few seconds of
+	// recovery (about 65 s with the defaults, under the server's 2 minute
+	// request timeout), whatever the page does.
 	ObserveTimeout time.Duration
 	// Retries is how many times an element action is retried when its
 	// target is covered or not yet visible. Default 2; -1 means none.
@@ -107,7 +111,7 @@ func (c Config) withDefaults() Config {
 		c.MaxBusy = 10 * time.Second
 	}
 	if c.ObserveTimeout <= 0 {
-		c.ObserveTimeout = 10 * time.Second
+		c.ObserveTimeout = 20 * time.Second
 	}
 	if c.Retries == 0 {
 		c.Retries = 2

@@ -82,6 +82,14 @@ func (e *Env) observeBounded(ctx context.Context, opts ObserveOptions) (Observat
 		if err == nil || ctx.Err() != nil || !late {
 			return obs, err
 		}
+		// A page grown past a limit (a DOM too large to walk in time) is
+		// over that limit, whatever the machine's load made of the walk.
+		sctx, scancel := context.WithTimeout(ctx, regainTimeout)
+		rl := e.overLimit(sctx)
+		scancel()
+		if rl != nil {
+			return Observation{}, e.giveUpOver(rl)
+		}
 		why := fmt.Sprintf("reading the page took longer than %s", e.cfg.ObserveTimeout)
 		if attempt > 0 {
 			return Observation{}, e.lose(why + ", twice (the second time after its script was stopped)")
