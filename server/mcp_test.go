@@ -451,3 +451,33 @@ func TestMCPSessionIsRecorded(t *testing.T) {
 		t.Error("record=maybe was accepted")
 	}
 }
+
+// An MCP session made with approve=true is held for a person's verdict in
+// the live view, as a WebSocket client's environment is: the rejected
+// action comes back as an error result the model reads.
+func TestMCPSessionInTheLiveView(t *testing.T) {
+	t.Parallel()
+	_, base := startServer(t, server.Config{})
+	cs := mustMCP(t, base, "approve=true&start_url="+url.QueryEscape(pageURL(4)))
+	res := okTool(t, cs, "reset", nil)
+	env := structOf(t, res)["env"].(string)
+	load := idOf(t, textOf(res), "Load")
+	p := uiPage(t, base+"/ui/?env="+env)
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "click", Arguments: map[string]any{"bid": load}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	until(t, p, "the pending action", `a => !document.getElementById('pending').hidden && document.getElementById('pending-action').textContent === a`, fmt.Sprintf("click(%q)", load))
+	if err := p.MustElement("#comment").Input("not yet"); err != nil {
+		t.Fatal(err)
+	}
+	click(t, p, "#reject")
+	res = <-done
+	if res == nil || !res.IsError || !strings.Contains(textOf(res), "rejected") || !strings.Contains(textOf(res), "not yet") || strings.Contains(textOf(res), "loaded 4") {
+		t.Errorf("the rejected click's result: %v", res)
+	}
+}
