@@ -481,3 +481,19 @@ func TestMCPSessionInTheLiveView(t *testing.T) {
 		t.Errorf("the rejected click's result: %v", res)
 	}
 }
+
+// A client that vanishes without closing its session loses it after the
+// server's TTL without a request, and its environment with it.
+func TestMCPDroppedSessionIsFreedAfterTheTTL(t *testing.T) {
+	t.Parallel()
+	_, base := startServer(t, server.Config{TTL: time.Second})
+	cs := mustMCP(t, base, "")
+	okTool(t, cs, "reset", map[string]any{"start_url": pageURL(2)})
+	waitEnvs(t, base, 1)
+	waitEnvs(t, base, 0) // nobody calls: the session and its environment go
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "observe"}); err == nil {
+		t.Error("a tool call on the expired session succeeded")
+	}
+}
