@@ -159,6 +159,11 @@ func TestMCPToolsAreDerivedFromTheActions(t *testing.T) {
 	if req := schemas["click"]["required"].([]any); !slices.Contains(req, any("bid")) {
 		t.Errorf("click's required arguments %v lack bid", req)
 	}
+	// The sites are resources, with their descriptions.
+	rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "webserv://sites/open"})
+	if err != nil || !strings.Contains(rr.Contents[0].Text, "start_url") {
+		t.Errorf("the open site's resource: %v %v", rr, err)
+	}
 	// The prompt explains the actions from the same descriptions.
 	p, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "webserv_actions"})
 	if err != nil {
@@ -392,6 +397,11 @@ func TestMCPSolvesABundledTask(t *testing.T) {
 		}
 		if st["task_id"] != "shopping.0" {
 			t.Errorf("run %d: task_id %v", run, st["task_id"])
+		}
+		// Past the end, an action is refused until a reset.
+		res = callTool(t, cs, "go_back", nil)
+		if !res.IsError || !strings.Contains(textOf(res), "episode_over (agent fault)") || !strings.Contains(textOf(res), "reset") {
+			t.Errorf("an action after the episode's end: %q", textOf(res))
 		}
 	}
 
