@@ -380,9 +380,9 @@ func (f *mcpFront) readTask(_ context.Context, req *mcp.ReadResourceRequest) (*m
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
 }
 
-// mcpError is a failure as a tool result (counted as the WebSocket's
-// errors are) the model reads: the wire
+// mcpError is a failure as a tool result the model reads: the wire
 // error's code, fault and message, and the same as structured content.
+// It is counted in the error metric as the WebSocket's errors are.
 func (s *Server) mcpError(err error) *mcp.CallToolResult {
 	e := wireError(err)
 	s.metrics.errors.WithLabelValues(string(e.Code)).Inc()
