@@ -1,6 +1,8 @@
 // Package server serves web-agent environments over one MessagePack-framed
-// WebSocket per client (docs/protocol.md), and over OpenEnv's WebSocket
-// protocol for OpenEnv clients. It is the wire and the sessions: what an
+// WebSocket per client (docs/protocol.md), over OpenEnv's WebSocket
+// protocol for OpenEnv clients, and over the Model Context Protocol for
+// MCP agent harnesses (/v1/mcp, and ServeMCP for stdio; docs/mcp.md). It
+// is the wire and the sessions: what an
 // environment is and does is package envcore's; where its site runs is a
 // Factory's (package hosting's backends, the bundled shop, WebArena).
 //
@@ -28,8 +30,8 @@
 // server_ms}. The operations are one table (ops.go): each has a typed
 // argument struct, decoded strictly, so a misspelled argument is an error
 // naming the nearest valid one, never a silent default. Dispatch, metric
-// labels, hello's op list, the OpenEnv front end and docs/protocol.md's
-// table all read that table. Requests for one environment run in order on
+// labels, hello's op list, the OpenEnv and MCP front ends and
+// docs/protocol.md's table all read that table. Requests for one environment run in order on
 // its worker; requests for different environments run at once.
 //
 // # Errors

@@ -344,20 +344,20 @@ func (f *mcpFront) toolHandler(t mcpTool) mcp.ToolHandler {
 		var a map[string]any
 		if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
 			if err := json.Unmarshal(raw, &a); err != nil {
-				return mcpError(badArgs(fmt.Sprintf("%s: arguments must be a JSON object: %v", t.name, err))), nil
+				return f.s.mcpError(badArgs(fmt.Sprintf("%s: arguments must be a JSON object: %v", t.name, err))), nil
 			}
 		}
 		if a == nil {
 			a = map[string]any{}
 		}
 		if err := t.check(a); err != nil {
-			return mcpError(err), nil
+			return f.s.mcpError(err), nil
 		}
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		res, err := t.run(m, a)
 		if err != nil {
-			return mcpError(err), nil
+			return f.s.mcpError(err), nil
 		}
 		return res, nil
 	}
@@ -382,8 +382,10 @@ func (f *mcpFront) readTask(_ context.Context, req *mcp.ReadResourceRequest) (*m
 
 // mcpError is a failure as a tool result the model reads: the wire
 // error's code, fault and message, and the same as structured content.
-func mcpError(err error) *mcp.CallToolResult {
+// It is counted in the error metric as the WebSocket's errors are.
+func (s *Server) mcpError(err error) *mcp.CallToolResult {
 	e := wireError(err)
+	s.metrics.errors.WithLabelValues(string(e.Code)).Inc()
 	return &mcp.CallToolResult{IsError: true,
 		Content:           []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s (%s fault): %s", e.Code, e.Fault, e.Message)}},
 		StructuredContent: map[string]any{"error": e}}
@@ -392,6 +394,7 @@ func mcpError(err error) *mcp.CallToolResult {
 // op runs an op of the table on the session's environment's worker.
 func (m *mcpSession) op(name string, a args) (any, error) {
 	x := m.x
+	m.s.metrics.requests.WithLabelValues(name).Inc()
 	return m.s.onWorker(x, func() (any, error) {
 		res, err := m.s.run(Request{Op: name, Env: x.id, Args: a}, call{conn: m.owner, x: x})
 		m.st = x.mcpState() // in the same job: no second trip to the worker
@@ -437,10 +440,15 @@ func (m *mcpSession) make(site, task, startURL, goal string, seed *int64) (*Epis
 	}
 	if d.Approve {
 		a["approve"] = true
+		if wait := m.s.cfg.StepTimeout; DefaultApproveTimeout >= wait {
+			// The verdict must come within the tool call's own deadline.
+			a["approve_timeout_ms"] = (wait * 3 / 4).Milliseconds()
+		}
 	}
 	if d.MaxSteps > 0 {
 		a["max_steps"] = d.MaxSteps
 	}
+	m.s.metrics.requests.WithLabelValues("make").Inc()
 	res, err := m.s.run(Request{Op: "make", Args: a}, call{conn: m.owner})
 	if err != nil {
 		return nil, err

@@ -159,6 +159,11 @@ func TestMCPToolsAreDerivedFromTheActions(t *testing.T) {
 	if req := schemas["click"]["required"].([]any); !slices.Contains(req, any("bid")) {
 		t.Errorf("click's required arguments %v lack bid", req)
 	}
+	// The sites are resources, with their descriptions.
+	rr, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "webserv://sites/open"})
+	if err != nil || !strings.Contains(rr.Contents[0].Text, "start_url") {
+		t.Errorf("the open site's resource: %v %v", rr, err)
+	}
 	// The prompt explains the actions from the same descriptions.
 	p, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "webserv_actions"})
 	if err != nil {
@@ -393,6 +398,11 @@ func TestMCPSolvesABundledTask(t *testing.T) {
 		if st["task_id"] != "shopping.0" {
 			t.Errorf("run %d: task_id %v", run, st["task_id"])
 		}
+		// Past the end, an action is refused until a reset.
+		res = callTool(t, cs, "go_back", nil)
+		if !res.IsError || !strings.Contains(textOf(res), "episode_over (agent fault)") || !strings.Contains(textOf(res), "reset") {
+			t.Errorf("an action after the episode's end: %q", textOf(res))
+		}
 	}
 
 	// Fork: the forked environment is another session's, and acting there
@@ -449,5 +459,52 @@ func TestMCPSessionIsRecorded(t *testing.T) {
 	}
 	if _, err := mcpConnect(t, base, "record=maybe", nil); err == nil {
 		t.Error("record=maybe was accepted")
+	}
+}
+
+// An MCP session made with approve=true is held for a person's verdict in
+// the live view, as a WebSocket client's environment is: the rejected
+// action comes back as an error result the model reads.
+func TestMCPSessionInTheLiveView(t *testing.T) {
+	t.Parallel()
+	_, base := startServer(t, server.Config{})
+	cs := mustMCP(t, base, "approve=true&start_url="+url.QueryEscape(pageURL(4)))
+	res := okTool(t, cs, "reset", nil)
+	env := structOf(t, res)["env"].(string)
+	load := idOf(t, textOf(res), "Load")
+	p := uiPage(t, base+"/ui/?env="+env)
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "click", Arguments: map[string]any{"bid": load}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	until(t, p, "the pending action", `a => !document.getElementById('pending').hidden && document.getElementById('pending-action').textContent === a`, fmt.Sprintf("click(%q)", load))
+	if err := p.MustElement("#comment").Input("not yet"); err != nil {
+		t.Fatal(err)
+	}
+	click(t, p, "#reject")
+	res = <-done
+	if res == nil || !res.IsError || !strings.Contains(textOf(res), "rejected") || !strings.Contains(textOf(res), "not yet") || strings.Contains(textOf(res), "loaded 4") {
+		t.Errorf("the rejected click's result: %v", res)
+	}
+}
+
+// A client that vanishes without closing its session loses it after the
+// server's TTL without a request, and its environment with it.
+func TestMCPDroppedSessionIsFreedAfterTheTTL(t *testing.T) {
+	t.Parallel()
+	// The TTL leaves room for a loaded machine between the client's
+	// requests (the session's idle clock runs between them too).
+	_, base := startServer(t, server.Config{TTL: 4 * time.Second})
+	cs := mustMCP(t, base, "")
+	okTool(t, cs, "reset", map[string]any{"start_url": pageURL(2)})
+	waitEnvs(t, base, 0) // nobody calls: the session and its environment go
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "observe"}); err == nil {
+		t.Error("a tool call on the expired session succeeded")
 	}
 }

@@ -77,6 +77,7 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	if !cfg.NoUI {
 		log.Info("web UI", zap.String("url", fmt.Sprintf("http://%s/ui/", l.Addr())))
 	}
+	log.Info("MCP (Streamable HTTP; docs/mcp.md)", zap.String("url", fmt.Sprintf("http://%s/v1/mcp", l.Addr())))
 	log.Info("serving", zap.String("addr", l.Addr().String()), zap.Int("max_envs", cfg.MaxEnvs), zap.Bool("token", cfg.Token != ""))
 	select {
 	case <-ctx.Done():

@@ -146,6 +146,8 @@ def test_mcp_over_stdio(binary: str, tmp_path: Any) -> None:
             "",
             "--instances",
             str(tmp_path / "instances"),
+            "--shop-data",
+            str(tmp_path / "shop-data"),
             "--task",
             "shopping.0",
             "--idle",
