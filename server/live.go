@@ -20,7 +20,8 @@ import (
 // replayer of the --trajectories directory with re-runs.
 
 // DefaultApproveTimeout is how long an action waits for a person's verdict
-// when make's approve_timeout_ms is not given; then it is rejected.
+// when make's approve_timeout_ms is not given (at most 3/4 of the server's
+// request timeout); then it is rejected.
 const DefaultApproveTimeout = 2 * time.Minute
 
 // liveView is the Observer that keeps the UI's board.
@@ -87,7 +88,8 @@ func (s *Server) liveOptions(a *makeArgs, l *limits) error {
 	}
 	timeout := a.ApproveTimeoutMs.D()
 	if timeout <= 0 {
-		timeout = DefaultApproveTimeout
+		// The default leaves the request a quarter of its time to act.
+		timeout = min(DefaultApproveTimeout, s.cfg.StepTimeout*3/4)
 	}
 	if a.Approve && timeout >= s.cfg.StepTimeout {
 		return errorf(CodeBadArgs, false, "approve_timeout_ms (%s) must be shorter than the server's request timeout (%s)", timeout, s.cfg.StepTimeout)

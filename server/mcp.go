@@ -439,11 +439,7 @@ func (m *mcpSession) make(site, task, startURL, goal string, seed *int64) (*Epis
 		a["record"] = true
 	}
 	if d.Approve {
-		a["approve"] = true
-		if wait := m.s.cfg.StepTimeout; DefaultApproveTimeout >= wait {
-			// The verdict must come within the tool call's own deadline.
-			a["approve_timeout_ms"] = (wait * 3 / 4).Milliseconds()
-		}
+		a["approve"] = true // make's default approve timeout fits the request's deadline
 	}
 	if d.MaxSteps > 0 {
 		a["max_steps"] = d.MaxSteps

@@ -157,3 +157,13 @@ func TestResourceLimitIsTheAgentsAndResetGoesOn(t *testing.T) {
 	}
 	cl.call("step", env, map[string]any{"action": "noop()"})
 }
+
+// approve without approve_timeout_ms is accepted: its default fits inside
+// the server's request timeout (it equalled it, and every such make was
+// refused).
+func TestApproveWithTheDefaultTimeoutIsAccepted(t *testing.T) {
+	_, base := startServer(t, server.Config{})
+	cl := dial(t, base)
+	env := cl.call("make", "", map[string]any{"start_url": pageURL(4), "approve": true})["env"].(string)
+	cl.call("close", env, nil)
+}
