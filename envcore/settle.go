@@ -72,10 +72,10 @@ func (e *NotSettledError) Error() string {
 //  2. nothing the action caused is pending in the page: XHR and fetch
 //     requests, timers, animation frames, idle callbacks and
 //     MessageChannel messages scheduled from the action's input events
-//     onwards (in a document newer than the action: its start-up work);
-//     (in a routed context, with every request of the route's log that
-//     started since actionStart and that the page does not track itself:
-//     settle_route.go);
+//     onwards (in a document newer than the action: its start-up work),
+//     and in a routed context every request of the route's log that
+//     started since actionStart and that the page does not track itself
+//     (settle_route.go);
 //  3. the idle window has passed since the latest of actionEnd, the last
 //     navigation event and the last start or end of a caused request.
 //
@@ -240,8 +240,8 @@ type pageSettle struct {
 	WakeMs     int64        `json:"wake_ms"`    // until the first pending item but a request is due (0: any moment; -1: only requests pending)
 	Tracked    int          `json:"tracked"`    // items the action has caused in all
 	Items      []settleItem `json:"items"`
-	Sent       []string     `json:"sent"`   // "METHOD URL" of the requests it tracks that started since the action
-	Frames     int          `json:"frames"` // the frames just after the action, not yet rendered`
+	Sent       []string     `json:"sent"`   // "METHOD URL" of the requests it sent from a second before the action on
+	Frames     int          `json:"frames"` // the frames just after the action, not yet rendered
 	Ready      string       `json:"ready"`
 }
 

@@ -43,7 +43,7 @@ type routeState struct {
 }
 
 // routeWait judges the requests reqs (those that started after the
-// action began) at now: the ones the page tracks itself (known, by
+// action began, in the order they started) at now: the ones the page tracks itself (known, by
 // "METHOD URL", counted) are left to it; of the others, one is pending
 // until it ends, unless its response is a stream whose headers have come
 // (an EventSource, a multipart image) or it is older than long while its
@@ -57,7 +57,11 @@ func routeWait(reqs []traffic.Request, known map[string]int, long time.Duration,
 			answered[r.Origin] = r.Start
 		}
 	}
-	for _, r := range reqs {
+	// The page names its newest requests; the log may also hold older
+	// ones of the same key, sent between the action's start and the page
+	// hearing of it. Matched newest first, those older ones are left over.
+	for i := len(reqs) - 1; i >= 0; i-- {
+		r := reqs[i]
 		k := r.Method + " " + r.URL
 		if known[k] > 0 {
 			known[k]--

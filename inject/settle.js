@@ -154,6 +154,7 @@
   // context in its proxy's log, and leaves these to this file's rule
   // (background chains, long polls). Kept for the latest SENT_KEEP.
   const SENT_KEEP = 200;
+  const SENT_MARGIN = 1000; // ms before begin(k) that state(k) names requests from
   const sent = []; // [time, key]
   let beganAt = 0; // when the latest action began in this document
   function note(method, url) {
@@ -362,7 +363,9 @@
     acc.pending += anim;
     if (lastRequest.has(act)) acc.quiet = Math.min(acc.quiet, t - lastRequest.get(act));
     acc.tracked += (tracked.get(act) || 0) + anim;
-    const from = act === k ? beganAt : 0;
+    // Since a little before the action began: the Go side's log starts at
+    // the action's start, a moment before this document hears of it.
+    const from = act === k ? beganAt - SENT_MARGIN : 0;
     for (let i = sent.length - 1; i >= 0 && sent[i][0] >= from; i--) acc.sent.push(sent[i][1]);
   }
 

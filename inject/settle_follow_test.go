@@ -64,7 +64,8 @@ func TestSettleFollowsAFrameLoopToItsEnd(t *testing.T) {
 // to its rule; a beacon is named too.
 func TestSettleNamesTheRequestsItSends(t *testing.T) {
 	p := open(t, `<p>sent</p>`)
-	eval(t, p, `() => { fetch('/api/slow?ms=1&before'); }`)
+	// A request sent well before the action (over a second) is not named.
+	eval(t, p, `() => new Promise(r => { fetch('/api/slow?ms=1&before'); setTimeout(r, 1200); })`)
 	eval(t, p, `() => { __webserv.settle.begin(1); fetch('/api/slow?ms=1#frag'); navigator.sendBeacon('/api/slow?ms=2', 'x'); }`)
 	st := settleState(t, p, 1, 5000)
 	var sent []string
@@ -83,7 +84,7 @@ func TestSettleNamesTheRequestsItSends(t *testing.T) {
 func TestSettleWaitsForTheWorkersReply(t *testing.T) {
 	p := open(t, `<p>worker</p><script>
 		window.w = new Worker(URL.createObjectURL(new Blob(['onmessage = (e) => setTimeout(() => postMessage(e.data), 200);'], { type: 'text/javascript' })));
-		w.onmessage = (e) => { window.got = e.data; setTimeout(() => { window.after = true; }, 100); };
+		w.onmessage = (e) => { window.got = e.data; setTimeout(() => { window.after = true; }, 1500); };
 	</script>`)
 	eval(t, p, `() => { __webserv.settle.begin(1); w.postMessage('hi'); }`)
 	if st := settleState(t, p, 1, 5000); kinds(st) != "reply" {
