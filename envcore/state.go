@@ -272,6 +272,12 @@ func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState) (last time
 	}
 	last = time.Now()
 	if current < n-1 {
+		// A history move is relative to the entry committed now: wait until
+		// the last entry's navigation has committed, or on a loaded host the
+		// move starts from the entry before it and lands one too far back.
+		if err := e.waitCommitted(ctx, t, ts.History[n-1]); err != nil {
+			return last, fmt.Errorf("restore history position: %w", err)
+		}
 		if err := e.goToEntry(ctx, t, current-(n-1)); err != nil {
 			return last, fmt.Errorf("restore history position: %w", err)
 		}
@@ -311,6 +317,34 @@ func (e *Env) goToEntry(ctx context.Context, t *tab, delta int) error {
 		}
 	}
 }
+
+// waitCommitted waits until t's current history entry is url (the last
+// navigation of a replay has committed), at most commitWait: a URL the
+// browser spells otherwise must not hold the restore up, and then the move
+// goes ahead as it did before this wait.
+func (e *Env) waitCommitted(ctx context.Context, t *tab, url string) error {
+	deadline := time.Now().Add(commitWait)
+	if d := e.restoreDeadline(ctx); d.Before(deadline) {
+		deadline = d
+	}
+	for {
+		h, err := proto.PageGetNavigationHistory{}.Call(t.client(ctx))
+		if err == nil && h.CurrentIndex >= 0 && h.CurrentIndex < len(h.Entries) && h.Entries[h.CurrentIndex].URL == url {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return nil // not seen (the browser may spell the URL otherwise): move as before
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// commitWait bounds waitCommitted.
+const commitWait = 10 * time.Second
 
 // origin is a URL's scheme://host:port ("" when it does not parse).
 func origin(raw string) string {
