@@ -324,6 +324,57 @@
     oRAF.call(window, function () { oRAF.call(window, function () { untrack(id); }); });
   }
 
+  // Frames of another origin. This document cannot read their trackers,
+  // and a postMessage the action sent one is a task in that frame, not
+  // yet run when the action ends: what its handler starts (a fetch, which
+  // the Go side then sees in the proxy's log) could begin after the idle
+  // window. So the first poll after the action posts each such frame a
+  // probe; messages from one window to another arrive in order, so when
+  // the frame's bundle answers, what the action posted before has been
+  // handled. Until then (at most PROBE_OVERDUE, for a frame without the
+  // bundle) the frame is reported with the frames after the action. The
+  // probe and its answer are stopped before any page listener sees them.
+  const PROBE_OVERDUE = 300;
+  const PROBE_HOLD = 100;
+  const probes = new Map(); // probe number -> pending id
+  let probeSeq = 0;
+  origAdd.call(window, 'message', function (ev) {
+    const d = ev.data;
+    if (!d || typeof d !== 'object') return;
+    if (typeof d.__webservProbe === 'number') {
+      ev.stopImmediatePropagation();
+      // Answer once the requests this frame has in flight are done, or
+      // PROBE_HOLD ms on (by then they reach the proxy, whose log the Go
+      // side reads): a fetch just started is not yet in that log.
+      const src = ev.source;
+      // Only requests just started (by the message the probe follows,
+      // most likely): a poller's long request does not hold the answer.
+      const held = [];
+      const t = now();
+      for (const [id, item] of pending) if (item.kind === 'request' && item.start > t - PROBE_HOLD) held.push(id);
+      const until = t + PROBE_HOLD;
+      const answer = function () {
+        if (now() < until && held.some(function (id) { return pending.has(id); })) { oSetTimeout.call(window, answer, 10); return; }
+        try { src.postMessage({ __webservProbeDone: d.__webservProbe }, '*'); } catch (e) { /* gone */ }
+      };
+      answer();
+    } else if (typeof d.__webservProbeDone === 'number') {
+      ev.stopImmediatePropagation();
+      const id = probes.get(d.__webservProbeDone);
+      if (id) { probes.delete(d.__webservProbeDone); untrack(id); }
+    }
+  }, { capture: true });
+  function probeFrames() {
+    for (let i = 0; i < window.frames.length; i++) {
+      const w = window.frames[i];
+      try { if (w.document) continue; } catch (e) { /* another origin */ }
+      const n = ++probeSeq;
+      const id = track(latest, { kind: 'frames', what: 'a frame of another origin', quiet: true, expires: now() + PROBE_OVERDUE });
+      probes.set(n, id);
+      try { w.postMessage({ __webservProbe: n }, '*'); } catch (e) { probes.delete(n); untrack(id); }
+    }
+  }
+
   // own(k, longMs) is this document's part of state(k, longMs).
   function own(k, longMs, acc, loaded) {
     const act = seen.has(k) ? k : 0;
@@ -420,7 +471,7 @@
       };
     },
     own: function (k, longMs, acc, loaded) {
-      if (acting && seen.has(k)) afterFrames();
+      if (acting && seen.has(k)) { afterFrames(); probeFrames(); }
       acting = false;
       own(k, longMs, acc, loaded);
     },

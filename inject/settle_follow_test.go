@@ -1,6 +1,7 @@
 package inject_test
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -93,5 +94,23 @@ func TestSettleWaitsForTheWorkersReply(t *testing.T) {
 	eval(t, p, `() => new Promise(r => { const x = () => window.got ? r() : setTimeout(x, 5); x(); })`)
 	if st := settleState(t, p, 1, 5000); kinds(st) != "timer" {
 		t.Errorf("after the reply, its handler's timer should be pending alone: %v", st)
+	}
+}
+
+// A frame of another origin is probed after the action: it stays among
+// the frames after the action until its bundle answers, and neither the
+// probe nor the answer reaches the pages' own listeners.
+func TestSettleProbesFramesOfAnotherOrigin(t *testing.T) {
+	other := strings.Replace(site.URL, "127.0.0.1", "localhost", 1)
+	p := open(t, `<iframe id="f" src="`+other+`/page?html=`+url.QueryEscape(`<script>window.addEventListener('message', (e) => parent.postMessage('seen', '*'));</script>`)+`"></iframe>
+		<script>window.got = []; window.addEventListener('message', (e) => window.got.push(e.data));</script>`)
+	eval(t, p, `() => new Promise(r => { const f = document.getElementById('f'); if (f.contentDocument === null && f.dataset.ready) r(); f.addEventListener('load', r); setTimeout(r, 1000); })`)
+	eval(t, p, `() => __webserv.settle.begin(1)`)
+	if st := settleState(t, p, 1, 5000); st["frames"] == float64(0) {
+		t.Fatalf("the frame of another origin is not probed: %v", st)
+	}
+	eval(t, p, `() => new Promise(r => { const w = () => __webserv.settle.state(1, 5000).frames === 0 ? r() : setTimeout(w, 5); w(); })`)
+	if got := eval(t, p, `() => JSON.stringify(window.got)`); got != "[]" {
+		t.Errorf("the page saw the probe or its answer: %v", got)
 	}
 }
