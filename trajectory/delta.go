@@ -23,7 +23,7 @@ import (
 // field that changed (url, title, active tab, last action error,
 // viewport, ...) is in Set whole, under its JSON name; so is a listed part
 // that cannot be diffed by key (duplicate ids, elements that changed
-// order). docs/trajectories.md shows the JSON.
+// order), or whose edits would be longer than its new value. docs/trajectories.md shows the JSON.
 type Delta struct {
 	// Set holds the fields replaced whole, by JSON name ("url", "title",
 	// "active_tab", "last_action_error", ...), with their new values.
@@ -240,7 +240,7 @@ func textPart(field func(*Observation) *string, slot func(*Delta) **TextDelta, s
 			pa, pb := split(*field(a)), split(*field(b))
 			td := diffPieces(pa, pb)
 			got, err := applyPieces(pa, td)
-			if err != nil || got != *field(b) {
+			if err != nil || got != *field(b) || !smaller(td, *field(b)) {
 				return false
 			}
 			*slot(d) = td
@@ -261,6 +261,18 @@ func textPart(field func(*Observation) *string, slot func(*Delta) **TextDelta, s
 	}
 }
 
+// smaller reports whether the fine delta of a part is shorter in JSON
+// than the part's new value (else setting it whole is the shorter delta:
+// a new page, mostly).
+func smaller(delta, whole any) bool {
+	d, err := json.Marshal(delta)
+	if err != nil {
+		return false
+	}
+	w, err := json.Marshal(whole)
+	return err == nil && len(d) < len(w)
+}
+
 // listPart is the part for a list of elements keyed by key.
 func listPart[T any](field func(*Observation) *[]T, slot func(*Delta) **ListDelta[T], key func(T) string) *deltaPart {
 	return &deltaPart{
@@ -270,7 +282,7 @@ func listPart[T any](field func(*Observation) *[]T, slot func(*Delta) **ListDelt
 				return false
 			}
 			got, err := applyList(*field(a), ld, key)
-			if err != nil || !reflect.DeepEqual(got, *field(b)) {
+			if err != nil || !reflect.DeepEqual(got, *field(b)) || !smaller(ld, *field(b)) {
 				return false
 			}
 			*slot(d) = ld

@@ -3,6 +3,7 @@ package trajectory
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,7 +49,7 @@ func shopObs() Observation {
 		URL: "http://shopping.webserv.test/", Title: "Shop",
 		HTML:      `<h1>Shop</h1><a data-semantic-id="cart" href="/cart">Cart (0)</a><ul><li><span>Red mug</span> <button data-semantic-id="add-1">Add</button></li><li><span>Blue mug</span> <button data-semantic-id="add-2">Add</button></li></ul><input data-semantic-id="q" value="">`,
 		AXTree:    "RootWebArea \"Shop\"\n\theading \"Shop\" level=1\n\t[cart] link \"Cart (0)\" url=\"/cart\"\n\tStaticText \"Red mug\"\n\t[add-1] button \"Add\"\n\t[add-2] button \"Add\"",
-		Clickable: []string{"cart", "add-1", "add-2"}, Hoverable: []string{},
+		Clickable: []string{"cart", "add-1", "add-2", "nav-home", "nav-account", "nav-orders", "footer-about", "footer-contact"}, Hoverable: []string{},
 		Inputs:  []envcore.InputField{{ID: "q", Tag: "input", Type: "text", Editable: true}, {ID: "gift", Tag: "input", Type: "checkbox", Checked: &yes}},
 		Selects: []envcore.SelectField{},
 		Tabs:    []envcore.Tab{{Index: 0, URL: "http://shopping.webserv.test/", Title: "Shop", Active: true}},
@@ -64,7 +65,7 @@ func TestDiffIsElementLevel(t *testing.T) {
 	b.HTML = strings.Replace(b.HTML, "Cart (0)", "Cart (1)", 1)
 	b.HTML = strings.Replace(b.HTML, `<button data-semantic-id="add-1">Add</button>`, `<button data-semantic-id="remove-1">Remove</button>`, 1)
 	b.AXTree = strings.Replace(b.AXTree, "Cart (0)", "Cart (1)", 1)
-	b.Clickable = []string{"cart", "remove-1", "add-2"}
+	b.Clickable = slices.Replace(slices.Clone(b.Clickable), 1, 2, "remove-1")
 	b.Inputs[0].Value = "mug"
 	b.LastAction = `click("add-1")`
 	d := checkRoundTrip(t, a, b)
@@ -96,7 +97,8 @@ func TestDiffIsElementLevel(t *testing.T) {
 
 // Whatever cannot be diffed by key is replaced whole, so the guarantee
 // holds anyway: lists that reorder or repeat an id, null against empty,
-// a new page, the goal, a tab opened, the viewport.
+// a new page, the goal, a tab opened, the viewport. So is a part whose
+// edits would be longer than it.
 func TestDiffFallsBackToWhole(t *testing.T) {
 	a := shopObs()
 	for name, change := range map[string]func(o *Observation){
@@ -117,12 +119,16 @@ func TestDiffFallsBackToWhole(t *testing.T) {
 		"screenshot":  func(o *Observation) { o.Screenshot = []byte{} },
 		"error":       func(o *Observation) { o.LastActionError = `no element with id "nope"` },
 		"stats":       func(o *Observation) { o.Stats.Kept = 3 },
+		"short list":  func(o *Observation) { o.Hoverable = []string{"menu"} },
 		"dup html id": func(o *Observation) { o.HTML = `<b data-semantic-id="x">1</b><b data-semantic-id="x">2</b>` },
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := shopObs()
 			change(&b)
-			checkRoundTrip(t, a, b)
+			d := checkRoundTrip(t, a, b)
+			if raw, _ := json.Marshal(d); len(d.Set) == 0 && d.Stats == nil {
+				t.Errorf("nothing set whole: %s", raw)
+			}
 			checkRoundTrip(t, b, a)
 		})
 	}
