@@ -122,6 +122,9 @@ func Diff(a, b Observation) Delta {
 func Apply(a Observation, d Delta) (Observation, error) {
 	o := a
 	for _, f := range deltaFields() {
+		if _, whole := d.Set[f.name]; whole && f.part != nil && f.part.given(&d) {
+			return a, fmt.Errorf("delta both sets %s whole and edits it: give one of the two", f.name)
+		}
 		if f.part != nil {
 			if err := f.part.apply(&o, &d); err != nil {
 				return a, fmt.Errorf("delta %s: %w", f.name, err)
@@ -170,6 +173,7 @@ type deltaField struct {
 type deltaPart struct {
 	diff  func(a, b *Observation, d *Delta) bool
 	apply func(o *Observation, d *Delta) error
+	given func(d *Delta) bool // whether d has the part's place filled
 }
 
 // deltaParts is the table of the parts diffed finely, by JSON name.
@@ -258,6 +262,7 @@ func textPart(field func(*Observation) *string, slot func(*Delta) **TextDelta, s
 			*field(o) = s
 			return nil
 		},
+		given: func(d *Delta) bool { return *slot(d) != nil },
 	}
 }
 
@@ -300,6 +305,7 @@ func listPart[T any](field func(*Observation) *[]T, slot func(*Delta) **ListDelt
 			*field(o) = l
 			return nil
 		},
+		given: func(d *Delta) bool { return *slot(d) != nil },
 	}
 }
 

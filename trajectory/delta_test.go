@@ -142,14 +142,15 @@ func TestApplyRefusesWhatDoesNotFit(t *testing.T) {
 		d    Delta
 		want string
 	}{
-		"unknown field": {Delta{Set: map[string]any{"colour": "red"}}, `unknown observation field "colour"`},
-		"wrong type":    {Delta{Set: map[string]any{"active_tab": "two"}}, "does not fit"},
-		"missing id":    {Delta{HTML: &TextDelta{Edits: []TextEdit{{Op: EditRemove, ID: "nope"}}}}, `id "nope"`},
-		"bad op":        {Delta{AXTree: &TextDelta{Edits: []TextEdit{{Op: "replace", At: ptr(0)}}}}, `op "replace"`},
-		"twice":         {Delta{HTML: &TextDelta{Edits: []TextEdit{{Op: EditRemove, ID: "cart"}, {Op: EditChange, ID: "cart"}}}}, "second time"},
-		"insert past":   {Delta{HTML: &TextDelta{Edits: []TextEdit{{Op: EditInsert, At: ptr(99)}}}}, "inserts at 99"},
-		"list remove":   {Delta{Clickable: &ListDelta[string]{Remove: []string{"nope"}}}, "does not have"},
-		"list change":   {Delta{Inputs: &ListDelta[envcore.InputField]{Change: []envcore.InputField{{ID: "nope"}}}}, `id "nope"`},
+		"set and edited": {Delta{Set: map[string]any{"html": ""}, HTML: &TextDelta{}}, "both sets html whole and edits it"},
+		"unknown field":  {Delta{Set: map[string]any{"colour": "red"}}, `unknown observation field "colour"`},
+		"wrong type":     {Delta{Set: map[string]any{"active_tab": "two"}}, "does not fit"},
+		"missing id":     {Delta{HTML: &TextDelta{Edits: []TextEdit{{Op: EditRemove, ID: "nope"}}}}, `id "nope"`},
+		"bad op":         {Delta{AXTree: &TextDelta{Edits: []TextEdit{{Op: "replace", At: ptr(0)}}}}, `op "replace"`},
+		"twice":          {Delta{HTML: &TextDelta{Edits: []TextEdit{{Op: EditRemove, ID: "cart"}, {Op: EditChange, ID: "cart"}}}}, "second time"},
+		"insert past":    {Delta{HTML: &TextDelta{Edits: []TextEdit{{Op: EditInsert, At: ptr(99)}}}}, "inserts at 99"},
+		"list remove":    {Delta{Clickable: &ListDelta[string]{Remove: []string{"nope"}}}, "does not have"},
+		"list change":    {Delta{Inputs: &ListDelta[envcore.InputField]{Change: []envcore.InputField{{ID: "nope"}}}}, `id "nope"`},
 	} {
 		_, err := Apply(a, tc.d)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
