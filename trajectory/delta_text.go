@@ -92,7 +92,9 @@ func uniqueIDs(ps []piece) map[string]int {
 // diffPieces is the edits from pieces a to pieces b: the pieces both
 // share at their ends are kept, the middle is aligned by its longest
 // common subsequence, and each run of pieces removed and added becomes
-// changes (pairwise), then removals or one insertion.
+// changes (pairwise), then removals or one insertion. A middle too long to
+// align, or when less than a quarter of b is shared with a (a new page:
+// its delta would be about as long as the new text), is replaced whole.
 func diffPieces(a, b []piece) *TextDelta {
 	pre := 0
 	for pre < len(a) && pre < len(b) && a[pre].text == b[pre].text {
@@ -127,7 +129,9 @@ func diffPieces(a, b []piece) *TextDelta {
 			td.Edits = append(td.Edits, TextEdit{Op: EditInsert, At: ptr(at + len(del)), Text: sb.String()})
 		}
 	}
-	if len(ma)*len(mb) > maxLCSCells {
+	ca, cb, shared := internPieces(ma, mb)
+	total := textLen(b)
+	if len(ma)*len(mb) > maxLCSCells || 4*(shared+total-textLen(mb)) < total {
 		del := make([]int, len(ma))
 		for i := range del {
 			del[i] = pre + i
@@ -141,7 +145,7 @@ func diffPieces(a, b []piece) *TextDelta {
 	lcs := make([]int32, (n+1)*(m+1))
 	for i := n - 1; i >= 0; i-- {
 		for j := m - 1; j >= 0; j-- {
-			if ma[i].text == mb[j].text {
+			if ca[i] == cb[j] {
 				lcs[i*(m+1)+j] = lcs[(i+1)*(m+1)+j+1] + 1
 			} else {
 				lcs[i*(m+1)+j] = max(lcs[(i+1)*(m+1)+j], lcs[i*(m+1)+j+1])
@@ -160,7 +164,7 @@ func diffPieces(a, b []piece) *TextDelta {
 	i, j := 0, 0
 	for i < n || j < m {
 		switch {
-		case i < n && j < m && ma[i].text == mb[j].text:
+		case i < n && j < m && ca[i] == cb[j]:
 			flush()
 			i, j = i+1, j+1
 		case j == m || i < n && lcs[(i+1)*(m+1)+j] >= lcs[i*(m+1)+j+1]:
@@ -179,6 +183,43 @@ func diffPieces(a, b []piece) *TextDelta {
 	}
 	flush()
 	return td
+}
+
+// internPieces numbers the distinct pieces of a and b, so the alignment
+// compares numbers, and counts the bytes of b's pieces that a has too (as
+// many times as a has them): an upper bound of what an alignment keeps.
+func internPieces(a, b []piece) (ca, cb []int32, shared int) {
+	codes := map[string]int32{}
+	left := map[int32]int{} // a's pieces not yet matched by one of b's
+	code := func(t string) int32 {
+		c, ok := codes[t]
+		if !ok {
+			c = int32(len(codes))
+			codes[t] = c
+		}
+		return c
+	}
+	ca, cb = make([]int32, len(a)), make([]int32, len(b))
+	for i, p := range a {
+		ca[i] = code(p.text)
+		left[ca[i]]++
+	}
+	for j, p := range b {
+		cb[j] = code(p.text)
+		if left[cb[j]] > 0 {
+			left[cb[j]]--
+			shared += len(p.text)
+		}
+	}
+	return ca, cb, shared
+}
+
+func textLen(ps []piece) int {
+	n := 0
+	for _, p := range ps {
+		n += len(p.text)
+	}
+	return n
 }
 
 func ptr(i int) *int { return &i }
