@@ -1,7 +1,9 @@
 package trajectory
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -148,7 +150,7 @@ func Apply(a Observation, d Delta) (Observation, error) {
 			return a, fmt.Errorf("delta %s: %w", name, err)
 		}
 		nv := reflect.New(dst.Type())
-		if err := json.Unmarshal(raw, nv.Interface()); err != nil {
+		if err := decodeStrict(raw, nv.Interface()); err != nil {
 			return a, fmt.Errorf("delta %s: the value does not fit the field: %w", name, err)
 		}
 		dst.Set(nv.Elem())
@@ -157,6 +159,29 @@ func Apply(a Observation, d Delta) (Observation, error) {
 		o.Stats = *d.Stats
 	}
 	return o, nil
+}
+
+// ParseDelta reads a delta from its JSON, as a world model or a file
+// gives it, refusing keys a delta does not have (a misspelt "html" or
+// "op" would otherwise be a change silently lost).
+func ParseDelta(data []byte) (Delta, error) {
+	var d Delta
+	if err := decodeStrict(data, &d); err != nil {
+		return Delta{}, fmt.Errorf("delta: %w (docs/trajectories.md has the shape)", err)
+	}
+	return d, nil
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value")
+	}
+	return nil
 }
 
 // deltaField is one field of an observation: its JSON name, where it is,

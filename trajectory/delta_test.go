@@ -27,8 +27,8 @@ func checkRoundTrip(t testing.TB, a, b Observation) Delta {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Delta
-	if err := json.Unmarshal(raw, &back); err != nil {
+	back, err := ParseDelta(raw)
+	if err != nil {
 		t.Fatalf("delta JSON does not read back: %v\n%s", err, raw)
 	}
 	got, err = Apply(a, back)
@@ -156,6 +156,27 @@ func TestApplyRefusesWhatDoesNotFit(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want it to say %q", name, err, tc.want)
 		}
+	}
+	for name, tc := range map[string]struct{ json, want string }{
+		"unknown key":      {`{"htlm": {"edits": []}}`, `unknown field "htlm"`},
+		"unknown edit key": {`{"html": {"edits": [{"op": "remove", "idd": "cart"}]}}`, `unknown field "idd"`},
+		"two values":       {`{} {}`, "more than one"},
+	} {
+		if _, err := ParseDelta([]byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseDelta %s: err = %v, want it to say %q", name, err, tc.want)
+		}
+	}
+	if d, err := ParseDelta([]byte(`{"set": {"viewport": {"width": 800, "heigth": 600}}}`)); err != nil {
+		t.Fatal(err)
+	} else if _, err := Apply(a, d); err == nil || !strings.Contains(err.Error(), `unknown field "heigth"`) {
+		t.Errorf("a set value with a misspelt key: err = %v", err)
+	}
+	d, err := ParseDelta([]byte(`{"set": {"url": "http://shopping.webserv.test/cart"}, "html": {"edits": [{"op": "remove", "id": "cart"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Apply(a, d); err != nil || got.URL != "http://shopping.webserv.test/cart" || strings.Contains(got.HTML, "Cart (0)") || got.HTML == a.HTML {
+		t.Errorf("a parsed delta: %v, url %q, html %q", err, got.URL, got.HTML)
 	}
 	if _, err := Apply(a, Delta{}); err != nil {
 		t.Errorf("the empty delta: %v", err)
