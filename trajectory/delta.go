@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/webserv-rl/webserv/envcore"
@@ -23,13 +24,18 @@ import (
 // piece by piece (TextDelta), the clickable and hoverable ids, the inputs
 // and selects with their state, and the tabs (ListDelta). Every other
 // field that changed (url, title, active tab, last action error,
-// viewport, ...) is in Set whole, under its JSON name; so is a listed part
+// viewport, ...) is in Set whole, under its JSON name, or in Unset when it
+// became empty and the observation's JSON leaves it out; so is a listed part
 // that cannot be diffed by key (duplicate ids, elements that changed
 // order), or whose edits would be longer than its new value. docs/trajectories.md shows the JSON.
 type Delta struct {
 	// Set holds the fields replaced whole, by JSON name ("url", "title",
 	// "active_tab", "last_action_error", ...), with their new values.
 	Set map[string]any `json:"set,omitempty"`
+	// Unset names the fields the observation's JSON leaves out when empty
+	// (focused, axtree, last_action_error, ...) that became empty: the
+	// next observation has them no more.
+	Unset []string `json:"unset,omitempty"`
 
 	HTML      *TextDelta                      `json:"html,omitempty"`
 	AXTree    *TextDelta                      `json:"axtree,omitempty"`
@@ -106,6 +112,10 @@ func Diff(a, b Observation) Delta {
 		if f.part != nil && f.part.diff(&a, &b, &d) {
 			continue
 		}
+		if f.omitEmpty && vb.IsZero() {
+			d.Unset = append(d.Unset, f.name)
+			continue
+		}
 		if d.Set == nil {
 			d.Set = map[string]any{}
 		}
@@ -155,6 +165,17 @@ func Apply(a Observation, d Delta) (Observation, error) {
 		}
 		dst.Set(nv.Elem())
 	}
+	for _, name := range d.Unset {
+		f, ok := fieldByName(name)
+		if !ok {
+			return a, fmt.Errorf("delta unsets unknown observation field %q (the fields are the observation's JSON names: url, title, html, ...)", name)
+		}
+		if _, set := d.Set[name]; set {
+			return a, fmt.Errorf("delta both sets and unsets %s: give one of the two", name)
+		}
+		dst := f.get(&o)
+		dst.SetZero()
+	}
 	if d.Stats != nil {
 		o.Stats = *d.Stats
 	}
@@ -187,9 +208,10 @@ func decodeStrict(data []byte, v any) error {
 // deltaField is one field of an observation: its JSON name, where it is,
 // and, for the parts diffed element by element, how.
 type deltaField struct {
-	name string
-	get  func(o *Observation) reflect.Value
-	part *deltaPart
+	name      string
+	omitEmpty bool // the observation's JSON leaves the field out when empty
+	get       func(o *Observation) reflect.Value
+	part      *deltaPart
 }
 
 // deltaPart diffs and applies one part of an observation. diff fills its
@@ -233,33 +255,31 @@ func buildFields() []deltaField {
 	t := reflect.TypeFor[envcore.Observation]()
 	for i := range t.NumField() {
 		sf := t.Field(i)
-		name := jsonName(sf)
+		name, omitEmpty := jsonName(sf)
 		if name == "" {
 			continue // Stats: not encoded; the delta carries it apart
 		}
 		idx := i
-		out = append(out, deltaField{name: name, part: deltaParts[name],
+		out = append(out, deltaField{name: name, omitEmpty: omitEmpty, part: deltaParts[name],
 			get: func(o *Observation) reflect.Value { return reflect.ValueOf(&o.Observation).Elem().Field(idx) }})
 	}
 	out = append(out, deltaField{name: "goal", get: func(o *Observation) reflect.Value { return reflect.ValueOf(&o.Goal).Elem() }})
 	return out
 }
 
-func jsonName(sf reflect.StructField) string {
+// jsonName is a field's JSON name ("" when it is not encoded) and
+// whether empty values are left out.
+func jsonName(sf reflect.StructField) (string, bool) {
 	tag := sf.Tag.Get("json")
 	if tag == "-" || !sf.IsExported() {
-		return ""
+		return "", false
 	}
-	for i := 0; i < len(tag); i++ {
-		if tag[i] == ',' {
-			tag = tag[:i]
-			break
-		}
+	name, opts, _ := strings.Cut(tag, ",")
+	omit := slices.Contains(strings.Split(opts, ","), "omitempty") || slices.Contains(strings.Split(opts, ","), "omitzero")
+	if name == "" {
+		name = sf.Name
 	}
-	if tag == "" {
-		return sf.Name
-	}
-	return tag
+	return name, omit
 }
 
 // textPart is the part for a text view split into pieces by split.

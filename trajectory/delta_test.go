@@ -90,6 +90,12 @@ func TestDiffIsElementLevel(t *testing.T) {
 	if obs, _ := json.Marshal(b); len(raw)*2 > len(obs) {
 		t.Errorf("delta of %d bytes for an observation of %d:\n%s", len(raw), len(obs), raw)
 	}
+	// A field the observation's JSON leaves out when empty is unset when
+	// it empties, so the next observation's JSON has it no more.
+	b.Focused = "q"
+	if d := checkRoundTrip(t, b, a); !slices.Contains(d.Unset, "focused") || d.Set["focused"] != nil {
+		t.Errorf("focus lost: unset %v, set %v", d.Unset, d.Set)
+	}
 	if !Diff(a, a).Empty() {
 		t.Errorf("Diff(a, a) = %+v", Diff(a, a))
 	}
@@ -126,7 +132,7 @@ func TestDiffFallsBackToWhole(t *testing.T) {
 			b := shopObs()
 			change(&b)
 			d := checkRoundTrip(t, a, b)
-			if raw, _ := json.Marshal(d); len(d.Set) == 0 && d.Stats == nil {
+			if raw, _ := json.Marshal(d); len(d.Set) == 0 && len(d.Unset) == 0 && d.Stats == nil {
 				t.Errorf("nothing set whole: %s", raw)
 			}
 			checkRoundTrip(t, b, a)
@@ -142,6 +148,8 @@ func TestApplyRefusesWhatDoesNotFit(t *testing.T) {
 		d    Delta
 		want string
 	}{
+		"set and unset":  {Delta{Set: map[string]any{"focused": "q"}, Unset: []string{"focused"}}, "both sets and unsets focused"},
+		"unset unknown":  {Delta{Unset: []string{"colour"}}, `unknown observation field "colour"`},
 		"set and edited": {Delta{Set: map[string]any{"html": ""}, HTML: &TextDelta{}}, "both sets html whole and edits it"},
 		"unknown field":  {Delta{Set: map[string]any{"colour": "red"}}, `unknown observation field "colour"`},
 		"wrong type":     {Delta{Set: map[string]any{"active_tab": "two"}}, "does not fit"},
