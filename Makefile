@@ -114,6 +114,7 @@ bench-all: bench-system bench-step bench-scale bench-route bench-ui bench-vec be
 
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s
+	$(GO) test ./trajectory -run '^$$' -fuzz FuzzDelta -fuzztime 60s
 
 clean:
 	rm -rf bin $(VENV) build python/*.egg-info

@@ -21,6 +21,11 @@
 //	ep, err := trajectory.Read(paths[0])
 //	fmt.Println(ep.Head.Goal, len(ep.Steps), ep.Reward())
 //
+// Transitions: Diff(o_t, o_{t+1}) is the exact, element-level change
+// between two observations (a Delta, keyed by semantic id) and Apply
+// applies one, with Apply(a, Diff(a, b)) equal to b for any pair; Export's
+// transitions rows carry it.
+//
 // Every line is flushed as it is written, so a crash loses at most the last
 // one, and Read accepts a file cut short (Episode.Partial says so).
 // docs/trajectories.md describes the fields.

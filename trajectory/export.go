@@ -8,8 +8,9 @@ import (
 
 // ExportOptions choose what Export writes.
 type ExportOptions struct {
-	// Format is "transitions" (observation, action, next observation: the
-	// data web world models such as DynaWeb train on) or "sft"
+	// Format is "transitions" (observation, action, next observation and
+	// the delta between them: the data web world models such as DynaWeb
+	// train on) or "sft"
 	// (instruction, observation, previous actions, action: NNetNav-style
 	// instruction-labelled demonstrations for fine-tuning).
 	Format string
@@ -34,6 +35,24 @@ type TransitionRow struct {
 	NextObservation string  `json:"next_observation"`
 	Reward          float64 `json:"reward"`
 	Done            bool    `json:"done"`
+	// Delta is the exact change from the observation to the next, both
+	// in the row's view (ExportView): Apply(ExportView(o_t), Delta) equals
+	// ExportView(o_{t+1}).
+	Delta Delta `json:"delta"`
+}
+
+// ExportView is observation o as a transitions row's delta sees it: the
+// row's text view only (the accessibility tree with axtree, else the
+// HTML; the other is left out) and no screenshots, so the delta labels
+// the change a world model trained on that view predicts.
+func ExportView(o Observation, axtree bool) Observation {
+	if axtree {
+		o.HTML = ""
+	} else {
+		o.AXTree = ""
+	}
+	o.Screenshot, o.ScreenshotSOM, o.SOMLabels, o.ScreenshotScale = nil, nil, nil, 0
+	return o
 }
 
 // SFTRow is one line of the sft format.
@@ -110,7 +129,8 @@ func exportEpisode(enc *json.Encoder, ep *Episode, opts ExportOptions) (int, err
 		if opts.Format == "transitions" {
 			row = TransitionRow{EpisodeID: id, Step: i + 1, Goal: ep.Head.Goal, URL: prev.URL, Observation: text(prev),
 				Action: l.Action, ActionError: next.LastActionError, NextURL: next.URL,
-				NextObservation: text(next), Reward: reward, Done: l.Terminated || l.Truncated}
+				NextObservation: text(next), Reward: reward, Done: l.Terminated || l.Truncated,
+				Delta: Diff(ExportView(*prev, opts.AXTree), ExportView(*next, opts.AXTree))}
 		} else {
 			row = SFTRow{EpisodeID: id, Step: i + 1, Instruction: ep.Head.Goal, URL: prev.URL, Observation: text(prev),
 				PreviousActions: append([]string{}, actions...), Action: l.Action, EpisodeReward: total}

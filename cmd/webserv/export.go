@@ -19,7 +19,7 @@ import (
 // exportCmd turns recorded trajectories into training datasets.
 func exportCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	format := fs.String("format", "transitions", "transitions (observation, action, next observation; web world models), sft (instruction-labelled demonstrations), or har (each episode's network trace in WebArena-Verified's layout, into the directory -o; webserv regrade grades them again)")
+	format := fs.String("format", "transitions", "transitions (observation, action, next observation and the exact delta between them; web world models), sft (instruction-labelled demonstrations), or har (each episode's network trace in WebArena-Verified's layout, into the directory -o; webserv regrade grades them again)")
 	axtree := fs.Bool("axtree", false, "use the accessibility-tree text view as the observation instead of the stripped HTML")
 	minReward := fs.Float64("min-reward", math.Inf(-1), "keep only episodes with at least this total reward (1: successful ones)")
 	out := fs.String("o", "-", "output file (JSON Lines); - for stdout")
