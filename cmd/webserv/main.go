@@ -13,8 +13,10 @@
 //	webserv tasks validate|check --sites DIR   check a site definition's own tasks
 //	webserv image shop  build the bundled shop's Incus image
 //	webserv shop serve|generate   run the bundled shop, or make a catalog
-//	webserv bench SUITE run a benchmark suite (system, step, scale)
+//	webserv mcp         one MCP session over stdio (docs/mcp.md)
 //	webserv version     print the release, commit and Go version
+//
+// The benchmark suites are the webserv-bench command (bench/cmd/webserv-bench).
 //
 // Run "webserv COMMAND -h" for a command's flags.
 package main

@@ -47,7 +47,7 @@ func benchCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 		return err
 	}
 	shop := suites.ShopOptions{Command: []string{exe, "shop"}, Work: *work}
-	command := "webserv bench " + strings.Join(args, " ")
+	command := "webserv-bench " + strings.Join(args, " ")
 	idles, err := ints(*idle)
 	if err != nil {
 		return fmt.Errorf("--idle: %w", err)
