@@ -53,6 +53,21 @@ def test_exported_deltas_apply_to_the_recorded_observations(binary: str, pages: 
         srv.stop()
     pairs = _episodes(root)
     assert len(pairs) == 5
+    for axtree, rows in zip((False, True), _check_export(binary, root, pairs), strict=True):
+        # The load changes the paragraph in place (an edit of the page, not a new one), a link
+        # goes to another page (a new url), and a missing element is the action's error.
+        view = "axtree" if axtree else "html"
+        assert any(e["op"] == "change" for e in rows[0]["delta"][view]["edits"]), rows[0]["delta"]
+        assert rows[2]["delta"]["set"]["url"].endswith("/page?n=4"), rows[2]["delta"]
+        assert "nope" in rows[3]["delta"]["set"]["last_action_error"], rows[3]["delta"]
+
+
+def _check_export(
+    binary: str, root: Path, pairs: dict[tuple[str, int], tuple[dict, dict]]
+) -> list[list[dict]]:
+    """Every exported row's delta, applied in Python to its recorded observation, gives the next;
+    the rows of the HTML view and of the accessibility-tree view."""
+    views = []
     for axtree in (False, True):
         out = subprocess.run(
             [binary, "export", "--format", "transitions", *(["--axtree"] if axtree else []), str(root)],
@@ -68,16 +83,39 @@ def test_exported_deltas_apply_to_the_recorded_observations(binary: str, pages: 
             got = apply_delta(export_view(before, axtree=axtree), row["delta"])
             assert got == export_view(after, axtree=axtree), (
                 axtree,
+                row["episode_id"],
                 row["step"],
                 row["action"],
-                row["delta"],
             )
-        # The load changes the paragraph in place (an edit of the page, not a new one) and a
-        # link goes to another page (a new url).
-        view = "axtree" if axtree else "html"
-        assert any(e["op"] == "change" for e in rows[0]["delta"][view]["edits"]), rows[0]["delta"]
-        assert rows[2]["delta"]["set"]["url"].endswith("/page?n=4"), rows[2]["delta"]
-        assert "nope" in rows[3]["delta"]["set"]["last_action_error"], rows[3]["delta"]
+        views.append(rows)
+    return views
+
+
+def test_bundled_oracle_deltas_apply_in_python(binary: str, tmp_path: Path) -> None:
+    """The same on the bundled shop: the oracles of the first tasks of the storefront and the admin."""
+    root = tmp_path / "trajectories"
+
+    async def record(url: str) -> int:
+        async with webserv.AsyncClient(url) as client:
+            played = 0
+            for site in ("shopping", "cms"):
+                for task in [t for t in await client.tasks(site) if t.get("oracle")][:3]:
+                    env = client.env(site, task=task["id"], record={})
+                    await env.reset()
+                    for action in task["oracle"]:
+                        await env.step(action)
+                    await env.close()
+                    played += 1
+            return played
+
+    srv = LocalServer(binary, ["--idle", "200ms", "--trajectories", str(root)])
+    try:
+        played = asyncio.run(record(srv.url))
+    finally:
+        srv.stop()
+    pairs = _episodes(root)
+    assert played == 6 and len(pairs) >= 2 * played
+    _check_export(binary, root, pairs)
 
 
 def test_a_delta_that_does_not_fit_is_refused() -> None:
