@@ -40,9 +40,9 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
                 mod = node.module or ""
             targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in modules else mod for a in node.names]
         for t in targets:
-            while t and t not in modules:
-                t = t.rpartition(".")[0]
-            if t and t != name:
+            # `import webserv.x.y` names modules; an import of a module the tree lacks (the wheel's
+            # generated `_build`) is no edge.
+            if t in modules and t != name:
                 found.add(t)
     return found
 
