@@ -127,3 +127,27 @@ def test_gymnasium_check_env_passes_on_multi_task_ids(server: str) -> None:
             check_env(env.unwrapped, skip_render_check=True)
         finally:
             env.close()
+
+
+def test_a_task_given_once_is_not_pinned_in_the_trl_and_vector_adapters(server: str) -> None:
+    from webserv.integrations.trl import web_environment
+
+    expected = _tasks_drawn(7)[:2]
+    trl = web_environment("shopping", server_url=server)()
+    try:
+        trl.reset(task_id="shopping.5")
+        trl.reset(seed=7)
+        first = trl.web_env.last_info["task_id"]  # type: ignore[union-attr]
+        trl.reset()
+        assert [first, trl.web_env.last_info["task_id"]] == expected  # type: ignore[union-attr]
+    finally:
+        trl.web_env.close()  # type: ignore[union-attr]
+    vec = gym.make_vec(
+        "webserv/shopping", num_envs=2, vectorization_mode="vector_entry_point", wallclock=False
+    )
+    try:
+        vec.reset(options={"task_id": "shopping.5"})
+        _, infos = vec.reset(seed=7)  # member i is seeded 7 + i, as gymnasium's vector envs do
+        assert infos["task_id"][0] == expected[0], infos["task_id"]
+    finally:
+        vec.close()
