@@ -244,6 +244,11 @@ func (e *Env) replayHistory(ctx context.Context, t *tab, ts TabState) (last time
 			if err := e.navigate(ctx, t, u); err != nil {
 				return last, fmt.Errorf("restore history (%s): %w", u, err)
 			}
+			// Loaded means the new document loaded: on a loaded host the
+			// old one may still be current when navigate returns.
+			if err := e.waitCommitted(ctx, t, u); err != nil {
+				return last, err
+			}
 			return last, e.waitLoaded(ctx, t)
 		}
 		if err := setStandIns(true); err != nil {
