@@ -11,6 +11,7 @@
 //	webserv replay DIR  serve the replayer of recorded trajectories (--rerun: run them again)
 //	webserv image shop  build the bundled shop's Incus image
 //	webserv shop serve|generate   run the bundled shop, or make a catalog
+//	webserv tasks check FILE  read task files as the server does
 //	webserv bench SUITE run a benchmark suite (system, step, scale)
 //	webserv version     print the release, commit and Go version
 //
@@ -71,6 +72,8 @@ func main() {
 		run = regradeCmd
 	case "replay":
 		run = replayCmd
+	case "tasks":
+		run = tasksCmd
 	case "bench":
 		fmt.Fprintln(os.Stderr, "webserv: the benchmark suites are their own binary: make bench-scale (and the other bench- targets) or go run ./bench/cmd/webserv-bench SUITE")
 		os.Exit(2)
@@ -141,6 +144,8 @@ commands:
   replay DIR
             serve the replayer of recorded trajectories (docs/ui.md); --rerun:
             run them again and report the first step that differs
+  tasks check FILE...
+            read task files (docs/tasks.md) as the server does: count them or say what is wrong
   shop serve|generate
             run the bundled shop, or generate a catalog (--seed, --scale)
   version   print the release, the commit it was built from and the Go version

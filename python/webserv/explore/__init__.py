@@ -7,6 +7,7 @@ prune on a 0) over one server, model-free or through an OpenAI-compatible endpoi
 or ``python -m webserv.explore --site shopping --episodes 8 --out run1``.
 """
 
+from .check import check_tasks, url_matches
 from .llm import PROMPTS
 from .loop import DEFAULT_PERSONAS, ExploreResult, explore, load_personas
 from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler
@@ -23,6 +24,8 @@ __all__ = [
     "PageStateReward",
     "Step",
     "TrajectoryLabeler",
+    "check_tasks",
     "explore",
     "load_personas",
+    "url_matches",
 ]
