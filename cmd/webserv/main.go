@@ -11,7 +11,6 @@
 //	webserv replay DIR  serve the replayer of recorded trajectories (--rerun: run them again)
 //	webserv image shop  build the bundled shop's Incus image
 //	webserv shop serve|generate   run the bundled shop, or make a catalog
-//	webserv tasks check FILE  read task files as the server does
 //	webserv bench SUITE run a benchmark suite (system, step, scale)
 //	webserv version     print the release, commit and Go version
 //
@@ -72,8 +71,6 @@ func main() {
 		run = regradeCmd
 	case "replay":
 		run = replayCmd
-	case "tasks":
-		run = tasksCmd
 	case "bench":
 		fmt.Fprintln(os.Stderr, "webserv: the benchmark suites are their own binary: make bench-scale (and the other bench- targets) or go run ./bench/cmd/webserv-bench SUITE")
 		os.Exit(2)
@@ -144,8 +141,6 @@ commands:
   replay DIR
             serve the replayer of recorded trajectories (docs/ui.md); --rerun:
             run them again and report the first step that differs
-  tasks check FILE...
-            read task files (docs/tasks.md) as the server does: count them or say what is wrong
   shop serve|generate
             run the bundled shop, or generate a catalog (--seed, --scale)
   version   print the release, the commit it was built from and the Go version
