@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,38 @@ def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path) -> None:
     empty.write_text("# none\n")
     with pytest.raises(ValueError, match="no personas"):
         asyncio.run(webserv.explore(personas=empty, out=tmp_path))
+
+
+def test_malformed_model_output_is_retried_then_recorded_not_a_crash(server: str, tmp_path: Path) -> None:
+    script = [{"match": "Next action?", "reply": f"Action: {a}"} for a in ACTIONS_1]
+    script += [{"match": "Instruction for this trajectory", "reply": "The user browsed around."}] * 3
+    m = StandInModel(script)
+    try:
+        r = asyncio.run(
+            webserv.explore(
+                site="shopping",
+                episodes=1,
+                max_steps=8,
+                k=4,
+                out=tmp_path,
+                server=server,
+                model=m.url,
+                model_name="stand-in",
+            )
+        )
+    finally:
+        m.stop()
+    ep = r.episodes[0]
+    assert ep.status == "malformed_output" and "Instruction:" in ep.error and ep.pruned_at is None
+    assert len(m.requests) == 4 + 3 and m.script == []  # asked three times, then recorded
+    assert r.stats["errors"] == [{"episode": 0, "status": "malformed_output", "error": ep.error}]
+
+
+def test_command_line_refuses_what_it_cannot_run(tmp_path: Path) -> None:
+    cmd = [sys.executable, "-m", "webserv.explore"]
+    out = subprocess.run([*cmd, "--site", "open", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 2 and "--site open needs --start-url" in out.stderr
+    out = subprocess.run([*cmd, "--model-name", "x", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert out.returncode == 2 and "need model=" in out.stderr
+    out = subprocess.run([*cmd, "--help"], capture_output=True, text=True)
+    assert out.returncode == 0 and "--max-steps" in out.stdout and "--prompts" in out.stdout
