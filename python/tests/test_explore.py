@@ -195,3 +195,22 @@ def test_command_line_refuses_what_it_cannot_run(tmp_path: Path) -> None:
     assert out.returncode == 2 and "need model=" in out.stderr
     out = subprocess.run([*cmd, "--help"], capture_output=True, text=True)
     assert out.returncode == 0 and "--max-steps" in out.stdout and "--prompts" in out.stdout
+
+
+def test_model_free_on_the_open_site(server: str, pages: str, tmp_path: Path) -> None:
+    r = asyncio.run(
+        webserv.explore(
+            site="open",
+            start_url=f"{pages}/page?n=0",
+            episodes=1,
+            max_steps=8,
+            k=4,
+            out=tmp_path,
+            server=server,
+        )
+    )
+    assert r.stats["kept"] >= 1, r.stats
+    tasks = json.loads(r.tasks.read_text())
+    assert all(t["start_url"] == f"{pages}/page?n=0" and t["sites"] == ["open"] for t in tasks)
+    results = asyncio.run(check_tasks(r.tasks, site="open", server=server))
+    assert [x["passed"] for x in results] == [True] * len(tasks), results

@@ -44,6 +44,8 @@ async def check_tasks(
             options: dict[str, Any] = {"goal": task["intent"]}
             if site in PLACEHOLDERS:
                 options["task_id"] = f"{site}.0"
+            else:
+                options["start_url"] = task["start_url"]
             try:
                 obs, _ = await env.reset(options=options)
                 origin = "{0.scheme}://{0.netloc}".format(urlparse(obs["url"]))
