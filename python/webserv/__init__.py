@@ -49,6 +49,9 @@ from .errors import (
     UnknownEnv,
     WebServError,
 )
+
+# After the submodule's import, the name is the function: `await webserv.explore(...)` (docs/explore.md).
+from .explore import explore
 from .handle import AsyncEnv
 from .placement import Placement, PlacementRequest, StaticHosts
 from .registration import register_envs, register_from_server
@@ -91,6 +94,7 @@ __all__ = [
     "WebServError",
     "WebVectorEnv",
     "__version__",
+    "explore",
     "register_envs",
     "register_from_server",
 ]

@@ -1,0 +1,89 @@
+"""A stand-in for the user's model: an OpenAI-compatible chat endpoint on 127.0.0.1 that answers
+from a recorded script. It is not a model; every reply says it stands in for one.
+
+The script is a list of entries, each consumed by the first request it matches:
+``{"match": "substring of the last user message" (optional), "reply": "text"}`` or
+``{"status": 503}`` (an error answer, to exercise retries) or ``{"die": true}``
+(the server stops: an endpoint that dies mid-run). ``requests`` records every request body.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+NOTE = "[stand-in for the user's model: a recorded script, not a model] "
+
+
+class StandInModel:
+    def __init__(self, script: list[dict[str, Any]]):
+        self.script = list(script)
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        standin = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                with standin.lock:
+                    standin.requests.append(body)
+                    entry = standin._take(body)
+                if entry is None:
+                    self._send(
+                        500, {"error": {"message": NOTE + "the recorded script has no reply left for this"}}
+                    )
+                elif entry.get("die"):
+                    self._send(503, {"error": {"message": NOTE + "dying"}})
+                    threading.Thread(target=standin.stop, daemon=True).start()
+                elif "status" in entry:
+                    self._send(entry["status"], {"error": {"message": NOTE + "recorded error"}})
+                else:
+                    text = entry["reply"]
+                    self._send(
+                        200,
+                        {
+                            "id": "standin",
+                            "object": "chat.completion",
+                            "model": body.get("model"),
+                            "system_fingerprint": NOTE.strip(),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "message": {"role": "assistant", "content": text},
+                                    "finish_reason": "stop",
+                                }
+                            ],
+                            "usage": {
+                                "prompt_tokens": len(json.dumps(body["messages"])) // 4,
+                                "completion_tokens": len(text) // 4,
+                            },
+                        },
+                    )
+
+            def _send(self, status: int, obj: dict[str, Any]) -> None:
+                data = json.dumps(obj).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def _take(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        last = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
+        for i, e in enumerate(self.script):
+            if e.get("match", "") in last:
+                return self.script.pop(i)
+        return None
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,31 @@
+"""Exploration that makes demonstrations and tasks: NNetNav's loop (explore, relabel every k steps,
+prune on a 0) over one server, model-free or through an OpenAI-compatible endpoint (docs/explore.md).
+
+    result = await webserv.explore(site="shopping", episodes=8, max_steps=40, k=4, out="run1")
+    result.stats["kept"], result.demonstrations, result.tasks
+
+or ``python -m webserv.explore --site shopping --episodes 8 --out run1``.
+"""
+
+from .check import check_tasks, url_matches
+from .llm import PROMPTS
+from .loop import DEFAULT_PERSONAS, ExploreResult, explore, load_personas
+from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler
+from .trajectory import Episode, Label, MalformedOutput, Step
+
+__all__ = [
+    "DEFAULT_PERSONAS",
+    "PROMPTS",
+    "Episode",
+    "ExploreResult",
+    "Label",
+    "MalformedOutput",
+    "NoveltyExplorer",
+    "PageStateReward",
+    "Step",
+    "TrajectoryLabeler",
+    "check_tasks",
+    "explore",
+    "load_personas",
+    "url_matches",
+]

@@ -1,0 +1,80 @@
+"""Replays each explored task's oracle in a fresh episode and checks its url_match evaluator.
+
+This is the check an explored task must pass to be a usable RL task (the oracle earns reward 1):
+``url_match`` "GOLD in PRED" as docs/tasks.md defines it (the reference's path is a substring of the
+page's, and each reference query parameter has one of its values).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from ..client import AsyncClient
+from ..errors import WebServError
+from .loop import PLACEHOLDERS
+
+
+def url_matches(reference: str, page: str) -> bool:
+    ref, got = urlparse(reference), urlparse(page)
+    if ref.path.rstrip("/") not in got.path:
+        return False
+    have = parse_qs(got.query)
+    return all(any(v in have.get(k, []) for v in vals) for k, vals in parse_qs(ref.query).items())
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    tasks = json.loads(path.read_text())
+    if not isinstance(tasks, list):
+        raise ValueError(f"{path}: want a JSON list of tasks (a task file, docs/tasks.md)")
+    return tasks
+
+
+async def _check_one(client: AsyncClient, task: dict[str, Any], site: str) -> dict[str, Any]:
+    env = client.env(site, observe={"axtree": False})
+    options: dict[str, Any] = {"goal": task["intent"]}
+    if site in PLACEHOLDERS:
+        options["task_id"] = f"{site}.0"
+    else:
+        options["start_url"] = task["start_url"]
+    try:
+        obs, _ = await env.reset(options=options)
+        origin = "{0.scheme}://{0.netloc}".format(urlparse(obs["url"]))
+        ph = PLACEHOLDERS.get(site, "")
+        start = task["start_url"].replace(ph, origin) if ph else task["start_url"]
+        if obs["url"] != start:
+            obs, *_ = await env.step(f"goto({json.dumps(start)})")
+        error = ""
+        for action in task["oracle"]:
+            if action.startswith("stop("):
+                break
+            obs, *_ = await env.step(action)
+            if obs.get("last_action_error"):
+                error = f"{action}: {obs['last_action_error']}"
+                break
+        ref = task["eval"]["reference_url"].replace(ph, origin) if ph else task["eval"]["reference_url"]
+        passed = not error and url_matches(ref, obs["url"])
+        return {"task_id": task["task_id"], "passed": passed, "final_url": obs["url"], "error": error}
+    except WebServError as e:
+        return {"task_id": task["task_id"], "passed": False, "final_url": "", "error": str(e)}
+    finally:
+        await env.close()
+
+
+async def check_tasks(
+    tasks_file: str | Path, *, site: str = "shopping", server: str | None = None, concurrency: int = 8
+) -> list[dict[str, Any]]:
+    """One result per task, in the file's order: ``{task_id, passed, final_url, error}``;
+    ``concurrency`` tasks are replayed at once, each in an environment of its own."""
+    tasks = _load(Path(tasks_file))
+    gate = asyncio.Semaphore(max(1, concurrency))
+    async with AsyncClient(server) as client:
+
+        async def one(task: dict[str, Any]) -> dict[str, Any]:
+            async with gate:
+                return await _check_one(client, task, site)
+
+        return list(await asyncio.gather(*(one(t) for t in tasks)))

@@ -1,0 +1,112 @@
+"""The model-free mode: a novelty-seeking explorer, a labeler that describes what the prefix reached,
+and a reward model that checks the page the prefix ended on is what the instruction claims.
+
+It needs no endpoint and is a baseline: the explorer prefers actions it has not tried (per page and over
+the whole run), the elements it has never touched and links to pages not seen yet; instructions come from
+templates over the prefix's last change (the search submitted, the page reached); the reward model gives
+0 to a prefix whose last ``k`` steps changed nothing (the same page as ``k`` steps before, or a page
+already kept in this episode), and to a claim the final state does not match.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from .trajectory import Episode, Label
+
+# Elements the explorer leaves alone: signing out or in changes who is browsing, not the site's pages.
+SKIP = re.compile(r"sign-?out|log-?out|sign-?in|log-?in|delete|remove|cancel", re.IGNORECASE)
+
+
+def page_key(url: str) -> str:
+    """A page's identity for novelty: its path and the names of its query parameters."""
+    u = urlparse(url)
+    return u.path + ("?" + "&".join(sorted(parse_qs(u.query))) if u.query else "")
+
+
+def _q(s: str) -> str:
+    return json.dumps(s)
+
+
+class NoveltyExplorer:
+    """Picks, of the grammar's actions on the page's elements, the least tried (ties: a seeded RNG).
+
+    The counts are shared by every episode of a run (one instance), so episodes spread over the site.
+    """
+
+    def __init__(self, seed: int = 0):
+        self.rng = random.Random(seed)
+        self.tried: Counter[tuple[str, str]] = Counter()  # (page, action)
+        self.touched: Counter[str] = Counter()  # element ids over every page
+        self.seen: Counter[str] = Counter()  # pages reached
+
+    def candidates(self, obs: dict[str, Any], persona: str) -> list[str]:
+        acts = [f"click({_q(c)})" for c in obs.get("clickable", []) if not SKIP.search(c)]
+        words = [w for w in re.findall(r"[A-Za-z]{5,}", persona)] or ["jacket"]
+        for inp in obs.get("inputs", []):
+            if (
+                inp.get("editable")
+                and inp.get("type") in ("search", "text", None)
+                and not SKIP.search(inp["id"])
+            ):
+                acts.append(f"type({_q(inp['id'])}, {_q(self.rng.choice(words).lower())}, enter=True)")
+        for sel in obs.get("selects", []):
+            opts = [o.get("text") or o.get("value") for o in sel.get("options", []) if not o.get("selected")]
+            if opts:
+                acts.append(f"select_option({_q(sel['id'])}, {_q(self.rng.choice(opts))})")
+        acts.append("go_back()")
+        return acts
+
+    async def act(self, obs: dict[str, Any], episode: Episode) -> str:
+        page = page_key(obs["url"])
+        self.seen[page] += 1
+
+        def cost(a: str) -> tuple[float, float]:
+            m = re.match(r'\w+\("([^"]*)"', a)
+            element = m.group(1) if m else a
+            back = 1.5 if a == "go_back()" else 0.0
+            return (self.tried[(page, a)] + self.touched[element] * 0.5 + back, self.rng.random())
+
+        action = min(self.candidates(obs, episode.persona), key=cost)
+        self.tried[(page, action)] += 1
+        m = re.match(r'\w+\("([^"]*)"', action)
+        if m:
+            self.touched[m.group(1)] += 1
+        return action
+
+
+class TrajectoryLabeler:
+    """An instruction from the prefix itself: the search it submitted, else the page it reached."""
+
+    async def label(self, episode: Episode, obs: dict[str, Any]) -> Label:
+        url, title = obs["url"], obs.get("title", "")
+        name = title.split(" · ")[0].strip() or urlparse(url).path
+        last_type = next((s for s in reversed(episode.steps) if s.action.startswith("type(")), None)
+        q = parse_qs(urlparse(url).query)
+        if last_type is not None and q:
+            term = re.findall(r'"((?:[^"\\]|\\.)*)"', last_type.action)[-1]
+            return Label(f"Search the site for {_q(term)} and show the results.", url, title)
+        return Label(f"Go to the {_q(name)} page.", url, title)
+
+
+class PageStateReward:
+    """1 when the final page is the one the label claims and the last ``k`` steps changed something."""
+
+    def __init__(self, k: int):
+        self.k = k
+
+    async def score(self, episode: Episode, label: Label, obs: dict[str, Any]) -> int:
+        if page_key(obs["url"]) != page_key(label.url) or obs["url"] != label.url:
+            return 0
+        t = len(episode.steps)
+        before = episode.steps[t - self.k].url if t >= self.k else episode.start_url
+        if obs["url"] == before or obs["url"] == episode.start_url:
+            return 0
+        if any(lab.url == obs["url"] for _, lab in episode.kept):
+            return 0
+        return 1
