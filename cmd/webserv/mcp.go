@@ -13,8 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
-	"github.com/webserv-rl/webserv/envcore"
-	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
 )
 
@@ -72,18 +70,12 @@ func mcpCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader
 		defer l.Close()
 		refuse = append(refuse, l.Addr().String())
 	}
-	router := netroute.New(log.Named("route"), netroute.Options{Refuse: refuse})
-	defer router.Close()
-	b, err := envcore.Launch(ctx, log.Named("browser"), server.Routed(ef.browserOptions(), router))
+	st, err := startStack(ctx, log, &ef, &hf, refuse...)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	factory, closeBackends, err := hf.factory(ctx, log)
-	if err != nil {
-		return err
-	}
-	defer closeBackends()
+	defer st.close()
+	b, factory := st.browser, st.factory
 	srv := server.New(log.Named("server"), b, factory, cfg)
 	defer srv.Close()
 	if l != nil {

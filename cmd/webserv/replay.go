@@ -13,8 +13,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/webserv-rl/webserv/envcore"
-	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/trajectory"
 	"github.com/webserv-rl/webserv/ui"
@@ -87,18 +85,12 @@ func rerunEpisodes(ctx context.Context, log *zap.Logger, ef envFlags, hf hosting
 	if len(files) == 0 {
 		return fmt.Errorf("no recorded episodes (*%s) under %v", trajectory.Ext, paths)
 	}
-	router := netroute.New(log.Named("route"), netroute.Options{})
-	defer router.Close()
-	b, err := envcore.Launch(ctx, log.Named("browser"), server.Routed(ef.browserOptions(), router))
+	st, err := startStack(ctx, log, &ef, &hf)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	factory, closeBackends, err := hf.factory(ctx, log)
-	if err != nil {
-		return err
-	}
-	defer closeBackends()
+	defer st.close()
+	b, factory := st.browser, st.factory
 	srv := server.New(log.Named("server"), b, factory, server.Config{Env: ef.cfg, NoUI: true})
 	defer srv.Close()
 	diverged := 0

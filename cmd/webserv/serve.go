@@ -13,8 +13,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/webserv-rl/webserv/envcore"
-	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
 )
 
@@ -53,21 +51,13 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	}
 	// Every environment's browser context goes through a route of its own;
 	// the server's own address is refused to all of them.
-	router := netroute.New(log.Named("route"), netroute.Options{Refuse: []string{l.Addr().String()}})
-	defer router.Close()
-	b, err := envcore.Launch(ctx, log.Named("browser"), server.Routed(ef.browserOptions(), router))
+	st, err := startStack(ctx, log, &ef, &hf, l.Addr().String())
 	if err != nil {
 		l.Close()
 		return err
 	}
-	defer b.Close()
-	factory, closeBackends, err := hf.factory(ctx, log)
-	if err != nil {
-		l.Close()
-		return err
-	}
-	defer closeBackends()
-	srv := server.New(log.Named("server"), b, factory, cfg)
+	defer st.close()
+	srv := server.New(log.Named("server"), st.browser, st.factory, cfg)
 	defer srv.Close() // a no-op after the shutdown below
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

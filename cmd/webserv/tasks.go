@@ -15,7 +15,6 @@ import (
 
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/hosting"
-	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/tasks"
 )
@@ -204,18 +203,12 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 	}
 	// Only the definitions' sites: the bundled shop has its own oracle test.
 	hf.noBundled = true
-	router := netroute.New(log.Named("route"), netroute.Options{})
-	defer router.Close()
-	b, err := envcore.Launch(ctx, log.Named("browser"), server.Routed(ef.browserOptions(), router))
+	st, err := startStack(ctx, log, &ef, &hf)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	factory, closeBackends, err := hf.factory(ctx, log)
-	if err != nil {
-		return err
-	}
-	defer closeBackends()
+	defer st.close()
+	b, factory := st.browser, st.factory
 	f, ok := factory.(*server.HostedFactory)
 	if !ok {
 		return errors.New("the hosting factory serves no site definitions")

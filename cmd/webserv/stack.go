@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/netroute"
+	"github.com/webserv-rl/webserv/server"
+)
+
+// stack is what every command that hosts environments brings up, in one
+// path: a router whose per-context routes refuse the given addresses, the
+// browser routed through it, and the site factory with its backends.
+type stack struct {
+	browser *envcore.Browser
+	factory server.Factory
+	close   func()
+}
+
+// startStack brings the stack up; close takes it down in reverse order.
+func startStack(ctx context.Context, log *zap.Logger, ef *envFlags, hf *hostingFlags, refuse ...string) (*stack, error) {
+	router := netroute.New(log.Named("route"), netroute.Options{Refuse: refuse})
+	b, err := envcore.Launch(ctx, log.Named("browser"), server.Routed(ef.browserOptions(), router))
+	if err != nil {
+		_ = router.Close()
+		return nil, err
+	}
+	factory, closeBackends, err := hf.factory(ctx, log)
+	if err != nil {
+		_ = b.Close()
+		_ = router.Close()
+		return nil, err
+	}
+	return &stack{browser: b, factory: factory, close: func() {
+		closeBackends()
+		_ = b.Close()
+		_ = router.Close()
+	}}, nil
+}
