@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
 // ImageSpec is a one-layer image made of files of this host, for tests
@@ -114,23 +112,12 @@ func HostImage(spec ImageSpec) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, l)
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Entrypoint = spec.Entrypoint
-	cf.Config.Env = spec.Env
-	cf.Config.WorkingDir = spec.WorkingDir
-	if spec.Port > 0 {
-		cf.Config.ExposedPorts = map[string]struct{}{fmt.Sprintf("%d/tcp", spec.Port): {}}
-	}
-	return mutate.ConfigFile(img, cf)
+	return linuxImage([]v1.Layer{l}, func(c *v1.Config) {
+		c.Entrypoint, c.Env, c.WorkingDir = spec.Entrypoint, spec.Env, spec.WorkingDir
+		if spec.Port > 0 {
+			c.ExposedPorts = map[string]struct{}{fmt.Sprintf("%d/tcp", spec.Port): {}}
+		}
+	})
 }
 
 // isELF reports whether the file starts with ELF's magic number.

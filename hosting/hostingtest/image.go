@@ -33,7 +33,16 @@ func SiteImage(bin string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, l1, l2)
+	return linuxImage([]v1.Layer{l1, l2}, func(c *v1.Config) {
+		c.Entrypoint = []string{"/app/testsite"}
+		c.Env = []string{"PORT=8080", "DATA_DIR=/data"}
+		c.ExposedPorts = map[string]struct{}{"8080/tcp": {}}
+	})
+}
+
+// linuxImage is a linux/amd64 image of layers, its config set by config.
+func linuxImage(layers []v1.Layer, config func(*v1.Config)) (v1.Image, error) {
+	img, err := mutate.AppendLayers(empty.Image, layers...)
 	if err != nil {
 		return nil, err
 	}
@@ -43,9 +52,7 @@ func SiteImage(bin string) (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Entrypoint = []string{"/app/testsite"}
-	cf.Config.Env = []string{"PORT=8080", "DATA_DIR=/data"}
-	cf.Config.ExposedPorts = map[string]struct{}{"8080/tcp": {}}
+	config(&cf.Config)
 	return mutate.ConfigFile(img, cf)
 }
 
