@@ -88,15 +88,6 @@ func (c Code) Fault() Fault {
 	return FaultInfrastructure
 }
 
-// Faults maps every error code to whose fault it is.
-func Faults() map[Code]Fault {
-	m := make(map[Code]Fault, len(codeTable))
-	for _, r := range codeTable {
-		m[r.code] = r.fault
-	}
-	return m
-}
-
 // badArgs is the client's error: a request argument is wrong.
 func badArgs(msg string) *Error { return errorf(CodeBadArgs, false, "%s", msg) }
 
