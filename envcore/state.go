@@ -374,7 +374,9 @@ func (e *Env) restoreDeadline(ctx context.Context) time.Time {
 }
 
 // waitLoaded waits until no frame of the tab is loading a document, until
-// restoreDeadline.
+// restoreDeadline. The frame events that count loading documents arrive on
+// their own goroutine and may trail a history move on a loaded host, so the
+// main document's readyState must say complete as well.
 func (e *Env) waitLoaded(ctx context.Context, t *tab) error {
 	start, deadline := time.Now(), e.restoreDeadline(ctx)
 	time.Sleep(10 * time.Millisecond) // let the navigation's first event arrive
@@ -383,7 +385,7 @@ func (e *Env) waitLoaded(ctx context.Context, t *tab) error {
 		if crashed {
 			return fmt.Errorf("the page crashed while its state was restored")
 		}
-		if loading == 0 {
+		if loading == 0 && t.documentComplete(ctx) {
 			return nil
 		}
 		if !time.Now().Before(deadline) {
@@ -397,4 +399,12 @@ func (e *Env) waitLoaded(ctx context.Context, t *tab) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// documentComplete reports whether the tab's main document has loaded
+// (document.readyState is "complete"); false while the answer is not known,
+// as when the document is being replaced.
+func (t *tab) documentComplete(ctx context.Context) bool {
+	var state string
+	return t.evalJSON(ctx, "document.readyState", &state) == nil && state == "complete"
 }
