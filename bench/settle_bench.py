@@ -58,7 +58,7 @@ from spa import pages  # noqa: E402
 import webserv  # noqa: E402
 from webserv.launcher import LocalServer, find_binary  # noqa: E402
 
-IDLE_MS = 50  # the server's default idle window (envcore.DefaultIdleWindow), unless --idle-ms
+IDLE_MS = 30  # the server's default idle window (envcore.DefaultIdleWindow), unless --idle-ms
 SLACK_MS = 150
 MEDIAN_OVERHEAD_MS = 60
 WORST_OVERHEAD_MS = 150

@@ -67,7 +67,7 @@
 // — and, in a routed context, the proxy's log adds every request that
 // started after the action (images, scripts, workers, other-origin frames).
 // The step returns once that work has drained, no frame is loading a
-// document, and Config.IdleWindow (DefaultIdleWindow, 50ms, a grace) has
+// document, and Config.IdleWindow (DefaultIdleWindow, 30ms, a grace) has
 // passed since the action's end and the last caused request or navigation.
 // Background work (pollers, intervals, beacon loops), timers beyond a 2s
 // budget, long polls and channels the action did not use never hold a

@@ -25,7 +25,7 @@ type Config struct {
 	// IdleWindow is the least a step waits after its action, and after the
 	// last request the action caused starts or ends or the last navigation
 	// event, before it observes the page (WebServ paper, 3.3;
-	// docs/envcore.md, "Settling"). Default DefaultIdleWindow (50ms).
+	// docs/envcore.md, "Settling"). Default DefaultIdleWindow (30ms).
 	IdleWindow time.Duration
 	// SettleTimeout bounds the wait for the work an action caused. A page
 	// still busy then is observed as it is and the step reports

@@ -197,7 +197,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 			return SettleTimeout, &last
 		}
 		if !busy {
-			wait = idle - quiet
+			wait = quietWait(idle, quiet)
 		}
 		if left := deadline.Sub(now); wait > left {
 			wait = left
@@ -210,6 +210,16 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 			return "", ctx.Err()
 		}
 	}
+}
+
+// quietWait is how long a round that found nothing pending waits before
+// the next: until the idle window has passed since the last event. quiet
+// is negative when events came in while the round asked the page (the
+// question waited on a navigation): they are fresh, so one window, not
+// the window plus their lead, which would hold the step up to a second
+// past its content.
+func quietWait(idle, quiet time.Duration) time.Duration {
+	return idle - max(quiet, 0)
 }
 
 // beginAction tells the active document of t (and its same-origin frames)
@@ -420,4 +430,4 @@ func (t *tab) touch() { t.load.touch() }
 // DefaultIdleWindow is Config.IdleWindow's default: the grace a step
 // gives, after the last request or navigation event it saw, to what it
 // cannot see (docs/envcore.md, "Settling").
-const DefaultIdleWindow = 50 * time.Millisecond
+const DefaultIdleWindow = 30 * time.Millisecond

@@ -25,7 +25,7 @@ type envFlags struct {
 }
 
 func (f *envFlags) register(fs *flag.FlagSet) {
-	fs.DurationVar(&f.cfg.IdleWindow, "idle", 0, "grace after the last request or navigation event the action caused before observing (default 50ms)")
+	fs.DurationVar(&f.cfg.IdleWindow, "idle", 0, "grace after the last request or navigation event the action caused before observing (default 30ms)")
 	fs.DurationVar(&f.cfg.SettleTimeout, "settle-timeout", 0, "longest wait for the page to settle (default 10s)")
 	fs.DurationVar(&f.cfg.ActionTimeout, "action-timeout", 0, "longest an action may run; a page script still running then is stopped (default 10s)")
 	fs.IntVar(&f.cfg.MaxMemoryMB, "max-memory-mb", 0, "per environment: most MiB its largest page may hold in JavaScript heap and array buffers; over it the episode ends with resource_limit (default 1024)")

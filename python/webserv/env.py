@@ -69,7 +69,7 @@ class WebEnv(gym.Env[dict[str, Any], str]):
         max_steps: steps after which an episode is truncated.
         episode_timeout: seconds after which an episode is truncated.
         idle_ms: the grace after the last request or navigation event before an observation
-            (server default 50).
+            (server default 30).
         screenshot, axtree: optional observation parts.
         observe: further observe options of the protocol, passed through: ``geometry``
             (``extra_element_properties``), ``marks`` (``screenshot_som``, ``som_labels``),

@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/sites/shop"
 )
 
 func main() {
@@ -24,6 +26,14 @@ func main() {
 		os.Exit(1)
 	}
 	defer func() { _ = log.Sync() }()
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "shop":
+		// The suites run the bundled shop as [this binary, shop, ...].
+		os.Exit(shop.Main(ctx, os.Args[2:], os.Stdout, os.Stderr))
+	case len(os.Args) > 1 && (os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help"):
+		fmt.Println(benchUsage)
+		return
+	}
 	if err := benchCmd(ctx, log, os.Args[1:], os.Stdin, os.Stdout); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
