@@ -25,7 +25,7 @@ type ScaleOptions struct {
 	Shop    ShopOptions
 	Ns      []int         // environment counts (1, 8, 32, 64, 128)
 	Run     time.Duration // measured time per N, after one warm-up step each
-	IdleMs  int           // idle window (500)
+	IdleMs  int           // idle window (envcore.DefaultIdleWindow)
 	Out     string
 	Command string
 	Smoke   bool
@@ -86,7 +86,7 @@ func Scale(ctx context.Context, o ScaleOptions) (*ScaleReport, error) {
 		o.Run = 40 * time.Second
 	}
 	if o.IdleMs <= 0 {
-		o.IdleMs = 500
+		o.IdleMs = int(envcore.DefaultIdleWindow.Milliseconds())
 	}
 	if o.MinFreeGiB <= 0 {
 		o.MinFreeGiB = 2

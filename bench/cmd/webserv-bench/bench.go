@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/bench/suites"
+	"github.com/webserv-rl/webserv/envcore"
 )
 
 const benchUsage = `usage: webserv-bench SUITE [flags]   (suites: system, step, scale, route, ui; add --smoke for a seconds-long check)
@@ -31,7 +32,8 @@ func benchCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	smoke := fs.Bool("smoke", false, "a few samples in seconds, to check the output")
 	work := fs.String("work", "/var/tmp/webserv-bench", "scratch directory (the system suite's full copies need a non-reflink filesystem)")
 	reps := fs.Int("reps", 10, "step: episodes per idle window; route, ui: rounds")
-	idle := fs.String("idle", "50,500", "step: idle windows in ms (the default, 50, and the previous one); scale: the first is used")
+	defIdle := envcore.DefaultIdleWindow.Milliseconds()
+	idle := fs.String("idle", fmt.Sprintf("%d,500", defIdle), fmt.Sprintf("step: idle windows in ms (the default, %d, and the one before issue 33); scale: the first is used", defIdle))
 	ns := fs.String("n", "1,8,32,64,128", "scale: environment counts")
 	runFor := fs.Duration("run", 40*time.Second, "scale: measured time per N")
 	sizes := fs.String("sizes", "1GiB,6GiB", "system: state sizes")
