@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/webserv-rl/webserv/bench/suites"
+	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
 )
 
@@ -75,7 +76,7 @@ func TestStepSmoke(t *testing.T) {
 	for _, s := range rep.Samples {
 		idles[s.IdleMs] = true
 	}
-	if !idles[50] || !idles[500] {
+	if def := int(envcore.DefaultIdleWindow.Milliseconds()); !idles[def] || !idles[500] {
 		t.Errorf("idle windows measured: %v", idles)
 	}
 }
