@@ -53,6 +53,7 @@ from .errors import (
 # After the submodule's import, the name is the function: `await webserv.explore(...)` (docs/explore.md).
 from .explore import explore
 from .handle import AsyncEnv
+from .options import EnvOptions
 from .placement import Placement, PlacementRequest, StaticHosts
 from .registration import register_envs, register_from_server
 from .retry import RetryPolicy
@@ -74,6 +75,7 @@ __all__ = [
     "CapacityError",
     "ClientError",
     "Connection",
+    "EnvOptions",
     "ConnectionLost",
     "EpisodeOver",
     "ResourceLimit",

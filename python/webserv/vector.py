@@ -25,16 +25,16 @@ leaves it to ``reset(options={"reset_mask": mask})``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .env import make_args, without_wallclock
 from .handle import AsyncEnv
-from .observation import action_space, observation_space
+from .observation import action_space
+from .options import EnvOptions
 from .sync import Loop as _Loop
 
 Action = str | dict[str, Any]
@@ -43,9 +43,9 @@ Action = str | dict[str, Any]
 class WebVectorEnv(VectorEnv):
     """``num_envs`` WebServ environments stepped concurrently over one connection.
 
-    Takes ``WebEnv``'s arguments (site, start_url, goal, task, url, token,
-    max_steps, episode_timeout, idle_ms, screenshot, axtree, observe, wallclock,
-    render_mode, and any ``make`` argument) plus:
+    Takes ``WebEnv``'s settings (``EnvOptions``' fields as keywords or
+    ``options=EnvOptions(...)``, and any ``make`` argument), each environment
+    made with the same ones, plus:
 
     Args:
         num_envs: how many environments.
@@ -54,59 +54,40 @@ class WebVectorEnv(VectorEnv):
             when the id's spec has one); the server truncates.
     """
 
-    metadata = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": list(EnvOptions.RENDER_MODES), "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(
         self,
         num_envs: int = 1,
-        site: str = "open",
+        site: str | None = None,
         start_url: str | None = None,
         goal: str | None = None,
         task: str | None = None,
         *,
-        url: str | None = None,
-        token: str | None = None,
-        max_steps: int | None = None,
+        options: EnvOptions | None = None,
         max_episode_steps: int | None = None,
-        episode_timeout: float | None = None,
-        idle_ms: int | None = None,
-        screenshot: bool = False,
-        axtree: bool = True,
-        observe: Mapping[str, Any] | None = None,
-        wallclock: bool = True,
-        render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-        **extra: Any,
+        **keywords: Any,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
-        if render_mode is not None and render_mode not in list(self.metadata["render_modes"]):  # ty: ignore
-            raise ValueError(
-                f"render_mode {render_mode!r} is not supported; use one of {self.metadata['render_modes']}"
-            )
+        positional = {"site": site, "start_url": start_url, "goal": goal, "task": task}
+        if max_episode_steps is not None and keywords.get("max_steps") is None:
+            keywords["max_steps"] = max_episode_steps
+        self.options = EnvOptions.of(
+            options, **{k: v for k, v in positional.items() if v is not None}, **keywords
+        )
         self.num_envs = num_envs
-        self.render_mode = render_mode
+        self.render_mode = self.options.render_mode
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
-        self.single_observation_space = observation_space(screenshot, wallclock, observe)
+        self.single_observation_space = self.options.observation_space()
         self.single_action_space = action_space()
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._wallclock = wallclock
-        args = make_args(
-            start_url,
-            goal,
-            task,
-            max_steps if max_steps is not None else max_episode_steps,
-            episode_timeout,
-            idle_ms,
-            screenshot,
-            axtree,
-            extra,
-            observe,
-        )
-        self.client = _Loop.client(url, token)
-        self.envs = [AsyncEnv(self.client, site, **args) for _ in range(num_envs)]
+        self.client = _Loop.client(self.options.url, self.options.token)
+        args = self.options.request()
+        self.envs = [AsyncEnv(self.client, self.options.site, **args) for _ in range(num_envs)]
         self._obs: list[dict[str, Any]] = [{} for _ in range(num_envs)]
         self._autoreset = np.zeros(num_envs, dtype=np.bool_)
 
@@ -150,7 +131,8 @@ class WebVectorEnv(VectorEnv):
 
         async def reset_all() -> list[Any]:
             return await asyncio.gather(
-                *(self.envs[i].reset(seed=seeds[i], options=options) for i in picked), return_exceptions=True
+                *(self.envs[i].reset(seed=seeds[i], options=options) for i in picked),
+                return_exceptions=True,
             )
 
         results = _Loop.run(reset_all())
@@ -234,9 +216,7 @@ class WebVectorEnv(VectorEnv):
             _Loop.run(close_all())
 
     def _view(self, obs: dict[str, Any], info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        if not self._wallclock:
-            without_wallclock(obs, info)
-        return obs, info
+        return self.options.view(obs, info)
 
     def _batch(self) -> dict[str, list[Any]]:
         keys = self.single_observation_space.spaces.keys()  # ty: ignore  # always a spaces.Dict here
