@@ -33,6 +33,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .handle import AsyncEnv
+from .mixing import Demonstrations, ExpertEnv, Mix, Source, member_options
 from .observation import action_space
 from .options import EnvOptions
 from .sync import Loop as _Loop
@@ -52,6 +53,9 @@ class WebVectorEnv(VectorEnv):
         autoreset_mode: gymnasium's ``AutoresetMode`` (or its value), default ``NEXT_STEP``.
         max_episode_steps: gymnasium's name for ``max_steps`` (``make_vec`` passes it
             when the id's spec has one); the server truncates.
+        mix: a ``webserv.Mix``: the share of real, dreamed and expert members
+            (``sources`` lists each member's; ``info["source"]`` marks everything
+            a member returns; see ``webserv.mixing``). Default: all real.
     """
 
     metadata = {"render_modes": list(EnvOptions.RENDER_MODES), "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -67,6 +71,7 @@ class WebVectorEnv(VectorEnv):
         options: EnvOptions | None = None,
         max_episode_steps: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        mix: Mix | None = None,
         **keywords: Any,
     ):
         if num_envs < 1:
@@ -86,10 +91,30 @@ class WebVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.client = _Loop.client(self.options.url, self.options.token)
-        args = self.options.request()
-        self.envs = [AsyncEnv(self.client, self.options.site, **args) for _ in range(num_envs)]
+        self.mix = mix
+        self._demos: Demonstrations | None = None
+        #: Each member's source: ``"real"``, ``"dream"`` or ``"expert"``.
+        self.sources: list[Source] = mix.sources(num_envs) if mix is not None else ["real"] * num_envs
+        self.envs: list[AsyncEnv | ExpertEnv] = [self._member(s) for s in self.sources]
         self._obs: list[dict[str, Any]] = [{} for _ in range(num_envs)]
         self._autoreset = np.zeros(num_envs, dtype=np.bool_)
+
+    def _member(self, source: Source) -> AsyncEnv | ExpertEnv:
+        """A member environment of this source (see ``webserv.mixing``)."""
+        if source == "dream":
+            assert self.mix is not None
+            dream = self.mix.dream_options(self.options)
+            return AsyncEnv(_Loop.client(dream.url, dream.token), dream.site, **dream.request())
+        env = AsyncEnv(self.client, self.options.site, **self.options.request())
+        if source == "real":
+            return env
+        assert self.mix is not None
+        if self._demos is None:
+            tasks = None
+            if isinstance(self.mix.demonstrations, str) and self.mix.demonstrations == "oracles":
+                tasks = _Loop.run(self.client.tasks(self.options.site))
+            self._demos = Demonstrations(self.mix.load_demonstrations(tasks))
+        return ExpertEnv(env, self._demos, self.options.task)
 
     @property
     def env_ids(self) -> list[str | None]:
@@ -131,7 +156,10 @@ class WebVectorEnv(VectorEnv):
 
         async def reset_all() -> list[Any]:
             return await asyncio.gather(
-                *(self.envs[i].reset(seed=seeds[i], options=options) for i in picked),
+                *(
+                    self.envs[i].reset(seed=seeds[i], options=member_options(self.sources[i], options))
+                    for i in picked
+                ),
                 return_exceptions=True,
             )
 
@@ -143,6 +171,7 @@ class WebVectorEnv(VectorEnv):
                 errors.append(res)
                 continue
             obs, info = self._view(*res)
+            info["source"] = self.sources[i]
             self._obs[i] = obs
             self._autoreset[i] = False
             infos = self._add_info(infos, info, i)
@@ -194,6 +223,9 @@ class WebVectorEnv(VectorEnv):
             obs, reward, terminated, truncated, info = res
             final = {k: info.pop(k) for k in ("final_obs", "final_info") if k in info}
             obs, info = self._view(obs, info)
+            info["source"] = self.sources[i]
+            if "final_info" in final:
+                final["final_info"]["source"] = self.sources[i]
             info.update(final)
             self._obs[i] = obs
             rewards[i], terminations[i], truncations[i] = reward, terminated, truncated

@@ -51,6 +51,8 @@ from .. import rollout
 from ..actions import ActionDoc, table
 from ..env import WebEnv
 from ..errors import InfrastructureError, ResourceLimit
+from ..mixing import Mix, Source, member_options
+from ..options import EnvOptions
 
 #: The Python type of each argument type of the table (what TRL turns back into the JSON schema).
 _PY_TYPES: dict[str, Any] = {
@@ -75,9 +77,21 @@ class WebEnvironment:
     server_url: str | None = None
     server_token: str | None = None
     max_steps: int | None = 30
+    #: Mixed groups (``web_environment(mix=...)``): each member's source, and per ``uid`` how many
+    #: members began (shared by the class's instances, as TRL resets a group's members one by one).
+    sources: tuple[Source, ...] = ("real",)
+    mix: Mix | None = None
+    _slots: dict[str, int]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._slots = {}
 
     def __init__(self) -> None:
         self._env: WebEnv | None = None
+        self._envs: dict[Source, WebEnv] = {}
+        #: This episode's source: ``"real"`` or ``"dream"`` (mixed groups; reward functions weight by it).
+        self.source: Source = "real"
         self._reward = 0.0
         self._done = False
         self._failure: InfrastructureError | None = None
@@ -96,10 +110,16 @@ class WebEnvironment:
 
     def reset(self, **row: Any) -> str | None:
         """Starts the episode the dataset row describes and returns the first page."""
-        if self._env is None:
-            self._env = WebEnv(
+        self.source = self._next_source(row.get("uid"))
+        if self.source not in self._envs:
+            group = EnvOptions(
                 self.site, url=self.server_url, token=self.server_token, max_steps=self.max_steps
             )
+            if self.source == "dream":
+                assert self.mix is not None
+                group = self.mix.dream_options(group)
+            self._envs[self.source] = WebEnv(options=group)
+        self._env = self._envs[self.source]
         self._reward, self._done, self._failure = 0.0, False, None
         options: dict[str, Any] = {}
         for key in ("start_url", "goal"):
@@ -109,6 +129,7 @@ class WebEnvironment:
             options["task"] = str(row["task_id"])
         if row.get("uid") is not None:
             options["group_key"] = str(row["uid"])
+        options = member_options(self.source, options)
         seed = row.get("seed")
         try:
             obs, _ = self._env.reset(seed=int(seed) if seed is not None else None, options=options)
@@ -124,6 +145,20 @@ class WebEnvironment:
         return self._reward
 
     # -- internals ----------------------------------------------------------------
+
+    @classmethod
+    def _next_source(cls, uid: Any) -> Source:
+        """The k-th member of a group (the k-th reset with its uid) takes the k-th source."""
+        n = len(cls.sources)
+        if n == 1:
+            return cls.sources[0]
+        key = str(uid)
+        k = cls._slots.get(key, 0)
+        if k + 1 >= n:
+            cls._slots.pop(key, None)
+        else:
+            cls._slots[key] = k + 1
+        return cls.sources[k % n]
 
     def _act(self, action: str) -> str:
         if self._env is None:
@@ -240,6 +275,8 @@ def web_environment(
     server_token: str | None = None,
     max_steps: int | None = 30,
     tools: Iterable[str] | None = None,
+    mix: Mix | None = None,
+    group_size: int | None = None,
 ) -> type[WebEnvironment]:
     """A WebEnvironment class bound to a site and server, for ``environment_factory``.
 
@@ -247,6 +284,11 @@ def web_environment(
     actions offered as tools (``["click", "fill", "goto", "stop"]``; default every action of
     the table); an unknown name is refused with the nearest.
 
+    ``mix`` (with ``group_size``, TRL's ``num_generations``) makes groups of real and dreamed
+    members: the k-th reset of a row's ``uid`` takes the k-th source of ``mix.sources(group_size)``,
+    and ``env.source`` says which. Expert members are refused: TRL trains on the model's own
+    tool calls, and an expert member has none (train on the demonstrations with SFT, or mix
+    them in with the verl adapter or the vector environment; docs/dream.md, "Mixing").
     """
     attrs: dict[str, Any] = {
         "site": site,
@@ -254,6 +296,18 @@ def web_environment(
         "server_token": server_token,
         "max_steps": max_steps,
     }
+    if mix is not None:
+        if group_size is None or group_size < 1:
+            raise ValueError(
+                "a mix needs group_size, the number of members of a group (TRL's num_generations)"
+            )
+        if mix.expert > 0:
+            raise ValueError(
+                "TRL's environment_factory trains on the model's own tool calls, and an expert member "
+                "has none: train on the demonstrations with SFT, or mix experts in with "
+                "webserv.integrations.verl or the vector environment (docs/dream.md, Mixing)"
+            )
+        attrs.update(mix=mix, sources=tuple(mix.sources(group_size)))
     if tools is not None:
         keep = list(tools)
         for name in keep:
