@@ -246,9 +246,11 @@ func (e *Env) truncate(ctx context.Context, st Step) Step {
 // judge's self-assessment, else 0, with info saying which and why.
 func (e *Env) grade(ctx context.Context, st *Step, answer string, stopped bool) {
 	var why error
+	hint := "give the dream a task whose grader runs on an observation (url_match, string_match), or a judge endpoint"
 	switch {
 	case !stopped:
-		why = errors.New("the agent did not stop: the task's grader grades an answer")
+		why = errors.New("the agent did not stop, and the task's grader grades where it stops")
+		hint = "give the dream a judge endpoint to assess dreams the agent does not end"
 	case e.cfg.Grade == nil && e.noGrade != "":
 		why = errors.New(e.noGrade)
 	case e.cfg.Grade == nil:
@@ -270,5 +272,5 @@ func (e *Env) grade(ctx context.Context, st *Step, answer string, stopped bool) 
 		why = fmt.Errorf("%v; the judge failed too: %w", why, err)
 	}
 	st.Reward, st.Info["reward_source"] = 0, RewardNone
-	st.Info["reward_note"] = fmt.Sprintf("reward 0: %v (give the dream a task whose grader runs on an observation, url_match or string_match, or a judge endpoint)", why)
+	st.Info["reward_note"] = fmt.Sprintf("reward 0: %v (%s)", why, hint)
 }
