@@ -1,5 +1,6 @@
-"""Mixed groups: real and expert members (the bundled oracles, or demonstrations `webserv export --format sft`
-wrote) in the shares asked for, each marked, in the vector environment and the trainer adapters."""
+"""Mixed groups: real, dream (the transition-memory world model) and expert members (the bundled oracles, or
+demonstrations `webserv export --format sft` wrote) in the shares asked for, each marked, in the vector
+environment and the trainer adapters."""
 
 from __future__ import annotations
 
@@ -134,6 +135,91 @@ def test_expert_members_replay_demonstrations_from_an_sft_file(
         assert list(terminated) == [False, True] and infos["answer"][1] == "done"
     finally:
         envs.close()
+
+
+def test_a_dream_member_of_a_group_dreams_what_the_real_member_sees(
+    binary: str, pages: str, tmp_path: Path
+) -> None:
+    root = tmp_path / "trajectories"
+    goal, start = "Load the list, then go on", f"{pages}/page?n=3"
+    actions = ['click("load")', 'fill("name", "Ada")', 'click("next")']
+    keys = ("url", "title", "html", "axtree_txt", "clickable", "inputs", "last_action", "last_action_error")
+    srv = LocalServer(binary, ["--idle", "200ms", "--no-bundled", "--trajectories", str(root)])
+    try:
+        # A real episode, recorded: the transition-memory world model dreams from it.
+        rec = gym.make("webserv/open", url=srv.url, start_url=start, goal=goal, record={})
+        rec.reset()
+        for a in actions:
+            rec.step(a)
+        rec.close()
+        (episode,) = [str(p.relative_to(root)) for p in root.rglob("*.jsonl.gz")]
+
+        dream_env = {"world_model": {"memory": ["."]}, "start": {"episode": episode, "step": 0}}
+        envs = gym.make_vec(
+            "webserv/open",
+            num_envs=2,
+            vectorization_mode="vector_entry_point",
+            url=srv.url,
+            start_url=start,
+            goal=goal,
+            max_steps=10,
+            wallclock=False,
+            mix=webserv.Mix(dream=0.5, dream_env=dream_env),
+        )
+        try:
+            # The group's key and start URL are the real member's; the dream starts from its own start.
+            obs, infos = envs.reset(options={"group_key": "mixed-dream", "start_url": start})
+            assert list(infos["source"]) == ["real", "dream"]
+            assert infos["dreamed"][1] and not infos["_dreamed"][0]
+            assert {k: obs[k][1] for k in keys} == {k: obs[k][0] for k in keys}
+            for a in actions:
+                obs, rewards, terminated, truncated, infos = envs.step([a, a])
+                assert list(infos["source"]) == ["real", "dream"] and infos["dreamed"][1]
+                assert not terminated.any() and not truncated.any(), infos
+                assert {k: obs[k][1] for k in keys} == {k: obs[k][0] for k in keys}, a
+        finally:
+            envs.close()
+
+        # TRL: the k-th reset of a row's uid takes the k-th source; the tools act on each alike.
+        mix = webserv.Mix(dream=0.5, dream_env=dream_env)
+        cls = web_environment("open", server_url=srv.url, mix=mix, group_size=2)
+        row = {"uid": "row-1", "start_url": start, "goal": goal}
+        members = [cls(), cls()]
+        firsts = [m.reset(**row) for m in members]
+        try:
+            assert [m.source for m in members] == ["real", "dream"]
+            assert firsts[0] == firsts[1] and firsts[0] is not None and "[load] button" in firsts[0]
+            for act in (
+                lambda m: m.click("load"),
+                lambda m: m.fill("name", "Ada"),
+                lambda m: m.click("next"),
+            ):
+                texts = [act(m) for m in members]
+                assert texts[0] == texts[1] and "Error" not in texts[0], texts
+            web = members[1].web_env
+            assert web is not None and web.last_info is not None and web.last_info["dreamed"] is True
+        finally:
+            for m in members:
+                if m.web_env is not None:
+                    m.web_env.close()
+
+        # verl: the same, as a loop's rollouts of one row.
+        async def policy(obs: dict[str, Any], history: list[dict[str, Any]]) -> str | None:
+            return actions[len(history)] if len(history) < len(actions) else None
+
+        async def main() -> list[dict[str, Any]]:
+            loop = WebAgentLoop(server_url=srv.url, policy=policy, max_turns=5, mix=mix, group_size=2)
+            rows = [{"uid": "row-2", "extra_info": {"start_url": start, "goal": goal}}] * 2
+            return list(await asyncio.gather(*(loop.run({}, **r) for r in rows)))
+
+        outs = asyncio.run(main())
+        assert [o["source"] for o in outs] == ["real", "dream"]
+        assert (
+            outs[0]["trajectory"] == outs[1]["trajectory"]
+            and outs[0]["reward_score"] == outs[1]["reward_score"]
+        )
+    finally:
+        srv.stop()
 
 
 def test_a_bad_sft_file_is_refused_with_the_line(tmp_path: Path) -> None:

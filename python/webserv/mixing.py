@@ -139,8 +139,9 @@ class Mix:
     real: float | None = None
     dream: float = 0.0
     expert: float = 0.0
-    #: The dream members' environment: ``EnvOptions``, or keywords over the group's own settings
-    #: (``site`` defaults to ``"dream"``). Needed when ``dream`` > 0.
+    #: The dream members' environment: ``EnvOptions``, or keywords (``world_model``, ``start``,
+    #: ``max_dream_steps``, ``judge``; docs/dream.md) over what of the group's settings a dream
+    #: takes (see ``dream_options``). Needed when ``dream`` > 0.
     dream_env: EnvOptions | Mapping[str, Any] | None = field(default=None, hash=False)
     #: What expert members replay: ``"oracles"`` (the site's tasks' oracles), a path of ``sft`` rows,
     #: or demonstrations.
@@ -193,12 +194,25 @@ class Mix:
         return [s for s in SOURCES for _ in range(counts[s])]
 
     def dream_options(self, group: EnvOptions) -> EnvOptions:
-        """The dream members' settings."""
+        """The dream members' settings: ``dream_env`` over what of the group's a dream takes (the
+        server, the task and goal, the observation's views), on the site ``dream``. A browser's or
+        a site's settings (start URL, step limits, idle window, other ``make`` arguments) are not
+        carried over: the server refuses them on a dream."""
         if isinstance(self.dream_env, EnvOptions):
             return self.dream_env
-        keywords = dict(self.dream_env or {})
-        keywords.setdefault("site", "dream")
-        return EnvOptions.of(group, **keywords)
+        base = EnvOptions(
+            site="dream",
+            goal=group.goal,
+            task=group.task,
+            url=group.url,
+            token=group.token,
+            screenshot=group.screenshot,
+            axtree=group.axtree,
+            observe=group.observe,
+            wallclock=group.wallclock,
+            render_mode=group.render_mode,
+        )
+        return EnvOptions.of(base, **dict(self.dream_env or {}))
 
     def load_demonstrations(self, tasks: Sequence[Mapping[str, Any]] | None = None) -> list[Demonstration]:
         """The demonstrations expert members replay; ``tasks`` are the site's (the ``tasks`` op's)
@@ -221,11 +235,13 @@ class Mix:
 
 
 def member_options(source: Source, options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A real or dream member's reset options from the group's: dream members share a group key
-    of their own (``<key>/dream``), since the group's state lives on another site than theirs."""
+    """A real or dream member's reset options from the group's. A dream starts from a real
+    observation of its own (its ``start``, or the task's first one), not from the group's site:
+    its reset keeps the task and goal and leaves the group key and the start URL out."""
     opts = dict(options or {})
-    if source == "dream" and opts.get("group_key") is not None:
-        opts["group_key"] = f"{opts['group_key']}/dream"
+    if source == "dream":
+        opts.pop("group_key", None)
+        opts.pop("start_url", None)
     return opts
 
 
