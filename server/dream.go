@@ -206,6 +206,9 @@ func (s *Server) dreamEpisode(ctx context.Context, x *session, a *resetArgs, cau
 	if err != nil {
 		return nil, err
 	}
+	if task != "" {
+		ep.TaskID = task // make's task grades a dream started elsewhere too
+	}
 	if g := a.Options.Goal; g != "" {
 		ep.Goal = g
 	} else if x.spec.Goal != "" {
