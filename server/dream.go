@@ -56,11 +56,22 @@ func checkDreamKeys(a *makeArgs) error {
 	if dreaming && a.Options.GroupKey != "" {
 		return badArgs("make.options.group_key does not apply to a dream environment")
 	}
-	if dreaming && a.Observe != nil {
-		o := a.Observe
-		if o.Screenshot || o.Marks || o.Geometry || o.Layout {
-			return badArgs("make.observe: a dream environment has the recorded text views only (html, axtree): no screenshot, marks, geometry or layout")
-		}
+	if dreaming {
+		return dreamObserve(a.Observe, "make")
+	}
+	return nil
+}
+
+// dreamObserve refuses the observation parts a dream cannot give.
+func dreamObserve(o *observeSpec, op string) error {
+	if o == nil {
+		return nil
+	}
+	if _, err := o.options(); err != nil {
+		return err
+	}
+	if o.Screenshot || o.Marks || o.Geometry || o.Layout {
+		return badArgs(op + ".observe: a dream environment has the recorded text views only (html, axtree): no screenshot, marks, geometry or layout")
 	}
 	return nil
 }
@@ -180,6 +191,9 @@ func (s *Server) dreamEpisode(ctx context.Context, x *session, a *resetArgs, cau
 	if a.Options.GroupKey != "" {
 		return nil, badArgs("reset.options.group_key does not apply to a dream environment")
 	}
+	if a.PreviewMs != nil {
+		return nil, badArgs("reset.preview_ms does not apply to a dream environment, which has no page to outline targets on")
+	}
 	if a.Options.StartURL != "" {
 		return nil, badArgs("reset.options.start_url does not apply to a dream environment: it starts from a real observation (make's start, or options.task)")
 	}
@@ -191,6 +205,9 @@ func (s *Server) dreamEpisode(ctx context.Context, x *session, a *resetArgs, cau
 	obs, ep, err := s.dreamStartObs(ctx, x, start, task)
 	if err != nil {
 		return nil, err
+	}
+	if task != "" {
+		ep.TaskID = task // make's task grades a dream started elsewhere too
 	}
 	if g := a.Options.Goal; g != "" {
 		ep.Goal = g
@@ -305,10 +322,8 @@ func (s *Server) dreamStep(ctx context.Context, x *session, a *stepArgs) (any, e
 	if x.over != "" {
 		return nil, errorf(CodeEpisodeOver, false, "the episode is over (%s): call reset to start a new one", x.over)
 	}
-	if a.Observe != nil {
-		if _, err := a.Observe.options(); err != nil {
-			return nil, err
-		}
+	if err := dreamObserve(a.Observe, "step"); err != nil {
+		return nil, err
 	}
 	var act dream.Action
 	switch v := a.Action.(type) {

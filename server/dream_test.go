@@ -142,6 +142,14 @@ func TestDreams(t *testing.T) {
 				do["last_action"], do["last_action_error"], di["action_error_code"])
 		}
 	}
+	// A dream starts from a live environment's current observation.
+	live := obsOf(cl.call("observe", real, map[string]any{"observe": map[string]any{"axtree": true}}))
+	fromLive := obsOf(cl.call("make", "", map[string]any{"site": "dream", "world_model": memory, "start": map[string]any{"env": real}}))
+	for _, k := range []string{"url", "html", "axtree", "goal", "clickable"} {
+		if !reflect.DeepEqual(fromLive[k], live[k]) {
+			t.Errorf("a dream started from a live environment: its %s is not the environment's", k)
+		}
+	}
 	cl.call("close", real, nil)
 	cl.call("close", dreamed, nil)
 
@@ -158,6 +166,11 @@ func TestDreams(t *testing.T) {
 	} {
 		cl.fail("make", "", args, server.CodeBadArgs)
 	}
+	d := cl.call("make", "", map[string]any{"site": "dream", "world_model": memory, "task": run.task})["env"].(string)
+	cl.fail("step", d, map[string]any{"action": run.seq[0], "observe": map[string]any{"screenshot": true}}, server.CodeBadArgs)
+	cl.fail("reset", d, map[string]any{"preview_ms": 100}, server.CodeBadArgs)
+	cl.fail("snapshot", d, map[string]any{"name": "a"}, server.CodeNotSupported)
+	cl.call("close", d, nil)
 
 	dreamEndpoint(t, cl, episodes[run.task], paths[run.task], gradable[run.task])
 }
@@ -187,6 +200,15 @@ func dreamEndpoint(t *testing.T, cl *client, ep *trajectory.Episode, path string
 		t.Errorf("the stand-in answered %d kinds of call; the first answer to the delta format's and the text format's first call was malformed, and each was asked again", n)
 	}
 
+	// A task's first observation, when no recorded episode has it, is
+	// observed by a real environment.
+	made := cl.call("make", "", map[string]any{"site": "dream", "task": ep.Head.TaskID, "world_model": map[string]any{"endpoint": sb.url + "/v1"}})
+	first, want := obsOf(made), trajectory.ExportView(*ep.Reset.Obs, true)
+	if first["url"] != want.URL || first["goal"] != want.Goal || first["axtree"] != want.AXTree || made["info"].(map[string]any)["task_id"] != ep.Head.TaskID {
+		t.Errorf("a dream of task %s starts at %v, not at the task's first page %s", ep.Head.TaskID, first["url"], want.URL)
+	}
+	cl.call("close", made["env"].(string), nil)
+
 	// A model that keeps answering nonsense, or too late: the step fails as
 	// the model's fault, and the dream goes on.
 	for _, route := range []struct{ path, want string }{{"/garbage/v1", "malformed answer"}, {"/late/v1", "no answer within"}} {
@@ -203,7 +225,7 @@ func dreamEndpoint(t *testing.T, cl *client, ep *trajectory.Episode, path string
 
 	// The judge grades a dream the task's grader cannot: one that the
 	// dream's length ends.
-	made := cl.call("make", "", map[string]any{"site": "dream", "start": start, "max_dream_steps": 1,
+	made = cl.call("make", "", map[string]any{"site": "dream", "start": start, "max_dream_steps": 1,
 		"world_model": map[string]any{"endpoint": sb.url + "/v1"}, "judge": map[string]any{"endpoint": sb.url + "/v1"}})
 	res := cl.call("step", made["env"].(string), map[string]any{"action": ep.Steps[0].Action})
 	if info := res["info"].(map[string]any); res["truncated"] != true || info["dream_end"] != dream.EndMaxSteps || info["reward_source"] != dream.RewardJudge || res["reward"] != 1.0 {

@@ -89,6 +89,9 @@ var ops = []op{
 			return nil, err
 		}
 		if x.dream != nil {
+			if err := dreamObserve(a.Observe, "observe"); err != nil {
+				return nil, err
+			}
 			return map[string]any{"obs": x.dream.Obs()}, nil
 		}
 		obs, err := x.env.Observe(ctx, opts)
