@@ -101,7 +101,7 @@ def trl_latency(server: str, page: str, calls: int, idle_ms: int) -> dict[str, f
     lat = []
     for i in range(calls):
         t0 = time.perf_counter()
-        env.type_text("name", f"call {i}")
+        env.fill("name", f"call {i}")
         lat.append((time.perf_counter() - t0) * 1000)
     env.stop("done")
     return {

@@ -77,14 +77,15 @@ func Actions() []ActionDoc {
 	for _, f := range callForms {
 		// The example of every form parses (TestActionsDescribeEveryCallForm);
 		// the type comes from it.
-		d := ActionDoc{Name: f.names[0], Description: f.desc, Args: slices.Clone(f.args), Example: f.example}
+		// Args is a list even without arguments: the actions op sends [], not null.
+		d := ActionDoc{Name: f.names[0], Description: f.desc, Args: append([]ActionArg{}, f.args...), Example: f.example}
 		if a, err := ParseAction(f.example); err == nil {
 			d.Type = a.Type
 		}
 		out = append(out, d)
 	}
 	for _, c := range coordActions {
-		d := ActionDoc{Name: string(c.typ), Type: c.typ, Description: c.desc, Example: c.example}
+		d := ActionDoc{Name: string(c.typ), Type: c.typ, Description: c.desc, Args: []ActionArg{}, Example: c.example}
 		for _, p := range c.params {
 			d.Args = append(d.Args, ActionArg{Name: p.name, Type: ArgNumber, Doc: coordArgDoc(p.name), Required: true})
 		}

@@ -37,6 +37,9 @@ func TestActionsDescribeEveryCallForm(t *testing.T) {
 			t.Errorf("call form %s is not described", name)
 			continue
 		}
+		if d.Args == nil {
+			t.Errorf("%s: Args is nil, which the actions op sends as null instead of a list", name)
+		}
 		if d.Description == "" || d.Example == "" {
 			t.Errorf("%s: empty description or example", name)
 		}

@@ -309,11 +309,7 @@ func (e *Env) step(ctx context.Context, a Action, opts ObserveOptions) (Observat
 	info := StepInfo{Attempts: 1}
 	if err := a.Validate(); err != nil {
 		info.ActionError, info.ActionErrorCode = err.Error(), "bad_action"
-		last := string(a.Type) + "(...)" // an oversized action is not printed whole
-		if checkLimits(a) == nil {
-			last = a.String()
-		}
-		return e.finishStep(ctx, info, time.Time{}, last, opts)
+		return e.finishStep(ctx, info, time.Time{}, EchoOf(a), opts)
 	}
 	actx, cancel := context.WithTimeout(ctx, e.cfg.ActionTimeout)
 	acted := e.activeTab()

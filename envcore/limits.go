@@ -140,3 +140,14 @@ func clipEcho(s string) string {
 // ClipEcho is s cut to MaxEchoChars, as an observation echoes the agent's
 // input (last_action, last_action_error), saying how long the whole was.
 func ClipEcho(s string) string { return clipEcho(s) }
+
+// EchoOf is how an observation's last_action shows action a before it is
+// cut to MaxEchoChars: its string form, or only its type when a field is
+// over its limit (an oversized action is not printed whole). The dream
+// environment echoes the actions it refuses the same way.
+func EchoOf(a Action) string {
+	if checkLimits(a) != nil {
+		return string(a.Type) + "(...)"
+	}
+	return a.String()
+}

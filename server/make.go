@@ -15,6 +15,12 @@ import (
 // makeEnv creates an environment and starts its first episode, so the
 // reply carries the first observation.
 func (s *Server) makeEnv(ctx context.Context, c call, a *makeArgs) (any, error) {
+	if a.Site == DreamSite {
+		return s.makeDream(ctx, c, a)
+	}
+	if err := checkDreamKeys(a); err != nil {
+		return nil, err
+	}
 	spec := MakeSpec{Site: "open", TaskSet: a.TaskSet, Task: a.Task, StartURL: a.StartURL, Goal: a.Goal, Allow: a.Allow}
 	if a.Site != "" {
 		spec.Site = a.Site

@@ -11,6 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/envcore"
 )
 
 // OpenEnv compatibility: /openenv/ws speaks the WebSocket protocol of
@@ -178,8 +180,11 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 		res, err := s.onWorker(x, func() (any, error) {
 			ctx, cancel := context.WithTimeout(s.base, s.cfg.StepTimeout)
 			defer cancel()
-			obs, err := x.env.Observe(ctx, observeNothing)
-			if err != nil {
+			var obs envcore.Observation
+			var err error
+			if x.dream != nil {
+				obs = x.dream.Obs().Observation
+			} else if obs, err = x.env.Observe(ctx, observeNothing); err != nil {
 				return nil, err
 			}
 			return map[string]any{"episode_id": x.id, "step_count": x.steps, "site": x.site, "url": obs.URL,

@@ -54,7 +54,7 @@ func opFor[T any](name, doc string, env bool, run func(s *Server, ctx context.Co
 var ops = []op{
 	opFor[helloArgs]("hello", "protocol version, token and limits; first when the server has a token", false, nil),
 	opFor("sites", "the sites this server hosts", false, func(s *Server, _ context.Context, _ call, _ *noArgs) (any, error) {
-		return map[string]any{"sites": s.factory.Sites()}, nil
+		return map[string]any{"sites": append(s.factory.Sites(), dreamSiteInfo)}, nil
 	}),
 	opFor("tasks", "the tasks of a site (every site's without one)", false, func(s *Server, _ context.Context, _ call, a *tasksArgs) (any, error) {
 		tasks, err := s.factory.Tasks(a.Site)
@@ -71,9 +71,15 @@ var ops = []op{
 	}),
 	opFor("make", "creates an environment and starts its first episode", false, (*Server).makeEnv),
 	opFor("reset", "starts a new episode", true, func(s *Server, ctx context.Context, c call, a *resetArgs) (any, error) {
+		if c.x.dream != nil {
+			return s.dreamEpisode(ctx, c.x, a, CauseReset)
+		}
 		return s.startEpisode(ctx, c.x, a, CauseReset)
 	}),
 	opFor("step", "runs one action and returns once what it caused has settled", true, func(s *Server, ctx context.Context, c call, a *stepArgs) (any, error) {
+		if c.x.dream != nil {
+			return s.dreamStep(ctx, c.x, a)
+		}
 		return s.step(ctx, c.x, a)
 	}),
 	opFor("observe", "the current observation, without acting", true, func(s *Server, ctx context.Context, c call, a *observeArgs) (any, error) {
@@ -81,6 +87,12 @@ var ops = []op{
 		opts, err := a.Observe.options()
 		if err != nil {
 			return nil, err
+		}
+		if x.dream != nil {
+			if err := dreamObserve(a.Observe, "observe"); err != nil {
+				return nil, err
+			}
+			return map[string]any{"obs": x.dream.Obs()}, nil
 		}
 		obs, err := x.env.Observe(ctx, opts)
 		if err != nil {
@@ -161,6 +173,9 @@ func (s *Server) handle(ctx context.Context, req Request, c call) (any, error) {
 
 // snapshotter is x's instance's snapshot support, or why it has none.
 func snapshotter(x *session, op string) (Snapshotter, error) {
+	if x.dream != nil {
+		return nil, errorf(CodeNotSupported, false, "%s is not supported by a dream environment, which has no site: start a dream at any recorded step with make's start {episode, step} instead", op)
+	}
 	sn, ok := x.inst.(Snapshotter)
 	if !ok {
 		return nil, errorf(CodeNotSupported, false, "%s is not supported by the %s site's backend; it needs a hosting backend with snapshots (local or incus)", op, x.site)

@@ -99,6 +99,7 @@ type Server struct {
 	board     *ui.Board // the live view's; nil with NoUI
 
 	stepsTotal atomic.Int64
+	dreams     dreamModels // the memory models and observed starts of dreams (dream.go)
 	// base is the parent of every request's context; Close cancels it and
 	// waits for inflight, as http.Server.Shutdown does.
 	base       context.Context

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/webserv-rl/webserv/dream"
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/netroute"
 )
@@ -50,6 +51,11 @@ type session struct {
 	// answer to every request but reset and close until a reset.
 	prepared func()
 	failed   error
+	// A dream environment's (dream.go): its world-model episode in place
+	// of env and inst, where it starts, and its judge.
+	dream      *dream.Env
+	dreamStart *dreamStartArgs
+	dreamJudge *dream.Judge
 	// The group whose members may still fork this (leader's) instance's
 	// snapshot: its next reset or close waits for them (group.lent).
 	lending atomic.Pointer[group]

@@ -124,6 +124,40 @@ type makeArgs struct {
 	Record            recordArg       `json:"record"`
 	Approve           bool            `json:"approve"`
 	ApproveTimeoutMs  Millis          `json:"approve_timeout_ms"`
+	// A dream environment's (site "dream", dream.go).
+	WorldModel    *worldModelArgs `json:"world_model"`
+	Start         *dreamStartArgs `json:"start"`
+	MaxDreamSteps int             `json:"max_dream_steps"`
+	Judge         *judgeArgs      `json:"judge"`
+}
+
+// worldModelArgs is make's world_model: a memory model's sources, or an
+// endpoint (docs/dream.md).
+type worldModelArgs struct {
+	Memory    []string `json:"memory"`
+	AXTree    bool     `json:"axtree"`
+	Endpoint  string   `json:"endpoint"`
+	Model     string   `json:"model"`
+	Format    string   `json:"format"`
+	View      string   `json:"view"`
+	TimeoutMs Millis   `json:"timeout_ms"`
+	Retries   *int     `json:"retries"`
+}
+
+// dreamStartArgs is make's start: where a dream starts.
+type dreamStartArgs struct {
+	Episode string `json:"episode"`
+	Step    int    `json:"step"`
+	Env     string `json:"env"`
+	Task    string `json:"task"`
+}
+
+// judgeArgs is make's judge: the endpoint that assesses dreams.
+type judgeArgs struct {
+	Endpoint  string `json:"endpoint"`
+	Model     string `json:"model"`
+	TimeoutMs Millis `json:"timeout_ms"`
+	Retries   *int   `json:"retries"`
 }
 
 type stepArgs struct {

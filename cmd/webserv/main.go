@@ -8,6 +8,7 @@
 //	webserv image import --alias NAME IMAGE   import a Docker/OCI image into Incus
 //	webserv export DIR  turn recorded trajectories into training datasets (or HAR traces)
 //	webserv regrade DIR grade exported HAR traces again with WebArena-Verified
+//	webserv wm-eval     score a world model on held-out real transitions
 //	webserv export DIR  turn recorded trajectories into training datasets
 //	webserv replay DIR  serve the replayer of recorded trajectories (--rerun: run them again)
 //	webserv tasks validate|check --sites DIR   check a site definition's own tasks
@@ -75,6 +76,8 @@ func main() {
 		run = exportCmd
 	case "regrade":
 		run = regradeCmd
+	case "wm-eval":
+		run = wmEvalCmd
 	case "replay":
 		run = replayCmd
 	case "tasks":
@@ -149,6 +152,10 @@ commands:
   regrade OUT
             grade exported episodes again with WebArena-Verified's evaluators
             and compare with the rewards given online
+  wm-eval --model MODEL --transitions FILE
+            score a world model (memory:SRC, or an OpenAI-compatible endpoint)
+            on held-out real transitions: exact next state, change F1, URL
+            accuracy, and their decay over dream length (docs/dream.md)
   replay DIR
             serve the replayer of recorded trajectories (docs/ui.md); --rerun:
             run them again and report the first step that differs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -69,6 +70,43 @@ def test_truncated_at_max_steps(server: str, pages: str) -> None:
         assert truncated and not terminated
     finally:
         env.close()
+
+
+def test_one_options_type_for_the_env_and_the_vector_env(server: str, pages: str) -> None:
+    observe = {"geometry": True}
+    opts = webserv.EnvOptions(start_url=f"{pages}/page?n=6", max_steps=1, wallclock=False, observe=observe)
+    observe["geometry"] = False  # the options keep their own copy
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.idle_ms = 5  # type: ignore[misc]
+    # Keywords and an options value make the same settings, for both classes.
+    by_keywords = gym.make(
+        "webserv/open",
+        start_url=f"{pages}/page?n=6",
+        max_steps=1,
+        wallclock=False,
+        observe={"geometry": True},
+    )
+    env = gym.make("webserv/open", options=opts)
+    vec = gym.make_vec(
+        "webserv/open", num_envs=2, vectorization_mode="vector_entry_point", options=opts, max_steps=2
+    )
+    try:
+        assert by_keywords.unwrapped.options == env.unwrapped.options == opts  # type: ignore[attr-defined]
+        assert vec.options == dataclasses.replace(opts, max_steps=2)  # type: ignore[attr-defined]
+        # ... and the environments run by them.
+        obs, _ = env.reset()
+        assert obs["url"].endswith("/page?n=6") and "elapsed_time" not in obs
+        assert "name" in obs["extra_element_properties"]
+        assert env.step("noop()")[3] is True  # max_steps=1
+        batch, _ = vec.reset()
+        assert all(u.endswith("/page?n=6") for u in batch["url"])
+        assert not vec.step(["noop()", "noop()"])[3].any()
+        assert vec.step(["noop()", "noop()"])[3].all()  # max_steps=2
+    finally:
+        for e in (by_keywords, env, vec):
+            e.close()
+    with pytest.raises(ValueError, match="render_mode 'human' is not supported"):
+        webserv.EnvOptions(render_mode="human")
 
 
 def test_browsergym_keys_have_the_right_types(server: str, pages: str) -> None:

@@ -1,57 +1,16 @@
-"""The trainer adapters, driven the way the trainers drive them, with fake policies."""
+"""The trainer adapters, driven the way the trainers drive them, with fake policies (TRL tools: test_trl)."""
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 from typing import Any
 
 import pytest
 
 import webserv
-from webserv.integrations.trl import WebEnvironment, web_environment
+from webserv.integrations.trl import web_environment
 from webserv.integrations.verl import WebAgentLoop, WebTool
 from webserv.launcher import LocalServer
-
-
-def test_trl_environment_factory(server: str, pages: str) -> None:
-    cls = web_environment(site="open", server_url=server)
-    env = cls()  # TRL constructs with no arguments
-    # Public methods are the tools, each documented and typed for the schema.
-    tools = [
-        n
-        for n, f in inspect.getmembers(cls, inspect.isfunction)
-        if not n.startswith("_") and n not in ("reset", "get_reward")
-    ]
-    assert set(tools) == {
-        "click",
-        "type_text",
-        "select",
-        "hover",
-        "press",
-        "goto",
-        "go_back",
-        "new_tab",
-        "switch_tab",
-        "stop",
-    }
-    for name in tools:
-        fn = getattr(cls, name)
-        assert (
-            fn.__doc__ and "Args:" in fn.__doc__ or not inspect.signature(fn).parameters.keys() - {"self"}
-        ), name
-    first = env.reset(start_url=f"{pages}/page?n=3", goal="Load", uid="row-1")
-    assert first is not None and "[load] button" in first
-    assert "loaded 3" in env.click("load")
-    # Text with quotes reaches the field exactly.
-    assert 'textbox value="Ada \\"the first\\""' in env.type_text("name", 'Ada "the first"')
-    assert "no element with id 'nope'" in env.click("nope")
-    assert "The episode has ended" in env.stop("done")
-    assert env.get_reward() == 0.0
-    assert env.click("load") == "The episode is over."
-    # reset is deterministic from the row: the same row, the same first page
-    assert env.reset(start_url=f"{pages}/page?n=3", goal="Load", uid="row-1") == first
-    assert isinstance(env, WebEnvironment)
 
 
 def test_verl_agent_loop_two_groups_of_eight(server: str, pages: str) -> None:

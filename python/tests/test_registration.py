@@ -19,7 +19,7 @@ def test_static_ids_need_no_server() -> None:
     """Importing gymnasium registers the stock server's sites and the bundled tasks, and asks no server."""
     code = (
         "import gymnasium as gym, sys\n"
-        "ids = ['webserv/open', 'webserv/shopping', 'webserv/cms', 'webserv/gitlab',\n"
+        "ids = ['webserv/open', 'webserv/shopping', 'webserv/cms', 'webserv/gitlab', 'webserv/dream',\n"
         "       'webserv/shopping.17', 'webserv/cms.39']\n"
         "print(all(i in gym.registry for i in ids))\n"
         "print(gym.spec('webserv/shopping.17').kwargs, gym.spec('webserv/open').vector_entry_point)\n"

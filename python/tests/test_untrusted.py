@@ -34,6 +34,22 @@ def test_a_misspelled_setting_is_refused_with_the_nearest_name(server: str, page
         env.close()
 
 
+def test_a_misspelled_setting_is_refused_by_the_vector_env_too(server: str, pages: str) -> None:
+    envs = gym.make_vec(
+        "webserv/open",
+        num_envs=2,
+        vectorization_mode="vector_entry_point",
+        start_url=f"{pages}/page?n=1",
+        idle=200,
+    )
+    try:
+        with pytest.raises(webserv.BadArgs) as e:
+            envs.reset()
+        assert "make has no argument idle" in e.value.message and "did you mean idle_ms?" in e.value.message
+    finally:
+        envs.close()
+
+
 def test_the_token_comes_from_the_environment(
     binary: str, pages: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -53,6 +53,8 @@ from .errors import (
 # After the submodule's import, the name is the function: `await webserv.explore(...)` (docs/explore.md).
 from .explore import explore
 from .handle import AsyncEnv
+from .mixing import Demonstration, Mix
+from .options import EnvOptions
 from .placement import Placement, PlacementRequest, StaticHosts
 from .registration import register_envs, register_from_server
 from .retry import RetryPolicy
@@ -74,12 +76,15 @@ __all__ = [
     "CapacityError",
     "ClientError",
     "Connection",
+    "Demonstration",
+    "EnvOptions",
     "ConnectionLost",
     "EpisodeOver",
     "ResourceLimit",
     "EvaluationError",
     "HostLost",
     "InfrastructureError",
+    "Mix",
     "NotReset",
     "NotConfigured",
     "NotSupported",

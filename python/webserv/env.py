@@ -2,51 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
 
 from .handle import AsyncEnv
-from .observation import action_space, observation_space
+from .observation import action_space
+from .options import EnvOptions
 from .sync import Loop as _Loop
-
-# Info keys that measure wall-clock time (or name the server-side instance).
-_WALLCLOCK_INFO = ("action_ms", "settle_ms", "extract_ms", "elapsed_s", "env", "obs_stats")
-
-
-def make_args(
-    start_url: str | None,
-    goal: str | None,
-    task: str | None,
-    max_steps: int | None,
-    episode_timeout: float | None,
-    idle_ms: int | None,
-    screenshot: bool,
-    axtree: bool,
-    extra: dict[str, Any],
-    observe: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """make's arguments from the gymnasium constructors' keywords."""
-    args = dict(extra)
-    args.update(
-        start_url=start_url,
-        goal=goal,
-        task=task,
-        max_steps=max_steps,
-        idle_ms=idle_ms,
-        observe={"screenshot": screenshot, "axtree": axtree, **(observe or {})},
-    )
-    if episode_timeout is not None:
-        args["episode_timeout_ms"] = int(episode_timeout * 1000)
-    return args
-
-
-def without_wallclock(obs: dict[str, Any], info: dict[str, Any]) -> None:
-    """Drops the wall-clock parts of an observation and its info, in place."""
-    obs.pop("elapsed_time", None)
-    for k in _WALLCLOCK_INFO:
-        info.pop(k, None)
 
 
 class WebEnv(gym.Env[dict[str, Any], str]):
@@ -62,72 +25,46 @@ class WebEnv(gym.Env[dict[str, Any], str]):
     the environment (through ``gymnasium.make``'s wrappers:
     ``env.unwrapped.fork(4)``).
 
-    Args:
-        site: the site to run (``open`` for any URL).
-        start_url, goal, task: where the episode starts and what to do.
-        url, token: the server (default ``$WEBSERV_URL``, else a local one).
-        max_steps: steps after which an episode is truncated.
-        episode_timeout: seconds after which an episode is truncated.
-        idle_ms: the grace after the last request or navigation event before an observation
-            (server default 30).
-        screenshot, axtree: optional observation parts.
-        observe: further observe options of the protocol, passed through: ``geometry``
-            (``extra_element_properties``), ``marks`` (``screenshot_som``, ``som_labels``),
-            ``layout`` (``cols="N"`` cues in the HTML), ``format`` (``"png"``/``"jpeg"``),
-            ``quality``, ``max_side``; the observation space lists the keys they add.
-        wallclock: include wall-clock quantities: BrowserGym's ``elapsed_time`` in
-            observations and the step timings (``action_ms``, ``settle_ms``,
-            ``extract_ms``, ``elapsed_s``, ``obs_stats``) in info. They are the only parts that
-            differ between two identical episodes; turn them off where episodes
-            must compare exactly (gymnasium's check_env).
-        render_mode: ``"ansi"`` renders the accessibility-tree text.
-        make_args: any other argument of the protocol's ``make`` (``record``,
-            ``allow``, ``step_timeout_ms``, ...).
+    Settings are ``EnvOptions``' fields (site, start_url, goal, task, url, token,
+    max_steps, episode_timeout, idle_ms, screenshot, axtree, observe, wallclock,
+    render_mode, documented there), given as keywords or as ``options=EnvOptions(...)``
+    (keywords override its fields); any other keyword is an argument of the
+    protocol's ``make`` (``record``, ``allow``, ``step_timeout_ms``, ...), which the
+    server refuses, naming the nearest, when it does not know it.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 2}
+    metadata = {"render_modes": list(EnvOptions.RENDER_MODES), "render_fps": 2}
 
     def __init__(
         self,
-        site: str = "open",
+        site: str | None = None,
         start_url: str | None = None,
         goal: str | None = None,
         task: str | None = None,
         *,
-        url: str | None = None,
-        token: str | None = None,
-        max_steps: int | None = None,
-        episode_timeout: float | None = None,
-        idle_ms: int | None = None,
-        screenshot: bool = False,
-        axtree: bool = True,
-        observe: Mapping[str, Any] | None = None,
-        wallclock: bool = True,
-        render_mode: str | None = None,
-        **extra: Any,
+        options: EnvOptions | None = None,
+        **keywords: Any,
     ):
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode {render_mode!r} is not supported; use one of {self.metadata['render_modes']}"
-            )
-        self.render_mode = render_mode
-        self.observation_space = observation_space(screenshot, wallclock, observe)
-        self._wallclock = wallclock
-        self.action_space = action_space()
-        args = make_args(
-            start_url, goal, task, max_steps, episode_timeout, idle_ms, screenshot, axtree, extra, observe
+        positional = {"site": site, "start_url": start_url, "goal": goal, "task": task}
+        self.options = EnvOptions.of(
+            options, **{k: v for k, v in positional.items() if v is not None}, **keywords
         )
-        self._env = AsyncEnv(_Loop.client(url, token), site, **args)
+        self.render_mode = self.options.render_mode
+        self.observation_space = self.options.observation_space()
+        self.action_space = action_space()
+        self._env = AsyncEnv(
+            _Loop.client(self.options.url, self.options.token), self.options.site, **self.options.request()
+        )
         self._last: dict[str, Any] = {}
 
     @classmethod
     def _adopt(cls, handle: AsyncEnv, like: WebEnv) -> WebEnv:
         """A WebEnv around an environment that is already made (a fork's child)."""
         env = cls.__new__(cls)
+        env.options = like.options
         env.render_mode = like.render_mode
         env.observation_space = like.observation_space
         env.action_space = like.action_space
-        env._wallclock = like._wallclock
         env._env = handle
         env._last = handle.last_obs or {}
         return env
@@ -187,9 +124,7 @@ class WebEnv(gym.Env[dict[str, Any], str]):
         return [WebEnv._adopt(h, self) for h in _Loop.run(self._env.fork(n, name))]
 
     def _view(self, obs: dict[str, Any], info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        if not self._wallclock:
-            without_wallclock(obs, info)
-        return obs, info
+        return self.options.view(obs, info)
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":

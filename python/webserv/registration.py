@@ -3,8 +3,10 @@
 At import (no server is asked; this module imports nothing but gymnasium):
 
 - ``webserv/<site>`` for the sites every ``webserv serve`` has: ``open`` (any
-  URL), the bundled shop's ``shopping`` and ``cms``, and ``gitlab``
-  (WebArena's image; see docs/tasks.md);
+  URL), the bundled shop's ``shopping`` and ``cms``, ``gitlab``
+  (WebArena's image; see docs/tasks.md), and ``dream``, the world-model
+  environment (``gymnasium.make("webserv/dream", world_model={"memory": [...]},
+  start={"episode": path, "step": 0}, max_dream_steps=5)``; docs/dream.md);
 - ``webserv/<task>`` for each task of the bundled shop's task sets
   (``webserv/shopping.17``), listed from ``sites/shop/tasks/*.json`` when the
   wheel was built (the server binary embeds the same files).
@@ -32,7 +34,7 @@ from .client import add_offer_listener
 from .sync import Loop
 
 #: Sites with a static id: those of a stock ``webserv serve``.
-STATIC_SITES = ("open", "shopping", "cms", "gitlab")
+STATIC_SITES = ("open", "shopping", "cms", "gitlab", "dream")
 
 ENTRY_POINT = "webserv.env:WebEnv"
 VECTOR_ENTRY_POINT = "webserv.vector:WebVectorEnv"

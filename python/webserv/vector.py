@@ -25,16 +25,17 @@ leaves it to ``reset(options={"reset_mask": mask})``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .env import make_args, without_wallclock
 from .handle import AsyncEnv
-from .observation import action_space, observation_space
+from .mixing import Demonstrations, ExpertEnv, Mix, Source, member_options
+from .observation import action_space
+from .options import EnvOptions
 from .sync import Loop as _Loop
 
 Action = str | dict[str, Any]
@@ -43,72 +44,77 @@ Action = str | dict[str, Any]
 class WebVectorEnv(VectorEnv):
     """``num_envs`` WebServ environments stepped concurrently over one connection.
 
-    Takes ``WebEnv``'s arguments (site, start_url, goal, task, url, token,
-    max_steps, episode_timeout, idle_ms, screenshot, axtree, observe, wallclock,
-    render_mode, and any ``make`` argument) plus:
+    Takes ``WebEnv``'s settings (``EnvOptions``' fields as keywords or
+    ``options=EnvOptions(...)``, and any ``make`` argument), each environment
+    made with the same ones, plus:
 
     Args:
         num_envs: how many environments.
         autoreset_mode: gymnasium's ``AutoresetMode`` (or its value), default ``NEXT_STEP``.
         max_episode_steps: gymnasium's name for ``max_steps`` (``make_vec`` passes it
             when the id's spec has one); the server truncates.
+        mix: a ``webserv.Mix``: the share of real, dreamed and expert members
+            (``sources`` lists each member's; ``info["source"]`` marks everything
+            a member returns; see ``webserv.mixing``). Default: all real.
     """
 
-    metadata = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"render_modes": list(EnvOptions.RENDER_MODES), "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(
         self,
         num_envs: int = 1,
-        site: str = "open",
+        site: str | None = None,
         start_url: str | None = None,
         goal: str | None = None,
         task: str | None = None,
         *,
-        url: str | None = None,
-        token: str | None = None,
-        max_steps: int | None = None,
+        options: EnvOptions | None = None,
         max_episode_steps: int | None = None,
-        episode_timeout: float | None = None,
-        idle_ms: int | None = None,
-        screenshot: bool = False,
-        axtree: bool = True,
-        observe: Mapping[str, Any] | None = None,
-        wallclock: bool = True,
-        render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-        **extra: Any,
+        mix: Mix | None = None,
+        **keywords: Any,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
-        if render_mode is not None and render_mode not in list(self.metadata["render_modes"]):  # ty: ignore
-            raise ValueError(
-                f"render_mode {render_mode!r} is not supported; use one of {self.metadata['render_modes']}"
-            )
+        positional = {"site": site, "start_url": start_url, "goal": goal, "task": task}
+        if max_episode_steps is not None and keywords.get("max_steps") is None:
+            keywords["max_steps"] = max_episode_steps
+        self.options = EnvOptions.of(
+            options, **{k: v for k, v in positional.items() if v is not None}, **keywords
+        )
         self.num_envs = num_envs
-        self.render_mode = render_mode
+        self.render_mode = self.options.render_mode
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
-        self.single_observation_space = observation_space(screenshot, wallclock, observe)
+        self.single_observation_space = self.options.observation_space()
         self.single_action_space = action_space()
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._wallclock = wallclock
-        args = make_args(
-            start_url,
-            goal,
-            task,
-            max_steps if max_steps is not None else max_episode_steps,
-            episode_timeout,
-            idle_ms,
-            screenshot,
-            axtree,
-            extra,
-            observe,
-        )
-        self.client = _Loop.client(url, token)
-        self.envs = [AsyncEnv(self.client, site, **args) for _ in range(num_envs)]
+        self.client = _Loop.client(self.options.url, self.options.token)
+        self.mix = mix
+        self._demos: Demonstrations | None = None
+        #: Each member's source: ``"real"``, ``"dream"`` or ``"expert"``.
+        self.sources: list[Source] = mix.sources(num_envs) if mix is not None else ["real"] * num_envs
+        self.envs: list[AsyncEnv | ExpertEnv] = [self._member(s) for s in self.sources]
         self._obs: list[dict[str, Any]] = [{} for _ in range(num_envs)]
         self._autoreset = np.zeros(num_envs, dtype=np.bool_)
+
+    def _member(self, source: Source) -> AsyncEnv | ExpertEnv:
+        """A member environment of this source (see ``webserv.mixing``)."""
+        if source == "dream":
+            assert self.mix is not None
+            dream = self.mix.dream_options(self.options)
+            return AsyncEnv(_Loop.client(dream.url, dream.token), dream.site, **dream.request())
+        env = AsyncEnv(self.client, self.options.site, **self.options.request())
+        if source == "real":
+            return env
+        assert self.mix is not None
+        if self._demos is None:
+            tasks = None
+            if isinstance(self.mix.demonstrations, str) and self.mix.demonstrations == "oracles":
+                tasks = _Loop.run(self.client.tasks(self.options.site))
+            self._demos = Demonstrations(self.mix.load_demonstrations(tasks))
+        return ExpertEnv(env, self._demos, self.options.task)
 
     @property
     def env_ids(self) -> list[str | None]:
@@ -150,7 +156,11 @@ class WebVectorEnv(VectorEnv):
 
         async def reset_all() -> list[Any]:
             return await asyncio.gather(
-                *(self.envs[i].reset(seed=seeds[i], options=options) for i in picked), return_exceptions=True
+                *(
+                    self.envs[i].reset(seed=seeds[i], options=member_options(self.sources[i], options))
+                    for i in picked
+                ),
+                return_exceptions=True,
             )
 
         results = _Loop.run(reset_all())
@@ -161,6 +171,7 @@ class WebVectorEnv(VectorEnv):
                 errors.append(res)
                 continue
             obs, info = self._view(*res)
+            info["source"] = self.sources[i]
             self._obs[i] = obs
             self._autoreset[i] = False
             infos = self._add_info(infos, info, i)
@@ -212,6 +223,9 @@ class WebVectorEnv(VectorEnv):
             obs, reward, terminated, truncated, info = res
             final = {k: info.pop(k) for k in ("final_obs", "final_info") if k in info}
             obs, info = self._view(obs, info)
+            info["source"] = self.sources[i]
+            if "final_info" in final:
+                final["final_info"]["source"] = self.sources[i]
             info.update(final)
             self._obs[i] = obs
             rewards[i], terminations[i], truncations[i] = reward, terminated, truncated
@@ -234,9 +248,7 @@ class WebVectorEnv(VectorEnv):
             _Loop.run(close_all())
 
     def _view(self, obs: dict[str, Any], info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        if not self._wallclock:
-            without_wallclock(obs, info)
-        return obs, info
+        return self.options.view(obs, info)
 
     def _batch(self) -> dict[str, list[Any]]:
         keys = self.single_observation_space.spaces.keys()  # ty: ignore  # always a spaces.Dict here

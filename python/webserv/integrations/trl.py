@@ -1,19 +1,31 @@
-"""A TRL ``environment_factory`` class.
+"""A TRL ``environment_factory`` class, its tools made from the server's action table.
 
 TRL's GRPO trainer takes a class with a no-argument constructor, calls
-``reset(**row)`` with each dataset row, exposes the public methods as tools
-the model may call, and asks ``get_reward()`` at the end. It pools instances
-and never closes them, so each instance keeps one server-side environment
-that the server reclaims after its idle TTL.
+``reset(**row)`` with each dataset row, offers every other public method as a
+tool the model may call (its name, signature and docstring are the tool's
+schema), and asks ``get_reward()`` at the end. It pools instances and never
+closes them, so each instance keeps one server-side environment that the
+server reclaims after its idle TTL.
 
     from webserv.integrations.trl import web_environment
     Shop = web_environment(site="open")
     trainer = GRPOTrainer(..., environment_factory=Shop)
 
+The tools are the actions of the grammar, one per row of the action table
+(``webserv.actions``, the server's ``actions`` op): ``click(bid)``,
+``fill(bid, value, enter)``, ``select_option(bid, options)``, ``goto(url)``,
+``tab_focus(index)``, ``stop(answer)``, the coordinate actions
+(``mouse_click(x, y, button)``, ...) and the rest, each with the table's
+description and typed arguments; an optional argument defaults to None (not
+given). A call is written in the call form the server parses, with its
+quoting rules, so any text reaches the page exactly. ``web_environment(...,
+tools=[...])`` offers only some of them.
+
 Rows may carry ``start_url``, ``goal``, ``task_id`` and ``uid`` (the group
 key: rows of one GRPO group start from the same state). Every tool returns
 the new page as accessibility-tree text with the semantic ids to act on,
-and the last action's error if it failed.
+and the last action's error if it failed (a wrong argument, too, is said
+in words, as the trainer feeds a tool's answer back to the model).
 
 Failures of the environment are never scored. When the browser, the site,
 the server or the grader fails (an ``InfrastructureError``, or a grading
@@ -30,17 +42,32 @@ environment underneath.
 
 from __future__ import annotations
 
-import json
-from typing import Any
+import difflib
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any, Optional
 
 from .. import rollout
+from ..actions import ActionDoc, table
 from ..env import WebEnv
 from ..errors import InfrastructureError, ResourceLimit
+from ..mixing import Mix, Source, member_options
+from ..options import EnvOptions
 
+#: The Python type of each argument type of the table (what TRL turns back into the JSON schema).
+_PY_TYPES: dict[str, Any] = {
+    "string": str,
+    "number": float,
+    "integer": int,
+    "boolean": bool,
+    "array": list[str],
+}
 
-def _quote(s: str) -> str:
-    """A string literal the action parser reads back exactly."""
-    return json.dumps(s, ensure_ascii=False)
+#: What every tool returns, in its docstring.
+_RETURNS = (
+    "The page after the action, as accessibility-tree text with the element ids to act on, "
+    "preceded by the action's error when it failed."
+)
 
 
 class WebEnvironment:
@@ -50,9 +77,21 @@ class WebEnvironment:
     server_url: str | None = None
     server_token: str | None = None
     max_steps: int | None = 30
+    #: Mixed groups (``web_environment(mix=...)``): each member's source, and per ``uid`` how many
+    #: members began (shared by the class's instances, as TRL resets a group's members one by one).
+    sources: tuple[Source, ...] = ("real",)
+    mix: Mix | None = None
+    _slots: dict[str, int]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._slots = {}
 
     def __init__(self) -> None:
         self._env: WebEnv | None = None
+        self._envs: dict[Source, WebEnv] = {}
+        #: This episode's source: ``"real"`` or ``"dream"`` (mixed groups; reward functions weight by it).
+        self.source: Source = "real"
         self._reward = 0.0
         self._done = False
         self._failure: InfrastructureError | None = None
@@ -71,10 +110,16 @@ class WebEnvironment:
 
     def reset(self, **row: Any) -> str | None:
         """Starts the episode the dataset row describes and returns the first page."""
-        if self._env is None:
-            self._env = WebEnv(
+        self.source = self._next_source(row.get("uid"))
+        if self.source not in self._envs:
+            group = EnvOptions(
                 self.site, url=self.server_url, token=self.server_token, max_steps=self.max_steps
             )
+            if self.source == "dream":
+                assert self.mix is not None
+                group = self.mix.dream_options(group)
+            self._envs[self.source] = WebEnv(options=group)
+        self._env = self._envs[self.source]
         self._reward, self._done, self._failure = 0.0, False, None
         options: dict[str, Any] = {}
         for key in ("start_url", "goal"):
@@ -84,6 +129,7 @@ class WebEnvironment:
             options["task"] = str(row["task_id"])
         if row.get("uid") is not None:
             options["group_key"] = str(row["uid"])
+        options = member_options(self.source, options)
         seed = row.get("seed")
         try:
             obs, _ = self._env.reset(seed=int(seed) if seed is not None else None, options=options)
@@ -98,92 +144,21 @@ class WebEnvironment:
             return None
         return self._reward
 
-    # -- tools ------------------------------------------------------------------
-
-    def click(self, element_id: str) -> str:
-        """Click an element of the page.
-
-        Args:
-            element_id: The semantic id of the element, as shown in brackets on the page, like add-to-cart.
-        """
-        return self._act(f"click({_quote(element_id)})")
-
-    def type_text(self, element_id: str, text: str, press_enter: bool = False) -> str:
-        """Replace the text of a field.
-
-        Args:
-            element_id: The semantic id of the text field.
-            text: The text to type.
-            press_enter: Whether to press Enter after typing (submits most search boxes).
-        """
-        enter = ", enter=True" if press_enter else ""
-        return self._act(f"fill({_quote(element_id)}, {_quote(text)}{enter})")
-
-    def select(self, element_id: str, option: str) -> str:
-        """Choose an option of a dropdown.
-
-        Args:
-            element_id: The semantic id of the select element.
-            option: The option's visible text, value, or id.
-        """
-        return self._act(f"select_option({_quote(element_id)}, {_quote(option)})")
-
-    def hover(self, element_id: str) -> str:
-        """Move the mouse over an element (opens hover menus and tooltips).
-
-        Args:
-            element_id: The semantic id of the element.
-        """
-        return self._act(f"hover({_quote(element_id)})")
-
-    def press(self, key: str, element_id: str = "") -> str:
-        """Press a key or combination, like Enter, Escape, ArrowDown or Control+a.
-
-        Args:
-            key: The key to press.
-            element_id: The element to focus first; empty for the focused one.
-        """
-        if element_id:
-            return self._act(f"press({_quote(element_id)}, {_quote(key)})")
-        return self._act(f"keyboard_press({_quote(key)})")
-
-    def goto(self, url: str) -> str:
-        """Open a URL in the current tab.
-
-        Args:
-            url: An http(s) URL, or a path on the current site like /cart.
-        """
-        return self._act(f"goto({_quote(url)})")
-
-    def go_back(self) -> str:
-        """Go back to the previous page of the current tab."""
-        return self._act("go_back()")
-
-    def new_tab(self, url: str = "") -> str:
-        """Open a new tab and switch to it.
-
-        Args:
-            url: The URL to open in it; empty for a blank tab.
-        """
-        return self._act(f"new_tab({_quote(url)})" if url else "new_tab()")
-
-    def switch_tab(self, index: int) -> str:
-        """Switch to another tab.
-
-        Args:
-            index: The tab's number, 0 for the first.
-        """
-        return self._act(f"tab_focus({int(index)})")
-
-    def stop(self, answer: str = "") -> str:
-        """End the task, with the answer if the task asks a question.
-
-        Args:
-            answer: The final answer; empty when the task asks none.
-        """
-        return self._act(f"stop({_quote(answer)})")
-
     # -- internals ----------------------------------------------------------------
+
+    @classmethod
+    def _next_source(cls, uid: Any) -> Source:
+        """The k-th member of a group (the k-th reset with its uid) takes the k-th source."""
+        n = len(cls.sources)
+        if n == 1:
+            return cls.sources[0]
+        key = str(uid)
+        k = cls._slots.get(key, 0)
+        if k + 1 >= n:
+            cls._slots.pop(key, None)
+        else:
+            cls._slots[key] = k + 1
+        return cls.sources[k % n]
 
     def _act(self, action: str) -> str:
         if self._env is None:
@@ -225,19 +200,121 @@ class WebEnvironment:
         return out
 
 
+def _docstring(doc: ActionDoc) -> str:
+    """The tool's docstring in the Google style TRL (transformers' ``get_json_schema``) reads:
+    the description, one line per argument under ``Args:``, and ``Returns:``."""
+    lines = [doc.description, ""]
+    if doc.args:
+        lines.append("Args:")
+        lines += [f"    {a.name}: {' '.join(a.doc.split())}" for a in doc.args]
+        lines.append("")
+    lines += ["Returns:", f"    {_RETURNS}"]
+    return "\n".join(lines)
+
+
+def _tool(doc: ActionDoc) -> Callable[..., str]:
+    """The method that offers one action of the table as a tool: its name, a typed signature
+    (optional arguments default to None), and a docstring with every argument."""
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {}
+    for a in doc.args:
+        typ = _PY_TYPES[a.type]
+        if a.required:
+            params.append(inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typ))
+        else:
+            # transformers' schema reads typing.Optional (a Union), not X | None, on Python 3.10-3.13.
+            typ = Optional[typ]  # noqa: UP045  # ty: ignore[invalid-type-form]
+            params.append(
+                inspect.Parameter(
+                    a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=typ
+                )
+            )
+        annotations[a.name] = typ
+    annotations["return"] = str
+    names = [a.name for a in doc.args]
+
+    def tool(self: WebEnvironment, *args: Any, **kwargs: Any) -> str:
+        if len(args) > len(names):
+            takes = ", ".join(names)
+            return f"Error: {doc.name} takes at most {len(names)} arguments ({takes}), not {len(args)}."
+        values = dict(zip(names, args, strict=False))
+        twice = sorted(set(values) & set(kwargs))
+        if twice:
+            return f"Error: {doc.name}: {', '.join(twice)} given twice."
+        try:
+            action = doc.call({**values, **kwargs})
+        except ValueError as e:
+            return f"Error: {e}."
+        return self._act(action)
+
+    tool.__name__ = doc.name
+    tool.__qualname__ = f"WebEnvironment.{doc.name}"
+    tool.__doc__ = _docstring(doc)
+    tool.__annotations__ = annotations
+    tool.__signature__ = inspect.Signature(params, return_annotation=str)  # ty: ignore[missing-attribute]
+    return tool
+
+
+def _install_tools() -> None:
+    for doc in table():
+        if doc.name in vars(WebEnvironment):
+            raise RuntimeError(f"the action {doc.name} would hide WebEnvironment.{doc.name}")
+        setattr(WebEnvironment, doc.name, _tool(doc))
+
+
+_install_tools()
+
+#: The tools' names, in the table's order.
+TOOLS: tuple[str, ...] = tuple(d.name for d in table())
+
+
 def web_environment(
     site: str = "open",
     *,
     server_url: str | None = None,
     server_token: str | None = None,
     max_steps: int | None = 30,
+    tools: Iterable[str] | None = None,
+    mix: Mix | None = None,
+    group_size: int | None = None,
 ) -> type[WebEnvironment]:
     """A WebEnvironment class bound to a site and server, for ``environment_factory``.
 
-    ``server_token`` is the server's token (default ``$WEBSERV_TOKEN``).
+    ``server_token`` is the server's token (default ``$WEBSERV_TOKEN``). ``tools`` names the
+    actions offered as tools (``["click", "fill", "goto", "stop"]``; default every action of
+    the table); an unknown name is refused with the nearest.
+
+    ``mix`` (with ``group_size``, TRL's ``num_generations``) makes groups of real and dreamed
+    members: the k-th reset of a row's ``uid`` takes the k-th source of ``mix.sources(group_size)``,
+    and ``env.source`` says which. Expert members are refused: TRL trains on the model's own
+    tool calls, and an expert member has none (train on the demonstrations with SFT, or mix
+    them in with the verl adapter or the vector environment; docs/dream.md, "Mixing").
     """
-    return type(
-        f"WebEnvironment_{site}",
-        (WebEnvironment,),
-        {"site": site, "server_url": server_url, "server_token": server_token, "max_steps": max_steps},
-    )
+    attrs: dict[str, Any] = {
+        "site": site,
+        "server_url": server_url,
+        "server_token": server_token,
+        "max_steps": max_steps,
+    }
+    if mix is not None:
+        if group_size is None or group_size < 1:
+            raise ValueError(
+                "a mix needs group_size, the number of members of a group (TRL's num_generations)"
+            )
+        if mix.expert > 0:
+            raise ValueError(
+                "TRL's environment_factory trains on the model's own tool calls, and an expert member "
+                "has none: train on the demonstrations with SFT, or mix experts in with "
+                "webserv.integrations.verl or the vector environment (docs/dream.md, Mixing)"
+            )
+        attrs.update(mix=mix, sources=tuple(mix.sources(group_size)))
+    if tools is not None:
+        keep = list(tools)
+        for name in keep:
+            if name not in TOOLS:
+                near = difflib.get_close_matches(name, TOOLS, n=1)
+                hint = f"; did you mean {near[0]}?" if near else f"; the tools are {', '.join(TOOLS)}"
+                raise ValueError(f"no tool {name!r}{hint}")
+        # An attribute that is not a method is no tool: TRL offers the methods only.
+        attrs.update({name: None for name in TOOLS if name not in keep})
+    return type(f"WebEnvironment_{site}", (WebEnvironment,), attrs)

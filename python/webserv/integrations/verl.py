@@ -23,6 +23,16 @@ failed) by default, after closing the environment. With
 drops such rollouts. ``WebTool`` raises from ``execute`` and ``calc_reward``
 and records the failure in ``agent_data.extra_fields["webserv_failure"]``
 when verl passes ``agent_data``.
+
+Mixed groups (``WebAgentLoop(mix=webserv.Mix(expert=0.5), group_size=n)``,
+n being verl's ``rollout.n``): the k-th rollout of a ``uid`` takes the k-th
+source of ``mix.sources(n)``, so every group has the shares asked for. A
+dream member rolls out with the policy in the dream environment; an expert
+member runs its demonstration's actions instead of generating (in a real
+environment, or with ``expert_mode="recorded"`` returns the recorded
+sequence and reward without one). The output's ``source`` (and
+``metrics["source"]``) says which, ``demonstration`` which one was replayed;
+the trajectory's actions are what was run. See docs/dream.md, "Mixing".
 """
 
 from __future__ import annotations
@@ -33,6 +43,8 @@ from typing import Any, Literal, NoReturn
 from .. import rollout
 from ..client import AsyncClient, AsyncEnv, Obs
 from ..errors import InfrastructureError
+from ..mixing import Demonstration, Demonstrations, Mix, Source, member_options
+from ..options import EnvOptions
 
 Policy = Callable[[Obs, list[dict[str, Any]]], Awaitable[str]]
 
@@ -62,10 +74,19 @@ class WebAgentLoop:
         max_turns: int = 10,
         policy: Policy | None = None,
         on_infrastructure_error: Literal["raise", "report"] = "raise",
+        mix: Mix | None = None,
+        group_size: int | None = None,
         **_: Any,
     ):
         if on_infrastructure_error not in ("raise", "report"):
             raise ValueError("on_infrastructure_error is 'raise' or 'report'")
+        if mix is not None and (group_size is None or group_size < 1):
+            raise ValueError("a mix needs group_size, the number of rollouts per row (verl's rollout.n)")
+        self.mix, self.group_size = mix, group_size or 1
+        self._sources: list[Source] = mix.sources(self.group_size) if mix is not None else ["real"]
+        self._slots: dict[str, int] = {}  # uid -> rollouts of it begun so far (mixed groups)
+        self._demos: Demonstrations | None = None
+        self.server_url, self.server_token = server_url, server_token
         self.on_infrastructure_error = on_infrastructure_error
         self.config = config
         self.server_manager = server_manager
@@ -105,14 +126,37 @@ class WebAgentLoop:
             if env.id:
                 self.sessions[request_id] = env.id
 
-        async def policy(obs: Obs, history: list[dict[str, Any]]) -> str:
+        async def generate(obs: Obs, history: list[dict[str, Any]]) -> str:
             return await self.generate(obs, history, sampling_params)
 
+        source = self._source(uid)
+        env = AsyncEnv(self.client, self.site)
+        policy: rollout.Policy = generate
+        max_turns = self.max_turns
+        demo: Demonstration | None = None
+        if source == "dream":
+            assert self.mix is not None
+            dream = self.mix.dream_options(
+                EnvOptions(site=self.site, url=self.server_url, token=self.server_token)
+            )
+            env = AsyncEnv(_client(dream.url, dream.token), dream.site, **dream.request())
+            options = member_options("dream", options)
+        elif source == "expert":
+            assert self.mix is not None
+            demo = (await self._demonstrations()).pick(options.get("task"))
+            if self.mix.expert_mode == "recorded":
+                return _recorded(demo)
+            actions = demo.actions
+
+            def policy(_obs: Obs, history: list[dict[str, Any]]) -> str | None:
+                return actions[len(history)] if len(history) < len(actions) else None
+
+            options, max_turns = demo.reset_options(options), len(actions)
         try:
             outcome = await rollout.run(
-                AsyncEnv(self.client, self.site),
+                env,
                 policy,
-                self.max_turns,
+                max_turns,
                 options=options,
                 on_failure=self.on_infrastructure_error,
                 on_reset=note,
@@ -127,12 +171,48 @@ class WebAgentLoop:
                 "terminated": outcome.terminated,
                 "truncated": outcome.truncated,
                 "group_role": outcome.group_role,
+                "source": source,
             },
+            "source": source,
         }
+        if demo is not None:
+            out["demonstration"] = demo.id
         if outcome.failure is not None:
             out["failure"] = outcome.failure_record()
             out["metrics"]["failure"] = outcome.failure.code
         return out
+
+    def _source(self, uid: Any) -> Source:
+        """The source of this rollout of its row: the k-th rollout of a uid takes the k-th of the mix's."""
+        if self.mix is None:
+            return "real"
+        key = str(uid)
+        k = self._slots.get(key, 0)
+        if k + 1 >= self.group_size:
+            self._slots.pop(key, None)  # the group is complete: a next one starts over
+        else:
+            self._slots[key] = k + 1
+        return self._sources[k % self.group_size]
+
+    async def _demonstrations(self) -> Demonstrations:
+        if self._demos is None:
+            assert self.mix is not None
+            d = self.mix.demonstrations
+            tasks = await self.client.tasks(self.site) if isinstance(d, str) and d == "oracles" else None
+            self._demos = Demonstrations(self.mix.load_demonstrations(tasks))
+        return self._demos
+
+
+def _recorded(demo: Demonstration) -> dict[str, Any]:
+    """An expert rollout as recorded, without an environment (``expert_mode="recorded"``)."""
+    return {
+        "reward_score": demo.reward,
+        "num_turns": len(demo.actions),
+        "trajectory": [{"action": a, "error": "", "url": ""} for a in demo.actions],
+        "metrics": {"terminated": True, "truncated": False, "group_role": "", "source": "expert"},
+        "source": "expert",
+        "demonstration": demo.id,
+    }
 
 
 class WebTool:

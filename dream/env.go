@@ -1,0 +1,276 @@
+package dream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/trajectory"
+)
+
+// DefaultMaxSteps is max_dream_steps' default: DynaWeb dreams about five
+// steps, as longer dreams compound the model's errors.
+const DefaultMaxSteps = 5
+
+// How a dream ended: info.dream_end.
+const (
+	EndAgent    = "agent"           // the agent stopped (stop, report_infeasible)
+	EndModel    = "model"           // the world model said the episode is over
+	EndUnseen   = "unseen"          // the memory model never saw the pair
+	EndMaxSteps = "max_dream_steps" // the dream reached its length
+)
+
+// Where a dream step's reward came from: info.reward_source.
+const (
+	RewardTask  = "task"  // the task's own grader, run on the dreamed observation
+	RewardJudge = "judge" // the judge endpoint's self-assessment
+	RewardNone  = "none"  // neither could grade: 0, info.reward_note says why
+)
+
+// Grader scores a finished dream with the task's own grader on the last
+// observation and the agent's answer. It fails when the task's
+// evaluators need more than an observation (a page to run a locator in,
+// the site's database).
+type Grader func(ctx context.Context, obs trajectory.Observation, answer string) (float64, error)
+
+// Config is a dream environment's settings.
+type Config struct {
+	Model Model
+	// MaxSteps is max_dream_steps (0: DefaultMaxSteps).
+	MaxSteps int
+	// Grade is the task's grader, nil when there is no task.
+	Grade Grader
+	// Judge assesses dreams the task's grader cannot grade; nil: none.
+	Judge *Judge
+}
+
+// Env is one dream environment: an episode whose dynamics come from a
+// world model. Like an envcore.Env it takes actions in the action grammar
+// and returns observations, but it has no browser: each step asks the
+// model for the next state and applies its delta. It is not safe for
+// concurrent use (a server session drives it from its worker).
+type Env struct {
+	cfg Config
+	// noGrade says why Grade is nil, when there is a task (SetGrader).
+	noGrade string
+	obs     trajectory.Observation
+	steps   int
+	over    string
+}
+
+// New checks cfg and makes a dream environment; Reset starts its episodes.
+func New(cfg Config) (*Env, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("a dream needs a world model")
+	}
+	if cfg.MaxSteps < 0 {
+		return nil, fmt.Errorf("max_dream_steps must be 1 or more (0: the default, %d), got %d", DefaultMaxSteps, cfg.MaxSteps)
+	}
+	if cfg.MaxSteps == 0 {
+		cfg.MaxSteps = DefaultMaxSteps
+	}
+	return &Env{cfg: cfg}, nil
+}
+
+// SetGrader sets the task's grader for the next episodes; with g nil,
+// why says why the task has none.
+func (e *Env) SetGrader(g Grader, why string) {
+	e.cfg.Grade, e.noGrade = g, why
+}
+
+// MaxSteps is the dream's length.
+func (e *Env) MaxSteps() int { return e.cfg.MaxSteps }
+
+// Model is the dream's world model.
+func (e *Env) Model() Model { return e.cfg.Model }
+
+// Obs is the current observation.
+func (e *Env) Obs() trajectory.Observation { return e.obs }
+
+// Over says why the episode is over ("" while it runs): terminated or
+// truncated.
+func (e *Env) Over() string { return e.over }
+
+// Reset starts an episode from a real observation (in the model's view)
+// and returns it.
+func (e *Env) Reset(start trajectory.Observation) trajectory.Observation {
+	e.obs = inView(start, e.cfg.Model.View())
+	e.obs.Stats = envcore.ObservationStats{}
+	e.steps, e.over = 0, ""
+	return e.obs
+}
+
+// Step is a dream step's result, as a real step's.
+type Step struct {
+	Obs        trajectory.Observation
+	Reward     float64
+	Terminated bool
+	Truncated  bool
+	Info       map[string]any
+}
+
+// Action is an action as an agent sent it: a string, parsed here, or an
+// action already decoded (a structured action). Text is the string, or
+// "" for a decoded one.
+type Action struct {
+	Text    string
+	Decoded *envcore.Action
+}
+
+// Step takes one action. An action that does not parse or is invalid is
+// refused as a real environment refuses it, with the same
+// last_action_error and action_error_code bad_action, and the model is
+// not asked. A stop or report_infeasible ends the episode without asking
+// the model, graded by the task's grader (else the judge). Any other
+// action asks the model for the next state. An error is the model's
+// (*ModelError: the step is not counted, the episode goes on) or a step
+// after the episode ended.
+func (e *Env) Step(ctx context.Context, act Action) (Step, error) {
+	if e.over != "" {
+		return Step{}, fmt.Errorf("the dream is over (%s): reset to start a new one", e.over)
+	}
+	a, last, refused := e.parse(act)
+	if refused != nil {
+		e.steps++
+		obs := e.obs
+		obs.LastAction, obs.LastActionError = envcore.ClipEcho(last), envcore.ClipEcho(refused.Error())
+		obs.Dialogs, obs.BlockedTabs = nil, 0
+		e.obs = obs
+		st := e.result(0, false, "")
+		st.Info["action_error"], st.Info["action_error_code"] = obs.LastActionError, "bad_action"
+		return e.truncate(ctx, st), nil
+	}
+	if a.Type == envcore.Terminate {
+		e.steps++
+		obs := e.obs
+		obs.LastAction, obs.LastActionError = envcore.ClipEcho(last), ""
+		obs.Dialogs, obs.BlockedTabs = nil, 0
+		e.obs = obs
+		st := e.result(0, true, EndAgent)
+		st.Info["answer"], st.Info["infeasible"] = a.Answer, a.Infeasible
+		e.grade(ctx, &st, a.Answer, true)
+		return st, nil
+	}
+	p, err := e.cfg.Model.Predict(ctx, Query{Goal: e.obs.Goal, Obs: e.obs, Action: last, Step: e.steps + 1})
+	if err != nil {
+		if !IsModelError(err) {
+			err = &ModelError{Model: e.cfg.Model.Name(), Err: err}
+		}
+		return Step{}, err
+	}
+	if p.Unseen {
+		e.steps++
+		st := e.result(0, true, EndUnseen)
+		st.Info["model_note"] = "the memory model never saw this action in this state: the dream ends here (Dyna-Q's table has no entry)"
+		e.grade(ctx, &st, "", false)
+		return st, nil
+	}
+	next, err := e.next(p)
+	if err != nil {
+		return Step{}, &ModelError{Model: e.cfg.Model.Name(), Err: fmt.Errorf("its delta does not apply to the observation: %w", err)}
+	}
+	e.steps++
+	next.Goal, next.LastAction = e.obs.Goal, envcore.ClipEcho(last)
+	next.Stats = envcore.ObservationStats{}
+	e.obs = next
+	end := ""
+	if p.Terminal {
+		end = EndModel
+	}
+	st := e.result(0, p.Terminal, end)
+	if p.Reasoning != "" {
+		st.Info["model_reasoning"] = p.Reasoning
+	}
+	if next.LastActionError != "" {
+		st.Info["action_error"] = next.LastActionError
+	}
+	if p.Terminal {
+		e.grade(ctx, &st, "", false)
+		return st, nil
+	}
+	return e.truncate(ctx, st), nil
+}
+
+// parse reads the action: the action, its echo (last_action) and the
+// error that refuses it, if any.
+func (e *Env) parse(act Action) (envcore.Action, string, error) {
+	if act.Decoded == nil {
+		a, err := envcore.ParseAction(act.Text)
+		if err != nil {
+			return a, act.Text, err
+		}
+		act.Decoded = &a
+	}
+	a := *act.Decoded
+	if err := a.Validate(); err != nil {
+		return a, envcore.EchoOf(a), err
+	}
+	return a, a.String(), nil
+}
+
+// next applies a prediction to the current observation.
+func (e *Env) next(p Prediction) (trajectory.Observation, error) {
+	if p.Next != nil {
+		return inView(*p.Next, e.cfg.Model.View()), nil
+	}
+	return trajectory.Apply(e.obs, p.Delta)
+}
+
+// result is a step's reply with the dream's info.
+func (e *Env) result(reward float64, terminated bool, end string) Step {
+	st := Step{Obs: e.obs, Reward: reward, Terminated: terminated, Info: map[string]any{
+		"dreamed": true, "step": e.steps, "max_dream_steps": e.cfg.MaxSteps, "model": e.cfg.Model.Name(),
+	}}
+	if terminated {
+		e.over = "terminated"
+		st.Info["dream_end"] = end
+	}
+	return st
+}
+
+// truncate ends the dream at its length, assessed by the judge.
+func (e *Env) truncate(ctx context.Context, st Step) Step {
+	if e.steps < e.cfg.MaxSteps {
+		return st
+	}
+	e.over = "truncated"
+	st.Truncated = true
+	st.Info["dream_end"] = EndMaxSteps
+	e.grade(ctx, &st, "", false)
+	return st
+}
+
+// grade gives the last step of a dream its reward: the task's grader
+// when the agent stopped and it can run on the observation, else the
+// judge's self-assessment, else 0, with info saying which and why.
+func (e *Env) grade(ctx context.Context, st *Step, answer string, stopped bool) {
+	var why error
+	hint := "give the dream a task whose grader runs on an observation (url_match, string_match), or a judge endpoint"
+	switch {
+	case !stopped:
+		why = errors.New("the agent did not stop, and the task's grader grades where it stops")
+		hint = "give the dream a judge endpoint to assess dreams the agent does not end"
+	case e.cfg.Grade == nil && e.noGrade != "":
+		why = errors.New(e.noGrade)
+	case e.cfg.Grade == nil:
+		why = errors.New("the dream has no task")
+	default:
+		r, err := e.cfg.Grade(ctx, e.obs, answer)
+		if err == nil {
+			st.Reward, st.Info["reward_source"] = r, RewardTask
+			return
+		}
+		why = err
+	}
+	if e.cfg.Judge != nil {
+		r, reason, err := e.cfg.Judge.Assess(ctx, e.obs, answer)
+		if err == nil {
+			st.Reward, st.Info["reward_source"], st.Info["judge_reasoning"] = r, RewardJudge, reason
+			return
+		}
+		why = fmt.Errorf("%v; the judge failed too: %w", why, err)
+	}
+	st.Reward, st.Info["reward_source"] = 0, RewardNone
+	st.Info["reward_note"] = fmt.Sprintf("reward 0: %v (%s)", why, hint)
+}

@@ -1,0 +1,126 @@
+"""``EnvOptions``: the settings of one environment, shared by ``WebEnv`` and ``WebVectorEnv``.
+
+Both classes take the same keywords (``gymnasium.make("webserv/shopping", idle_ms=200)``,
+``gymnasium.make_vec("webserv/shopping", num_envs=8, idle_ms=200)``) or an ``options=EnvOptions(...)``;
+``EnvOptions.of`` is the one place keywords become options, and each option is documented once,
+here. A keyword that is not an option is an argument of the protocol's ``make`` and goes to the
+server as it is; the server refuses one it does not know, naming the nearest valid one ("make has
+no argument idle; did you mean idle_ms?"), when the environment is made (its first reset).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from gymnasium import spaces
+
+from .observation import observation_space
+
+# Info keys that measure wall-clock time (or name the server-side instance).
+_WALLCLOCK_INFO = ("action_ms", "settle_ms", "extract_ms", "elapsed_s", "env", "obs_stats")
+
+
+@dataclass(frozen=True)
+class EnvOptions:
+    """What one WebServ environment runs and how it is observed.
+
+    Every field is also a keyword of ``WebEnv``, ``WebVectorEnv`` and so of ``gymnasium.make`` and
+    ``gymnasium.make_vec`` for the ``webserv/...`` ids.
+    """
+
+    #: The site to run: ``open`` (any URL), ``shopping``, ``cms``, a ``--sites`` site, ...
+    site: str = "open"
+    #: Where episodes start (the site's own start page when None).
+    start_url: str | None = None
+    #: The goal shown in observations (the task's when a task is given).
+    goal: str | None = None
+    #: The task to run (``shopping.17``); None lets ``reset(seed=...)`` draw one.
+    task: str | None = None
+    #: The server (default ``$WEBSERV_URL``, else a local ``webserv serve`` the package starts).
+    url: str | None = None
+    #: The server's token (default ``$WEBSERV_TOKEN``).
+    token: str | None = None
+    #: Steps after which an episode is truncated.
+    max_steps: int | None = None
+    #: Seconds after which an episode is truncated.
+    episode_timeout: float | None = None
+    #: The grace after the last request or navigation event before an observation (server default 30).
+    idle_ms: int | None = None
+    #: Add a screenshot to every observation.
+    screenshot: bool = False
+    #: Add the accessibility-tree text (``axtree_txt``) to every observation.
+    axtree: bool = True
+    #: Further observe options of the protocol, passed through: ``geometry``
+    #: (``extra_element_properties``), ``marks`` (``screenshot_som``, ``som_labels``), ``layout``
+    #: (``cols="N"`` cues in the HTML), ``format`` (``"png"``/``"jpeg"``), ``quality``, ``max_side``;
+    #: the observation space lists the keys they add.
+    observe: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    #: Include wall-clock quantities: BrowserGym's ``elapsed_time`` in observations and the step
+    #: timings (``action_ms``, ``settle_ms``, ``extract_ms``, ``elapsed_s``, ``obs_stats``) in info.
+    #: They are the only parts that differ between two identical episodes; turn them off where
+    #: episodes must compare exactly (gymnasium's check_env).
+    wallclock: bool = True
+    #: ``"ansi"`` renders the accessibility-tree text; None renders nothing.
+    render_mode: str | None = None
+    #: Any other argument of the protocol's ``make`` (``record``, ``allow``, ``step_timeout_ms``,
+    #: ...), sent as it is; the server refuses unknown ones, naming the nearest.
+    make_args: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    #: The render modes an environment supports.
+    RENDER_MODES = ("ansi",)
+
+    def __post_init__(self) -> None:
+        # Frozen all the way down: the mappings are copied, so the caller's dicts can change freely.
+        object.__setattr__(self, "observe", MappingProxyType(dict(self.observe or {})))
+        object.__setattr__(self, "make_args", MappingProxyType(dict(self.make_args or {})))
+        if self.render_mode is not None and self.render_mode not in self.RENDER_MODES:
+            raise ValueError(
+                f"render_mode {self.render_mode!r} is not supported; use one of {list(self.RENDER_MODES)}"
+            )
+
+    @classmethod
+    def of(cls, options: EnvOptions | None = None, /, **keywords: Any) -> EnvOptions:
+        """Options from keywords, over ``options`` (or the defaults): a keyword that names a field sets
+        it, any other is an argument of the protocol's ``make`` (added to ``make_args``)."""
+        base = options if options is not None else cls()
+        names = {f.name for f in dataclasses.fields(cls)}
+        fields = {k: v for k, v in keywords.items() if k in names}
+        extra = {k: v for k, v in keywords.items() if k not in names}
+        if extra or "make_args" in fields:
+            fields["make_args"] = {**base.make_args, **dict(fields.get("make_args") or {}), **extra}
+        return dataclasses.replace(base, **fields) if fields else base
+
+    def request(self) -> dict[str, Any]:
+        """The protocol's ``make`` arguments for these options (without ``site``)."""
+        args: dict[str, Any] = dict(self.make_args)
+        args.update(
+            start_url=self.start_url,
+            goal=self.goal,
+            task=self.task,
+            max_steps=self.max_steps,
+            idle_ms=self.idle_ms,
+            observe={"screenshot": self.screenshot, "axtree": self.axtree, **self.observe},
+        )
+        if self.episode_timeout is not None:
+            args["episode_timeout_ms"] = int(self.episode_timeout * 1000)
+        return args
+
+    def observation_space(self) -> spaces.Dict:
+        """One observation's gymnasium space for these options."""
+        return observation_space(self.screenshot, self.wallclock, self.observe)
+
+    def view(self, obs: dict[str, Any], info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """An observation and its info as these options show them: without the wall-clock parts
+        unless ``wallclock`` (in place; returns them)."""
+        if not self.wallclock:
+            obs.pop("elapsed_time", None)
+            for k in _WALLCLOCK_INFO:
+                info.pop(k, None)
+        return obs, info
+
+
+__all__ = ["EnvOptions"]

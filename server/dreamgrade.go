@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/webserv-rl/webserv/dream"
+	"github.com/webserv-rl/webserv/tasks"
+	"github.com/webserv-rl/webserv/trajectory"
+)
+
+// dreamGradable are the evaluators that run on an observation and an
+// answer alone, so on a dream: the others need a real page (a locator,
+// a program) or the site's database.
+var dreamGradable = []string{"string_match", "url_match"}
+
+// taskDefiner is a factory that can give a task's definition, with its
+// placeholders filled in, and its grader: the dream grades dreamed
+// episodes with them.
+type taskDefiner interface {
+	taskDef(task string) (*tasks.Task, *tasks.Grader, error)
+}
+
+// taskDef finds a task of the hosted sites by id.
+func (f *HostedFactory) taskDef(task string) (*tasks.Task, *tasks.Grader, error) {
+	site := taskSite(task)
+	s, ok := f.sites[site]
+	if !ok {
+		return nil, nil, fmt.Errorf("task %s: no hosted site %q", task, site)
+	}
+	st, err := f.taskSet(MakeSpec{Site: site, Task: task})
+	if err != nil {
+		return nil, nil, err
+	}
+	if st == nil {
+		return nil, nil, fmt.Errorf("site %s has no tasks", site)
+	}
+	t, err := st.pick(site, task, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.Eval.Verified != nil {
+		return nil, nil, fmt.Errorf("task %s is graded by WebArena-Verified's evaluators, which need the episode's network trace", task)
+	}
+	inst, err := tasks.Instantiate(t, st.roleOrigins(s.Origin))
+	if err != nil {
+		return nil, nil, err
+	}
+	return inst, st.Grader, nil
+}
+
+// dreamGrader is the grader of a dream of task: the task's own, when
+// its evaluators run on an observation, else nil and why.
+func (s *Server) dreamGrader(task string, judge *dream.Judge) (dream.Grader, string) {
+	if task == "" {
+		return nil, ""
+	}
+	defs, ok := s.factory.(taskDefiner)
+	if !ok {
+		return nil, "this server's sites give no task definitions: the task's grader cannot run on a dream"
+	}
+	t, grader, err := defs.taskDef(task)
+	if err != nil {
+		return nil, fmt.Sprintf("the task's grader cannot run on a dream: %v", err)
+	}
+	for _, typ := range t.Eval.Types {
+		if !slices.Contains(dreamGradable, typ) {
+			return nil, fmt.Sprintf("task %s's %s evaluator needs the real site (a page to run in, or its data); a dream has an observation only (%s run on one)", task, typ, strings.Join(dreamGradable, " and "))
+		}
+	}
+	g := tasks.Grader{}
+	if grader != nil {
+		g = *grader
+	}
+	if judge != nil {
+		g.Judge = tasks.NewOpenAIJudge(judge.Chat.BaseURL, judge.Chat.Model, judge.Chat.APIKey)
+	}
+	return func(ctx context.Context, obs trajectory.Observation, answer string) (float64, error) {
+		res, err := g.Grade(ctx, t, dreamPage{obs.URL}, answer, nil)
+		if err != nil {
+			return 0, err
+		}
+		return res.Reward, nil
+	}, ""
+}
+
+// dreamPage is a dreamed observation as the grader reads a page: its URL
+// only.
+type dreamPage struct{ url string }
+
+var errNoPage = errors.New("a dream has no page to run in")
+
+func (p dreamPage) URL(context.Context) (string, error)     { return p.url, nil }
+func (p dreamPage) Goto(context.Context, string) error      { return errNoPage }
+func (p dreamPage) Eval(context.Context, string, any) error { return errNoPage }
