@@ -192,7 +192,7 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 	if !*verbose {
 		log = log.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
 	}
-	sites, err := taskSites(hf.sites, *only)
+	sites, err := taskSites(hf.opts.SitesDir, *only)
 	if err != nil {
 		return err
 	}
@@ -202,24 +202,23 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 		}
 	}
 	// Only the definitions' sites: the bundled shop has its own oracle test.
-	hf.noBundled = true
+	hf.opts.NoBundled = true
 	st, err := startStack(ctx, log, &ef, &hf)
 	if err != nil {
 		return err
 	}
 	defer st.close()
-	b, factory := st.browser, st.factory
-	f, ok := factory.(*server.HostedFactory)
-	if !ok {
-		return errors.New("the hosting factory serves no site definitions")
-	}
-	srv := server.New(log.Named("server"), b, f, server.Config{Env: ef.cfg, MaxEnvs: 2 * max(1, *parallel), MaxCreating: max(1, *parallel)})
+	srv := server.New(log.Named("server"), st.browser, st.factory, server.Config{Env: ef.cfg, MaxEnvs: 2 * max(1, *parallel), MaxCreating: max(1, *parallel)})
 	defer srv.Close()
 	var names []string
 	for _, s := range sites {
 		names = append(names, s.Name)
 	}
-	checks, err := srv.CheckTasks(ctx, f, names, *parallel)
+	scripts, err := st.factory.TaskScripts(names)
+	if err != nil {
+		return err
+	}
+	checks, err := srv.CheckTasks(ctx, scripts, *parallel)
 	if err != nil {
 		return err
 	}
