@@ -42,6 +42,11 @@
 // New makes a catalogue of given sites on backends its caller owns, and
 // SetTasks and AddTaskSet give them task sets, as the tests do.
 //
+// A task author's loop (webserv tasks validate|check) starts here too:
+// ValidateSiteTasks checks a definition's task files without starting
+// anything, and TaskScripts lists each task's oracle and wrong sequences
+// for the server's CheckTasks to replay on fresh instances.
+//
 // # Episodes
 //
 // make starts an instance of the site on its backend (several at once for
