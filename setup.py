@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent
 
 
 def bundled_tasks() -> dict[str, tuple[str, ...]]:
-    """Task ids by site, as the server names them: <site>.<task_id> (server/tasks.go)."""
+    """Task ids by site, as the server names them: <site>.<task_id> (sites/catalog/taskset.go)."""
     out: dict[str, tuple[str, ...]] = {}
     for path in sorted((ROOT / "sites" / "shop" / "tasks").glob("*.json")):
         try:

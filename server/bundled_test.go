@@ -14,6 +14,7 @@ import (
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
+	"github.com/webserv-rl/webserv/sites/catalog"
 	"github.com/webserv-rl/webserv/sites/shop"
 	"github.com/webserv-rl/webserv/tasks"
 )
@@ -25,7 +26,7 @@ func buildShop(t testing.TB, dir string) string {
 
 // oracleServer serves the bundled shop on backend with its native task
 // sets and its Verified-style ones (graded by g).
-func oracleServer(t *testing.T, backend hosting.Backend, opts bundled.Options, g *server.VerifiedGrader) *client {
+func oracleServer(t *testing.T, backend hosting.Backend, opts bundled.Options, g *tasks.VerifiedGrader) *client {
 	t.Helper()
 	// shopServerOn's generous action and settle limits: the oracles run
 	// beside the other packages' tests on a shared 2-core machine.
@@ -283,7 +284,7 @@ func firstOfEachKind(n int) func(int, bundledTask) bool {
 func TestUngradableEpisodeHasNoReward(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	sites, sets, err := bundled.Sites(context.Background(), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}})
+	sites, sets, err := catalog.Bundled(context.Background(), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +294,7 @@ func TestUngradableEpisodeHasNoReward(t *testing.T) {
 		t.Fatal(err)
 	}
 	sets["shopping"].Set = set
-	f := server.NewHostedFactory(sites, []hosting.Backend{localBackend(t)}, nil)
+	f := catalog.New(sites, []hosting.Backend{localBackend(t)}, nil)
 	f.SetTasks("shopping", sets["shopping"])
 	cl := dial(t, serve(t, server.New(nil, browser, f, server.Config{Env: envConfig()})))
 	env := cl.call("make", "", map[string]any{"site": "shopping", "task": "1"})["env"].(string)

@@ -110,13 +110,16 @@ func bounded(s string) string {
 
 // requestError marks an error as the request's (bad_args): an unknown
 // site or task, a start URL the site cannot take. Factories mark their
-// argument errors with it; anything unmarked is the infrastructure's.
+// argument errors with BadRequest; anything unmarked is the
+// infrastructure's.
 type requestError struct{ error }
 
 func (e requestError) Unwrap() error { return e.error }
 
-// badRequest marks err as the request's fault.
-func badRequest(err error) error { return requestError{err} }
+// BadRequest marks err as the request's fault: it reaches the client as
+// bad_args. A Factory marks with it what the make or reset request got
+// wrong (an unknown site, task or task set, a start URL off the site).
+func BadRequest(err error) error { return requestError{err} }
 
 // configError marks an error as the server's configuration's
 // (not_configured): a site whose image or backend is not set up here, a
@@ -126,8 +129,10 @@ type configError struct{ error }
 
 func (e configError) Unwrap() error { return e.error }
 
-// unconfigured marks err as a configuration fault.
-func unconfigured(err error) error { return configError{err} }
+// Unconfigured marks err as the server's configuration's fault: it
+// reaches the client as not_configured (a site whose backend or image is
+// not set up here, a task that needs a grader this server lacks).
+func Unconfigured(err error) error { return configError{err} }
 
 // wireError is the one place an error becomes a wire error. Errors that
 // are already wire errors keep their code; errors marked as the

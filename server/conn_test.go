@@ -10,6 +10,7 @@ import (
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/sites/catalog"
 )
 
 // A client killed mid-episode (its connection ends without a close) leaves
@@ -25,7 +26,7 @@ func TestLostClientLeavesNothingBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = local.Close(context.Background()) })
-	factory := server.NewHostedFactory([]*hosting.Site{hostingtest.LocalSite(t)}, []hosting.Backend{local}, nil)
+	factory := catalog.New([]*hosting.Site{hostingtest.LocalSite(t)}, []hosting.Backend{local}, nil)
 	base := serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig()}))
 
 	other := dial(t, base)

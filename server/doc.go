@@ -2,9 +2,11 @@
 // WebSocket per client (docs/protocol.md), over OpenEnv's WebSocket
 // protocol for OpenEnv clients, and over the Model Context Protocol for
 // MCP agent harnesses (/v1/mcp, and ServeMCP for stdio; docs/mcp.md). It
-// is the wire and the sessions: what an
-// environment is and does is package envcore's; where its site runs is a
-// Factory's (package hosting's backends, the bundled shop, WebArena).
+// is the wire and the sessions: what an environment is and does is
+// package envcore's; which sites exist and where an environment's site
+// runs is a Factory's: OpenFactory's open web here, or the site catalogue
+// (package catalog, sites/catalog: site definitions, the bundled shop,
+// WebArena's images and their task sets).
 //
 // # Serving
 //

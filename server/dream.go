@@ -405,7 +405,7 @@ func (d *dreamModels) observed(ctx context.Context, s *Server, task string) (tra
 	if ok {
 		return got.obs, got.ep, nil
 	}
-	site := taskSite(task)
+	site := TaskSite(task)
 	if site == "" {
 		return trajectory.Observation{}, Episode{}, badArgs(fmt.Sprintf("task %q: a task id is SITE.N (like shopping.17)", task))
 	}
@@ -428,8 +428,8 @@ func (d *dreamModels) observed(ctx context.Context, s *Server, task string) (tra
 	return r.Obs, ep, nil
 }
 
-// taskSite is the site of a task id: SITE.N, or PREFIX.SITE.N.
-func taskSite(id string) string {
+// TaskSite is the site of a task id: SITE.N, or PREFIX.SITE.N.
+func TaskSite(id string) string {
 	parts := strings.Split(id, ".")
 	if len(parts) < 2 {
 		return ""

@@ -17,39 +17,11 @@ import (
 // a program) or the site's database.
 var dreamGradable = []string{"string_match", "url_match"}
 
-// taskDefiner is a factory that can give a task's definition, with its
-// placeholders filled in, and its grader: the dream grades dreamed
-// episodes with them.
-type taskDefiner interface {
-	taskDef(task string) (*tasks.Task, *tasks.Grader, error)
-}
-
-// taskDef finds a task of the hosted sites by id.
-func (f *HostedFactory) taskDef(task string) (*tasks.Task, *tasks.Grader, error) {
-	site := taskSite(task)
-	s, ok := f.sites[site]
-	if !ok {
-		return nil, nil, fmt.Errorf("task %s: no hosted site %q", task, site)
-	}
-	st, err := f.taskSet(MakeSpec{Site: site, Task: task})
-	if err != nil {
-		return nil, nil, err
-	}
-	if st == nil {
-		return nil, nil, fmt.Errorf("site %s has no tasks", site)
-	}
-	t, err := st.pick(site, task, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	if t.Eval.Verified != nil {
-		return nil, nil, fmt.Errorf("task %s is graded by WebArena-Verified's evaluators, which need the episode's network trace", task)
-	}
-	inst, err := tasks.Instantiate(t, st.roleOrigins(s.Origin))
-	if err != nil {
-		return nil, nil, err
-	}
-	return inst, st.Grader, nil
+// TaskDefiner is a Factory that can give a task's definition, with its
+// placeholders filled in, and its grader: a dream grades dreamed episodes
+// with them (the evaluators that run on an observation).
+type TaskDefiner interface {
+	TaskDef(task string) (*tasks.Task, *tasks.Grader, error)
 }
 
 // dreamGrader is the grader of a dream of task: the task's own, when
@@ -58,11 +30,11 @@ func (s *Server) dreamGrader(task string, judge *dream.Judge) (dream.Grader, str
 	if task == "" {
 		return nil, ""
 	}
-	defs, ok := s.factory.(taskDefiner)
+	defs, ok := s.factory.(TaskDefiner)
 	if !ok {
 		return nil, "this server's sites give no task definitions: the task's grader cannot run on a dream"
 	}
-	t, grader, err := defs.taskDef(task)
+	t, grader, err := defs.TaskDef(task)
 	if err != nil {
 		return nil, fmt.Sprintf("the task's grader cannot run on a dream: %v", err)
 	}

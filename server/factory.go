@@ -16,7 +16,13 @@ import (
 // side (an envcore.Env per environment); a Factory says which sites exist,
 // which tasks they have, and prepares each episode: where it starts, its
 // goal, and how it is scored. Site hosting (local processes, Incus
-// containers) and task sets plug in here.
+// containers) and task sets plug in here: OpenFactory serves the open web,
+// package catalog (sites/catalog) serves site definitions, the bundled
+// shop and WebArena's images with their task sets.
+//
+// A Factory marks what a request got wrong with BadRequest and what this
+// server is not set up for with Unconfigured; any other error it returns
+// is the infrastructure's.
 type Factory interface {
 	Sites() []SiteInfo
 	Tasks(site string) ([]TaskInfo, error)
@@ -46,8 +52,14 @@ type TaskInfo struct {
 	Oracle []string `json:"oracle,omitempty"`
 }
 
+// SiteSep joins the sites one environment holds into its site name
+// ("gitlab+reddit"): make's sites argument is joined with it, and a
+// Factory that serves several sites at once splits MakeSpec.Site on it.
+const SiteSep = "+"
+
 // MakeSpec is what a make request asks for.
 type MakeSpec struct {
+	// Site names the site, or several joined with SiteSep.
 	Site string
 	Task string
 	// TaskSet names the site's task set when it has several (like
@@ -74,6 +86,31 @@ type Instance interface {
 	Network() Network
 	// Close frees the instance.
 	Close(ctx context.Context) error
+}
+
+// Snapshotter is an Instance whose site state can be captured and branched:
+// the ops snapshot, restore and fork need it (not_supported otherwise).
+type Snapshotter interface {
+	Snapshot(ctx context.Context, name string) error
+	Restore(ctx context.Context, name string) error
+	Fork(ctx context.Context, name string, n int) ([]Instance, error)
+}
+
+// ExecInstance is an Instance that can run commands in its site's
+// instance (task setup and check programs, Episode.Evaluate's in):
+// Execer returns nil where its backend cannot.
+type ExecInstance interface {
+	Instance
+	Execer() hosting.Execer
+}
+
+// execerOf is the Execer of an environment's site instance, nil where it
+// has none (the open site, several sites at once).
+func execerOf(inst Instance) hosting.Execer {
+	if e, ok := inst.(ExecInstance); ok {
+		return e.Execer()
+	}
+	return nil
 }
 
 // EpisodeOptions are a reset's options.
@@ -118,7 +155,7 @@ func (OpenFactory) Sites() []SiteInfo {
 // Tasks: the open site has none.
 func (OpenFactory) Tasks(site string) ([]TaskInfo, error) {
 	if site != "" && site != "open" {
-		return nil, badRequest(fmt.Errorf("unknown site %q", site))
+		return nil, BadRequest(fmt.Errorf("unknown site %q", site))
 	}
 	return []TaskInfo{}, nil
 }
@@ -126,13 +163,13 @@ func (OpenFactory) Tasks(site string) ([]TaskInfo, error) {
 // Make checks the spec and returns an instance that starts at its URL.
 func (OpenFactory) Make(ctx context.Context, spec MakeSpec) (Instance, error) {
 	if spec.Site != "open" {
-		return nil, badRequest(fmt.Errorf("unknown site %q; this server has: open", spec.Site))
+		return nil, BadRequest(fmt.Errorf("unknown site %q; this server has: open", spec.Site))
 	}
 	if spec.Task != "" {
-		return nil, badRequest(fmt.Errorf("site open has no tasks; give start_url (and optionally goal) instead"))
+		return nil, BadRequest(fmt.Errorf("site open has no tasks; give start_url (and optionally goal) instead"))
 	}
 	if err := checkURL(spec.StartURL); err != nil {
-		return nil, badRequest(err)
+		return nil, BadRequest(err)
 	}
 	return &openInstance{url: spec.StartURL, goal: spec.Goal, allow: spec.Allow, polite: spec.Politeness}, nil
 }
@@ -159,7 +196,7 @@ func (o *openInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episod
 	u, goal := o.url, o.goal
 	if opts.StartURL != "" {
 		if err := checkURL(opts.StartURL); err != nil {
-			return Episode{}, badRequest(err)
+			return Episode{}, BadRequest(err)
 		}
 		u = opts.StartURL
 	}

@@ -13,12 +13,13 @@ import (
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/sites/catalog"
 )
 
 // hostedServer serves internal/testsite on the local backend.
 func hostedServer(t *testing.T) *client {
 	t.Helper()
-	factory := server.NewHostedFactory([]*hosting.Site{hostingtest.LocalSite(t)}, []hosting.Backend{localBackend(t)}, nil)
+	factory := catalog.New([]*hosting.Site{hostingtest.LocalSite(t)}, []hosting.Backend{localBackend(t)}, nil)
 	return dial(t, serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig(), MaxCreating: 8})))
 }
 
@@ -175,7 +176,7 @@ func incusHostedServer(t *testing.T) *client {
 	if err := site.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	factory := server.NewHostedFactory([]*hosting.Site{site}, []hosting.Backend{m}, nil)
+	factory := catalog.New([]*hosting.Site{site}, []hosting.Backend{m}, nil)
 	return dial(t, serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig(), MaxCreating: 8})))
 }
 

@@ -26,7 +26,7 @@ func (s *Server) makeEnv(ctx context.Context, c call, a *makeArgs) (any, error) 
 		spec.Site = a.Site
 	}
 	if len(a.Sites) > 0 {
-		spec.Site = strings.Join(a.Sites, multiSep)
+		spec.Site = strings.Join(a.Sites, SiteSep)
 	}
 	var err error
 	if spec.Politeness, err = politeness(a.Politeness); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
+	"github.com/webserv-rl/webserv/sites/catalog"
 )
 
 // mcpConnect opens an MCP session on base's /v1/mcp with the SDK's
@@ -312,11 +313,11 @@ func TestMCPNeedsTheToken(t *testing.T) {
 func mcpShop(t *testing.T, backend hosting.Backend) string {
 	t.Helper()
 	dir := t.TempDir()
-	sites, sets, err := bundled.Sites(context.Background(), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}})
+	sites, sets, err := catalog.Bundled(context.Background(), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := server.NewHostedFactory(sites, []hosting.Backend{backend}, nil)
+	f := catalog.New(sites, []hosting.Backend{backend}, nil)
 	for name, st := range sets {
 		f.SetTasks(name, st)
 	}

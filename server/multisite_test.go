@@ -9,6 +9,7 @@ import (
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/sites/catalog"
 	"github.com/webserv-rl/webserv/tasks"
 )
 
@@ -38,8 +39,8 @@ func TestTwoSiteTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := server.NewHostedFactory(sites, []hosting.Backend{localBackend(t)}, nil)
-	factory.SetTasks("gitlab+reddit", &server.SiteTasks{Set: set, Name: "test", Variant: "test", Roles: []string{"gitlab", "reddit"}, Grader: &tasks.Grader{}})
+	factory := catalog.New(sites, []hosting.Backend{localBackend(t)}, nil)
+	factory.SetTasks("gitlab+reddit", &catalog.TaskSet{Set: set, Name: "test", Variant: "test", Roles: []string{"gitlab", "reddit"}, Grader: &tasks.Grader{}})
 	cl := dial(t, serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig()})))
 
 	if listed := cl.call("sites", "", nil); !strings.Contains(strings.Join(names(listed), ","), "gitlab+reddit") {
@@ -112,8 +113,8 @@ func TestTwoSiteStorageState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory := server.NewHostedFactory(sites, []hosting.Backend{localBackend(t)}, nil)
-	factory.SetTasks("gitlab+reddit", &server.SiteTasks{Set: set, Name: "test", Variant: "test", Roles: []string{"gitlab", "reddit"}, AuthDir: auth, Grader: &tasks.Grader{}})
+	factory := catalog.New(sites, []hosting.Backend{localBackend(t)}, nil)
+	factory.SetTasks("gitlab+reddit", &catalog.TaskSet{Set: set, Name: "test", Variant: "test", Roles: []string{"gitlab", "reddit"}, AuthDir: auth, Grader: &tasks.Grader{}})
 	cl := dial(t, serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig()})))
 	env := cl.call("make", "", map[string]any{"site": "gitlab+reddit", "task": "7"})["env"].(string)
 	for _, origin := range []string{"http://metis.lti.cs.cmu.edu:8023", "http://metis.lti.cs.cmu.edu:9999"} {

@@ -59,7 +59,7 @@ var ops = []op{
 	opFor("tasks", "the tasks of a site (every site's without one)", false, func(s *Server, _ context.Context, _ call, a *tasksArgs) (any, error) {
 		tasks, err := s.factory.Tasks(a.Site)
 		if err != nil {
-			return nil, badRequest(err)
+			return nil, BadRequest(err)
 		}
 		return map[string]any{"tasks": tasks}, nil
 	}),

@@ -17,6 +17,7 @@ import (
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/sites/catalog"
 )
 
 // backends are the two hosting backends the origin tests run on.
@@ -131,7 +132,7 @@ func TestHostedEnvironmentReachesOnlyItsOwnSite(t *testing.T) {
 	t.Parallel()
 	local := localBackend(t)
 	site := hostingtest.LocalSite(t)
-	factory := server.NewHostedFactory([]*hosting.Site{site}, []hosting.Backend{local}, nil)
+	factory := catalog.New([]*hosting.Site{site}, []hosting.Backend{local}, nil)
 	base := serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig()}))
 	cl := dial(t, base)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -210,7 +211,7 @@ func TestOpenSitePolicy(t *testing.T) {
 func TestEveryEpisodeStartIsRecorded(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	factory := server.NewHostedFactory([]*hosting.Site{hostingtest.LocalSite(t)}, []hosting.Backend{localBackend(t)}, nil)
+	factory := catalog.New([]*hosting.Site{hostingtest.LocalSite(t)}, []hosting.Backend{localBackend(t)}, nil)
 	cl := dial(t, serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig(), TrajectoryDir: dir})))
 	made := cl.call("make", "", map[string]any{"site": "testsite", "record": true, "max_steps": 3})
 	env := made["env"].(string)
@@ -275,7 +276,7 @@ func TestRedirectingImageRunsUnmodified(t *testing.T) {
 	if err := site.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	factory := server.NewHostedFactory([]*hosting.Site{site}, []hosting.Backend{m}, nil)
+	factory := catalog.New([]*hosting.Site{site}, []hosting.Backend{m}, nil)
 	cl := dial(t, serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig(), MaxCreating: 8})))
 
 	// The image does redirect a foreign Host: its instance, asked at its

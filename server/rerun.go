@@ -27,8 +27,8 @@ func (p *player) Start(ctx context.Context, head trajectory.Line) (*trajectory.O
 	switch {
 	case head.Site == "" || head.Site == "open":
 		a.StartURL = head.StartURL
-	case strings.Contains(head.Site, multiSep):
-		a.Sites = siteNames(head.Site)
+	case strings.Contains(head.Site, SiteSep):
+		a.Sites = strings.Split(head.Site, SiteSep)
 	default:
 		a.Site = head.Site
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/sites/catalog"
+	"github.com/webserv-rl/webserv/tasks"
 )
 
 // trackerDir is the example site's directory (examples/sites).
@@ -29,27 +31,37 @@ func trackerDir(t *testing.T) string {
 
 // trackerServer serves the site defined at def (with its tasks: files) on
 // the local backend.
-func trackerServer(t *testing.T, def string) (*server.Server, *server.HostedFactory, *client) {
+func trackerServer(t *testing.T, def string) (*server.Server, *catalog.Catalog, *client) {
 	t.Helper()
 	return trackerServerWith(t, def, nil)
 }
 
 // trackerServerWith is trackerServer with a WebArena-Verified grader for
 // task files in its schema.
-func trackerServerWith(t *testing.T, def string, g *server.VerifiedGrader) (*server.Server, *server.HostedFactory, *client) {
+func trackerServerWith(t *testing.T, def string, g *tasks.VerifiedGrader) (*server.Server, *catalog.Catalog, *client) {
 	t.Helper()
 	site, err := hosting.LoadSite(def)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := server.SiteTaskSet(site, nil, g)
+	st, _, err := catalog.SiteTaskSet(site, nil, g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := server.NewHostedFactory([]*hosting.Site{site}, []hosting.Backend{localBackend(t)}, nil)
+	f := catalog.New([]*hosting.Site{site}, []hosting.Backend{localBackend(t)}, nil)
 	f.SetTasks(site.Name, st)
 	srv := server.New(zap.NewNop(), browser, f, server.Config{Env: envConfig(), MaxCreating: 8, MaxEnvs: 32})
 	return srv, f, dial(t, serve(t, srv))
+}
+
+// taskScripts are the check loop's sequences of the tasks of sites in f.
+func taskScripts(t *testing.T, f *catalog.Catalog, sites []string) []server.TaskScripts {
+	t.Helper()
+	scripts, err := f.TaskScripts(sites)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scripts
 }
 
 // The example site's tasks through the protocol: listed by the sites and
@@ -106,7 +118,7 @@ func TestSiteTasksCheckLoop(t *testing.T) {
 	srv, f, _ := trackerServer(t, filepath.Join(trackerDir(t), "tracker.yaml"))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	checks, err := srv.CheckTasks(ctx, f, f.SitesWithTasks(), 3)
+	checks, err := srv.CheckTasks(ctx, taskScripts(t, f, f.SitesWithTasks()), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +220,7 @@ func TestSiteVerifiedSchemaTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := server.SiteTaskSet(site, nil, nil); err == nil || !strings.Contains(err.Error(), "tasks-2.yaml is in WebArena-Verified's schema") || !strings.Contains(err.Error(), "--verified-python") {
+	if _, _, err := catalog.SiteTaskSet(site, nil, nil); err == nil || !strings.Contains(err.Error(), "tasks-2.yaml is in WebArena-Verified's schema") || !strings.Contains(err.Error(), "--verified-python") {
 		t.Errorf("a Verified file without a grader: %v", err)
 	}
 	_, _, cl := trackerServerWith(t, def, verifiedGrader(t))
@@ -240,7 +252,7 @@ func TestSiteTasksCheckLoopFailures(t *testing.T) {
 	srv, f, cl := trackerServer(t, def)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	checks, err := srv.CheckTasks(ctx, f, []string{"tracker"}, 3)
+	checks, err := srv.CheckTasks(ctx, taskScripts(t, f, []string{"tracker"}), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,11 +317,11 @@ func TestSiteTasksOnIncus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := server.SiteTaskSet(site, nil, nil)
+	st, _, err := catalog.SiteTaskSet(site, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := server.NewHostedFactory([]*hosting.Site{site}, []hosting.Backend{m}, nil)
+	f := catalog.New([]*hosting.Site{site}, []hosting.Backend{m}, nil)
 	f.SetTasks(site.Name, st)
 	srv := server.New(zap.NewNop(), browser, f, server.Config{Env: envConfig(), MaxCreating: 4})
 	cl := dial(t, serve(t, srv))
@@ -319,7 +331,7 @@ func TestSiteTasksOnIncus(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	checks, err := srv.CheckTasks(ctx, f, []string{"boxed"}, 2)
+	checks, err := srv.CheckTasks(ctx, taskScripts(t, f, []string{"boxed"}), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,17 +380,17 @@ func TestExampleSiteOnIncus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := server.SiteTaskSet(site, nil, nil)
+	st, _, err := catalog.SiteTaskSet(site, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := server.NewHostedFactory([]*hosting.Site{site}, []hosting.Backend{m}, nil)
+	f := catalog.New([]*hosting.Site{site}, []hosting.Backend{m}, nil)
 	f.SetTasks(site.Name, st)
 	srv := server.New(zap.NewNop(), browser, f, server.Config{Env: envConfig(), MaxCreating: 4, MaxEnvs: 16})
 	t.Cleanup(func() { _ = srv.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	checks, err := srv.CheckTasks(ctx, f, []string{"tracker"}, 3)
+	checks, err := srv.CheckTasks(ctx, taskScripts(t, f, []string{"tracker"}), 3)
 	if err != nil {
 		t.Fatal(err)
 	}

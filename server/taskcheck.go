@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/webserv-rl/webserv/tasks"
 	"github.com/webserv-rl/webserv/trajectory"
 )
 
@@ -33,24 +32,19 @@ type TaskCheck struct {
 // OK reports whether the task passed.
 func (c TaskCheck) OK() bool { return len(c.Problems) == 0 }
 
-// TaskSet returns the site's own task set (nil when it has none).
-func (f *HostedFactory) TaskSet(site string) *SiteTasks { return f.tasks[site] }
-
-// SitesWithTasks lists the defined sites that have a task set, in order.
-func (f *HostedFactory) SitesWithTasks() []string {
-	var out []string
-	for _, name := range f.order {
-		if f.tasks[name] != nil {
-			out = append(out, name)
-		}
-	}
-	return out
+// TaskScripts are a task's sequences as the check loop replays them: the
+// oracle (which must earn 1) and the wrong one (which must earn 0), their
+// placeholders filled as the task's episode has them. A Factory that
+// serves task sets lists them (catalog.Catalog.TaskScripts).
+type TaskScripts struct {
+	Site, Task    string // like tracker and tracker.4
+	Oracle, Wrong []string
 }
 
-// CheckTasks replays the oracle and wrong sequences of every task of
-// sites (served by f on this server), workers episodes at a time, each on
-// a fresh environment, and returns the tasks in id order.
-func (s *Server) CheckTasks(ctx context.Context, f *HostedFactory, sites []string, workers int) ([]TaskCheck, error) {
+// CheckTasks replays the oracle and wrong sequences of scripts on this
+// server, workers episodes at a time, each on a fresh environment, and
+// returns one check per task, in the order given.
+func (s *Server) CheckTasks(ctx context.Context, scripts []TaskScripts, workers int) ([]TaskCheck, error) {
 	type run struct {
 		i      int // index into out
 		id     string
@@ -60,36 +54,19 @@ func (s *Server) CheckTasks(ctx context.Context, f *HostedFactory, sites []strin
 	}
 	var out []TaskCheck
 	var runs []run
-	for _, site := range sites {
-		st := f.tasks[site]
-		if st == nil {
-			return nil, fmt.Errorf("site %s has no tasks", site)
+	for _, t := range scripts {
+		c := TaskCheck{Task: t.Task, Oracle: math.NaN(), Wrong: math.NaN(), Steps: len(t.Oracle)}
+		if len(t.Oracle) == 0 {
+			c.Problems = append(c.Problems, "no oracle: give the actions that solve the task (ending in stop(...))")
+		} else {
+			runs = append(runs, run{len(out), t.Task, t.Site, false, t.Oracle})
 		}
-		origins := map[string]string{}
-		if def := f.sites[site]; def != nil {
-			origins = st.roleOrigins(def.Origin)
+		if len(t.Wrong) == 0 {
+			c.Problems = append(c.Problems, "no wrong sequence: give a plausible mistake, which must earn 0, so the grading is shown to tell them apart")
+		} else {
+			runs = append(runs, run{len(out), t.Task, t.Site, true, t.Wrong})
 		}
-		for _, n := range st.ids() {
-			id := st.IDPrefix + site + "." + strconv.Itoa(n)
-			// The sequences' placeholders (goto("__SITE__/...")) as the
-			// episode's task has them.
-			t, err := tasks.Instantiate(st.Set.ByID[n], origins)
-			if err != nil {
-				return nil, fmt.Errorf("task %s: %w", id, err)
-			}
-			c := TaskCheck{Task: id, Oracle: math.NaN(), Wrong: math.NaN(), Steps: len(t.Oracle)}
-			if len(t.Oracle) == 0 {
-				c.Problems = append(c.Problems, "no oracle: give the actions that solve the task (ending in stop(...))")
-			} else {
-				runs = append(runs, run{len(out), id, site, false, t.Oracle})
-			}
-			if len(t.Wrong) == 0 {
-				c.Problems = append(c.Problems, "no wrong sequence: give a plausible mistake, which must earn 0, so the grading is shown to tell them apart")
-			} else {
-				runs = append(runs, run{len(out), id, site, true, t.Wrong})
-			}
-			out = append(out, c)
-		}
+		out = append(out, c)
 	}
 	workers = max(1, workers)
 	jobs := make(chan run)

@@ -13,24 +13,25 @@ import (
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
+	"github.com/webserv-rl/webserv/sites/catalog"
 )
 
 // shopServer serves the bundled shop on the local backend with cfg, plus
 // extra task sets by site (Verified-style ones).
-func shopServer(t *testing.T, cfg server.Config, extra func(f *server.HostedFactory, sets map[string]*server.SiteTasks)) *client {
+func shopServer(t *testing.T, cfg server.Config, extra func(f *catalog.Catalog, sets map[string]*catalog.TaskSet)) *client {
 	t.Helper()
 	dir := t.TempDir()
 	return shopServerOn(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}}, cfg, extra)
 }
 
 // shopServerOn is shopServer on backend with the shop run as opts says.
-func shopServerOn(t *testing.T, backend hosting.Backend, opts bundled.Options, cfg server.Config, extra func(f *server.HostedFactory, sets map[string]*server.SiteTasks)) *client {
+func shopServerOn(t *testing.T, backend hosting.Backend, opts bundled.Options, cfg server.Config, extra func(f *catalog.Catalog, sets map[string]*catalog.TaskSet)) *client {
 	t.Helper()
-	sites, sets, err := bundled.Sites(context.Background(), opts)
+	sites, sets, err := catalog.Bundled(context.Background(), opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := server.NewHostedFactory(sites, []hosting.Backend{backend}, nil)
+	f := catalog.New(sites, []hosting.Backend{backend}, nil)
 	for name, st := range sets {
 		f.SetTasks(name, st)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
+	"github.com/webserv-rl/webserv/sites/catalog"
 	"github.com/webserv-rl/webserv/tasks"
 	"github.com/webserv-rl/webserv/trajectory"
 )
@@ -361,11 +362,11 @@ func TestRerunBundledShop(t *testing.T) {
 	t.Parallel()
 	tmp := t.TempDir()
 	ctx := context.Background()
-	sites, sets, err := bundled.Sites(ctx, bundled.Options{DataDir: filepath.Join(tmp, "shop-data"), Command: []string{buildShop(t, tmp)}})
+	sites, sets, err := catalog.Bundled(ctx, bundled.Options{DataDir: filepath.Join(tmp, "shop-data"), Command: []string{buildShop(t, tmp)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := server.NewHostedFactory(sites, []hosting.Backend{localBackend(t)}, nil)
+	f := catalog.New(sites, []hosting.Backend{localBackend(t)}, nil)
 	for name, st := range sets {
 		f.SetTasks(name, st)
 	}

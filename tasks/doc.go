@@ -21,4 +21,22 @@
 //	res, err := g.Grade(ctx, t, page, answer, map[string]tasks.Site{"shopping": {BaseURL: shopURL}})
 //
 // A grading that cannot be done returns an error, never a silent 0.
+//
+// # WebArena-Verified
+//
+// WebArena-Verified's tasks (LoadVerified, ParseVerified) are graded by
+// the webarena-verified Python package's own evaluators, not re-written
+// in Go: a VerifiedGrader runs that package in one process beside the
+// server (python -m webserv.verified serve) and speaks JSON Lines with it,
+// one VerifiedRequest (the task, the agent's answer, the episode's network
+// trace as a netroute.HAR) per grading:
+//
+//	g, err := tasks.NewVerifiedGrader(ctx, log, tasks.VerifiedCommand(".venv/bin/python"))
+//	res, err := g.Grade(ctx, tasks.VerifiedRequest{TaskID: 21, Environments: envs, AgentResponse: answer, HAR: har})
+//
+// A graded episode records a VerifiedGrading, all that grading it again
+// needs. Offline, ExportHAR writes recorded episodes in the package's
+// output layout (network.har, agent_response.json, episode.json) and
+// Regrade grades those directories again, for comparison with the rewards
+// given online (webserv export --format har, webserv regrade).
 package tasks

@@ -15,7 +15,7 @@ import (
 // LoadVerified reads its dataset as Tasks whose Eval.Types is ["verified"]
 // and whose Eval.Verified holds the task as the package reads it, with
 // its placeholders kept (its evaluator maps the trace's URLs back to
-// them). Grading is the package's: see server.VerifiedGrader.
+// them). Grading is the package's: see VerifiedGrader.
 
 // Verified task types of the structured answer (its "task_type").
 var verifiedTypes = []string{"retrieve", "mutate", "navigate"}

@@ -21,7 +21,7 @@ type ShopOptions struct {
 
 // shopSite starts the local backend with the bundled storefront.
 func shopSite(ctx context.Context, o ShopOptions) (*hosting.Local, *hosting.Site, error) {
-	sites, _, err := bundled.Sites(ctx, bundled.Options{DataDir: filepath.Join(o.Work, "shop-data"), Command: o.Command})
+	shop, err := bundled.Sites(ctx, bundled.Options{DataDir: filepath.Join(o.Work, "shop-data"), Command: o.Command})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -29,7 +29,7 @@ func shopSite(ctx context.Context, o ShopOptions) (*hosting.Local, *hosting.Site
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, s := range sites {
+	for _, s := range shop.Sites {
 		if s.Name == "shopping" {
 			return local, s, nil
 		}

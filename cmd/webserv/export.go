@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/tasks"
 	"github.com/webserv-rl/webserv/trajectory"
 )
 
@@ -60,7 +60,7 @@ func exportHAR(out string, dirs []string, stdout io.Writer) error {
 	if out == "-" {
 		return errors.New("export --format har writes a directory per episode: give it with -o DIR")
 	}
-	n, err := server.ExportHAR(out, dirs)
+	n, err := tasks.ExportHAR(out, dirs)
 	fmt.Fprintf(stdout, "webserv export: %d episode traces in %s\n", n, out)
 	return err
 }
@@ -84,12 +84,12 @@ func regradeCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Re
 	if *py == "" {
 		return errors.New("regrade needs --verified-python: a Python with webarena-verified==1.2.3 and this package (make venv makes one)")
 	}
-	g, err := server.NewVerifiedGrader(ctx, log, server.VerifiedCommand(*py))
+	g, err := tasks.NewVerifiedGrader(ctx, log, tasks.VerifiedCommand(*py))
 	if err != nil {
 		return err
 	}
 	defer g.Close()
-	res, err := server.Regrade(ctx, g, fs.Args())
+	res, err := tasks.Regrade(ctx, g, fs.Args())
 	differ := 0
 	for _, r := range res {
 		rec := "none"

@@ -9,15 +9,16 @@
 //	webserv export DIR  turn recorded trajectories into training datasets (or HAR traces)
 //	webserv regrade DIR grade exported HAR traces again with WebArena-Verified
 //	webserv wm-eval     score a world model on held-out real transitions
-//	webserv export DIR  turn recorded trajectories into training datasets
 //	webserv replay DIR  serve the replayer of recorded trajectories (--rerun: run them again)
 //	webserv tasks validate|check --sites DIR   check a site definition's own tasks
 //	webserv image shop  build the bundled shop's Incus image
 //	webserv shop serve|generate   run the bundled shop, or make a catalog
-//	webserv mcp         one MCP session over stdio (docs/mcp.md)
 //	webserv version     print the release, commit and Go version
 //
-// The benchmark suites are the webserv-bench command (bench/cmd/webserv-bench).
+// Each command parses its own flags and calls the packages: the sites it
+// serves and their task sets are package catalog's (sites/catalog,
+// catalog.Open with the hosting flags). The benchmark suites are the
+// webserv-bench command (bench/cmd/webserv-bench).
 //
 // Run "webserv COMMAND -h" for a command's flags.
 package main

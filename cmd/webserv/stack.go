@@ -8,14 +8,15 @@ import (
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/sites/catalog"
 )
 
 // stack is what every command that hosts environments brings up, in one
 // path: a router whose per-context routes refuse the given addresses, the
-// browser routed through it, and the site factory with its backends.
+// browser routed through it, and the site catalogue with its backends.
 type stack struct {
 	browser *envcore.Browser
-	factory server.Factory
+	factory *catalog.Catalog
 	close   func()
 }
 
@@ -27,14 +28,14 @@ func startStack(ctx context.Context, log *zap.Logger, ef *envFlags, hf *hostingF
 		_ = router.Close()
 		return nil, err
 	}
-	factory, closeBackends, err := hf.factory(ctx, log)
+	cat, err := hf.open(ctx, log)
 	if err != nil {
 		_ = b.Close()
 		_ = router.Close()
 		return nil, err
 	}
-	return &stack{browser: b, factory: factory, close: func() {
-		closeBackends()
+	return &stack{browser: b, factory: cat, close: func() {
+		cat.Close()
 		_ = b.Close()
 		_ = router.Close()
 	}}, nil

@@ -7,16 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"go.uber.org/zap"
 
-	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/server"
-	"github.com/webserv-rl/webserv/tasks"
+	"github.com/webserv-rl/webserv/sites/catalog"
 )
 
 // tasksCmd: webserv tasks validate|check --sites DIR [--site NAME], a task
@@ -97,74 +94,14 @@ func tasksValidateCmd(args []string, stdout io.Writer) error {
 	return errors.Join(errs...)
 }
 
-// validateSiteTasks loads a site's task files and checks what loading
-// does not: every oracle and wrong action parses, and, on the local
-// backend, every setup and check program exists.
+// validateSiteTasks checks a site's task files (catalog.ValidateSiteTasks)
+// and writes what it read to stdout.
 func validateSiteTasks(s *hosting.Site, stdout io.Writer) (int, error) {
-	files, err := s.TaskFiles()
-	if err != nil {
-		return 0, err
-	}
-	set, info, err := tasks.LoadSiteTasks(s.Name, files)
-	if err != nil {
-		return 0, fmt.Errorf("site %s: %w", s.Name, err)
-	}
-	for _, f := range info {
+	files, n, err := catalog.ValidateSiteTasks(s)
+	for _, f := range files {
 		fmt.Fprintf(stdout, "%s: %s (%s schema): %d task(s)\n", s.Name, f.Path, f.Schema, f.Count)
 	}
-	var errs []error
-	for _, t := range set.Tasks {
-		id := fmt.Sprintf("%s.%d", s.Name, t.ID)
-		for _, seq := range []struct {
-			name    string
-			actions []string
-		}{{"oracle", t.Oracle}, {"wrong", t.Wrong}} {
-			for k, a := range seq.actions {
-				if _, err := envcore.ParseAction(a); err != nil {
-					errs = append(errs, fmt.Errorf("task %s: %s[%d] %q: %w", id, seq.name, k, a, err))
-				}
-			}
-		}
-		if s.Local == nil {
-			continue
-		}
-		var progs []string
-		for _, c := range t.Setup {
-			progs = append(progs, c[0])
-		}
-		if t.Eval.Check != nil {
-			progs = append(progs, t.Eval.Check.Command[0])
-		}
-		for _, p := range progs {
-			if err := localProgram(s, p); err != nil {
-				errs = append(errs, fmt.Errorf("task %s: %w", id, err))
-			}
-		}
-	}
-	return len(set.Tasks), errors.Join(errs...)
-}
-
-// localProgram checks that a local-backend command's program exists: a
-// path with a slash relative to the definition, else on $PATH.
-func localProgram(s *hosting.Site, p string) error {
-	if !strings.ContainsRune(p, '/') {
-		if _, err := exec.LookPath(p); err != nil {
-			return fmt.Errorf("program %q is not on $PATH", p)
-		}
-		return nil
-	}
-	full := p
-	if !filepath.IsAbs(p) {
-		full = filepath.Join(s.Dir(), p)
-	}
-	st, err := os.Stat(full)
-	if err != nil {
-		return fmt.Errorf("program %s: %w (paths with a slash are relative to the site definition)", p, err)
-	}
-	if st.Mode()&0o111 == 0 {
-		return fmt.Errorf("program %s is not executable (chmod +x it, with a #! line)", full)
-	}
-	return nil
+	return n, err
 }
 
 func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout io.Writer) error {
@@ -192,7 +129,7 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 	if !*verbose {
 		log = log.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
 	}
-	sites, err := taskSites(hf.sites, *only)
+	sites, err := taskSites(hf.opts.SitesDir, *only)
 	if err != nil {
 		return err
 	}
@@ -202,24 +139,23 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 		}
 	}
 	// Only the definitions' sites: the bundled shop has its own oracle test.
-	hf.noBundled = true
+	hf.opts.NoBundled = true
 	st, err := startStack(ctx, log, &ef, &hf)
 	if err != nil {
 		return err
 	}
 	defer st.close()
-	b, factory := st.browser, st.factory
-	f, ok := factory.(*server.HostedFactory)
-	if !ok {
-		return errors.New("the hosting factory serves no site definitions")
-	}
-	srv := server.New(log.Named("server"), b, f, server.Config{Env: ef.cfg, MaxEnvs: 2 * max(1, *parallel), MaxCreating: max(1, *parallel)})
+	srv := server.New(log.Named("server"), st.browser, st.factory, server.Config{Env: ef.cfg, MaxEnvs: 2 * max(1, *parallel), MaxCreating: max(1, *parallel)})
 	defer srv.Close()
 	var names []string
 	for _, s := range sites {
 		names = append(names, s.Name)
 	}
-	checks, err := srv.CheckTasks(ctx, f, names, *parallel)
+	scripts, err := st.factory.TaskScripts(names)
+	if err != nil {
+		return err
+	}
+	checks, err := srv.CheckTasks(ctx, scripts, *parallel)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
+	"github.com/webserv-rl/webserv/sites/catalog"
 	"github.com/webserv-rl/webserv/sites/shop"
 	"github.com/webserv-rl/webserv/tasks"
 	"github.com/webserv-rl/webserv/trajectory"
@@ -52,7 +53,7 @@ func run(bin, out string) error {
 	if err != nil {
 		return err
 	}
-	sites, sets, err := bundled.Sites(ctx, bundled.Options{DataDir: filepath.Join(work, "shop-data"), Command: []string{exe, "shop"}})
+	sites, sets, err := catalog.Bundled(ctx, bundled.Options{DataDir: filepath.Join(work, "shop-data"), Command: []string{exe, "shop"}}, nil)
 	if err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func run(bin, out string) error {
 		return err
 	}
 	defer local.Close(context.Background())
-	f := server.NewHostedFactory(sites, []hosting.Backend{local}, nil)
+	f := catalog.New(sites, []hosting.Backend{local}, nil)
 	for name, st := range sets {
 		f.SetTasks(name, st)
 	}

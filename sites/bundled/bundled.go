@@ -1,13 +1,12 @@
-// Package bundled wires WebServ's bundled shop into a server: site
-// definitions for its two roles, "shopping" (the storefront) and "cms"
-// (the admin panel), on the local or the Incus backend, and their task
-// sets with grading.
+// Package bundled describes WebServ's bundled shop (sites/shop) as sites
+// to host: definitions for its two roles, "shopping" (the storefront) and
+// "cms" (the admin panel), on the local or the Incus backend, their task
+// sets (native and WebArena-Verified-style), how an episode signs in, and
+// the catalog data they run on. Package catalog (sites/catalog) turns
+// them into task sets a server serves:
 //
-//	sites, sets, err := bundled.Sites(ctx, bundled.Options{DataDir: dir, Command: []string{exe, "shop"}})
-//	f := server.NewHostedFactory(sites, backends, nil)
-//	for name, st := range sets {
-//		f.SetTasks(name, st)
-//	}
+//	shop, err := bundled.Sites(ctx, bundled.Options{DataDir: dir, Command: []string{exe, "shop"}})
+//	// shop.Sites are hosting.Site definitions; shop.Tasks their task sets by site.
 package bundled
 
 import (
@@ -22,7 +21,6 @@ import (
 
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/hosting"
-	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/shop"
 	"github.com/webserv-rl/webserv/tasks"
 )
@@ -36,40 +34,50 @@ type Options struct {
 	// [/usr/local/bin/webserv, shop] or [bin/shop]. Local backend only.
 	Command []string
 	// IncusImage, when set, runs the shop from this Incus image alias
-	// (see ImageCommand) in place of local processes.
+	// (webserv image shop) in place of local processes.
 	IncusImage string
-	// Grader scores the tasks (its Judge is unused: bundled tasks need none).
-	Grader *tasks.Grader
+}
+
+// Shop is the bundled shop ready to host.
+type Shop struct {
+	// Sites are the definitions of the shopping and cms sites.
+	Sites []*hosting.Site
+	// Tasks are each site's native task set, by site name.
+	Tasks map[string]*tasks.Set
+	// TaskRoles are the task files' site names the shop serves, at one
+	// origin: shopping and shopping_admin.
+	TaskRoles []string
+	// Admin is the admin account WebArena's shopping helpers use.
+	Admin tasks.Account
+	// EvalToken opens the shop's state evaluator endpoint: each instance
+	// is started with it, the grader sends it.
+	EvalToken string
 }
 
 // Roles are the bundled shop's site names and where their episodes start.
 var Roles = map[string]string{"shopping": "/", "cms": "/admin"}
 
 // Sites returns the definitions of the shopping and cms sites and their
-// task sets, keyed by site name.
-func Sites(ctx context.Context, o Options) ([]*hosting.Site, map[string]*server.SiteTasks, error) {
+// native task sets.
+func Sites(ctx context.Context, o Options) (*Shop, error) {
 	if o.IncusImage == "" {
 		if len(o.Command) == 0 {
-			return nil, nil, fmt.Errorf("bundled shop: give the command that runs the shop program")
+			return nil, fmt.Errorf("bundled shop: give the command that runs the shop program")
 		}
 		if err := EnsureData(ctx, o.DataDir); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
-	token := hex.EncodeToString(tok[:])
-	if o.Grader == nil {
-		o.Grader = &tasks.Grader{}
-	}
-	var sites []*hosting.Site
-	sets := map[string]*server.SiteTasks{}
+	out := &Shop{Tasks: map[string]*tasks.Set{}, TaskRoles: []string{"shopping", "shopping_admin"},
+		Admin: tasks.Account{Username: shop.AdminUser, Password: shop.AdminPassword}, EvalToken: hex.EncodeToString(tok[:])}
 	for _, name := range []string{"shopping", "cms"} {
 		s := &hosting.Site{
 			Name:        name,
 			Description: map[string]string{"shopping": "the bundled shop's storefront", "cms": "the bundled shop's admin panel (WebArena's shopping_admin role)"}[name],
 			Ready:       hosting.Probe{Path: "/healthz", TimeoutMs: 30000},
-			Env:         map[string]string{"EVAL_TOKEN": token},
+			Env:         map[string]string{"EVAL_TOKEN": out.EvalToken},
 			StartPath:   Roles[name],
 		}
 		if o.IncusImage != "" {
@@ -80,29 +88,25 @@ func Sites(ctx context.Context, o Options) ([]*hosting.Site, map[string]*server.
 			s.Local = &hosting.LocalRun{Command: cmd, DataDir: o.DataDir}
 		}
 		if err := s.Validate(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		sites = append(sites, s)
+		out.Sites = append(out.Sites, s)
 		raw, err := shop.TaskFile(name)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		set, err := tasks.ParseTasks(raw, "bundled "+name+".json")
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		sets[name] = &server.SiteTasks{
-			Set: set, Name: "bundled-" + name, Variant: "bundled",
-			Roles:     []string{"shopping", "shopping_admin"},
-			Admin:     tasks.Account{Username: shop.AdminUser, Password: shop.AdminPassword},
-			EvalToken: token, Login: login, Grader: o.Grader,
-		}
+		out.Tasks[name] = set
 	}
-	return sites, sets, nil
+	return out, nil
 }
 
-// login signs an episode in on the shop at its origin, reached through hc.
-func login(ctx context.Context, hc *http.Client, base string, l *tasks.TaskLogin) ([]envcore.Cookie, error) {
+// Login signs an episode in on the shop at its origin base, reached
+// through hc, as l says (a customer or the admin).
+func Login(ctx context.Context, hc *http.Client, base string, l *tasks.TaskLogin) ([]envcore.Cookie, error) {
 	cks, err := shop.LoginCookies(ctx, hc, base, l.As, l.Email)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package server
+package catalog
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/hosting"
+	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/tasks"
 )
 
@@ -19,7 +20,7 @@ const SetupTimeout = 2 * time.Minute
 // and every task role at the site's canonical origin, checks and setup
 // run in the environment's own instance. Files in WebArena-Verified's
 // schema need verified (the package's grader); nil refuses them.
-func SiteTaskSet(site *hosting.Site, grader *tasks.Grader, verified *VerifiedGrader) (*SiteTasks, []tasks.SiteFile, error) {
+func SiteTaskSet(site *hosting.Site, grader *tasks.Grader, verified *tasks.VerifiedGrader) (*TaskSet, []tasks.SiteFile, error) {
 	files, err := site.TaskFiles()
 	if err != nil {
 		return nil, nil, err
@@ -56,18 +57,7 @@ func SiteTaskSet(site *hosting.Site, grader *tasks.Grader, verified *VerifiedGra
 	if grader == nil {
 		grader = &tasks.Grader{}
 	}
-	return &SiteTasks{Set: set, Name: site.Name, Variant: "site", Roles: roles, Grader: grader, Verified: verified}, info, nil
-}
-
-// execerOf is the Execer of an environment's site instance, nil where it
-// has none (the open site, several sites at once).
-func execerOf(inst Instance) hosting.Execer {
-	if h, ok := inst.(*hostedInstance); ok {
-		if ex, ok := h.in.(hosting.Execer); ok {
-			return ex
-		}
-	}
-	return nil
+	return &TaskSet{Set: set, Name: site.Name, Variant: "site", Roles: roles, Grader: grader, Verified: verified}, info, nil
 }
 
 // setup runs a task's setup commands in the episode's instance, in order;
@@ -77,7 +67,7 @@ func setup(ctx context.Context, in hosting.Execer, id string, t *tasks.Task) err
 		return nil
 	}
 	if in == nil {
-		return unconfigured(fmt.Errorf("task %s has setup commands, and its site's instances cannot run commands", id))
+		return server.Unconfigured(fmt.Errorf("task %s has setup commands, and its site's instances cannot run commands", id))
 	}
 	for k, c := range t.Setup {
 		res, err := in.Exec(ctx, hosting.ExecRequest{Command: c, Timeout: SetupTimeout, Env: map[string]string{"WEBSERV_TASK_ID": id}})

@@ -1,4 +1,4 @@
-package server
+package catalog
 
 import (
 	"context"
@@ -15,12 +15,13 @@ import (
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/netroute"
+	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/tasks"
 )
 
-// SiteTasks is a site's task set: which tasks it has, how an episode of
+// TaskSet is a site's task set: which tasks it has, how an episode of
 // one starts (signed in where the task says so) and how it is graded.
-type SiteTasks struct {
+type TaskSet struct {
 	Set *tasks.Set
 	// Name names the task set in info (like "bundled" or "webarena-lite").
 	Name string
@@ -48,7 +49,7 @@ type SiteTasks struct {
 	// Verified grades the set's WebArena-Verified tasks; VerifiedByID
 	// grades them as tasks of the package's dataset (by id) rather than
 	// by their inline definitions (the bundled shop's Verified-style set).
-	Verified     *VerifiedGrader
+	Verified     *tasks.VerifiedGrader
 	VerifiedByID bool
 	// Unlisted keeps the set out of the tasks op (a subset of another
 	// listed set, like the Verified Hard subset).
@@ -56,7 +57,7 @@ type SiteTasks struct {
 }
 
 // ids lists the task ids in order.
-func (st *SiteTasks) ids() []int {
+func (st *TaskSet) ids() []int {
 	ids := make([]int, 0, len(st.Set.Tasks))
 	for _, t := range st.Set.Tasks {
 		ids = append(ids, t.ID)
@@ -67,23 +68,23 @@ func (st *SiteTasks) ids() []int {
 
 // pick chooses an episode's task: by id ("17" or "shopping.17"), else by
 // seed (the same seed always gives the same task), else at random.
-func (st *SiteTasks) pick(site, id string, seed *int64) (*tasks.Task, error) {
+func (st *TaskSet) pick(site, id string, seed *int64) (*tasks.Task, error) {
 	if id != "" {
 		raw := strings.TrimPrefix(strings.TrimPrefix(id, st.IDPrefix), site+".")
 		n, err := strconv.Atoi(raw)
 		if err != nil {
-			return nil, badRequest(fmt.Errorf("task id %q: want a number like 17 or %s.17", id, site))
+			return nil, server.BadRequest(fmt.Errorf("task id %q: want a number like 17 or %s.17", id, site))
 		}
 		t, ok := st.Set.ByID[n]
 		if !ok {
 			ids := st.ids()
-			return nil, badRequest(fmt.Errorf("site %s has no task %d (its %s tasks are %d..%d; the tasks op lists them)", site, n, st.Name, ids[0], ids[len(ids)-1]))
+			return nil, server.BadRequest(fmt.Errorf("site %s has no task %d (its %s tasks are %d..%d; the tasks op lists them)", site, n, st.Name, ids[0], ids[len(ids)-1]))
 		}
 		return t, nil
 	}
 	ids := st.ids()
 	if len(ids) == 0 {
-		return nil, badRequest(fmt.Errorf("site %s has no tasks", site))
+		return nil, server.BadRequest(fmt.Errorf("site %s has no tasks", site))
 	}
 	var i int
 	if seed != nil {
@@ -97,7 +98,7 @@ func (st *SiteTasks) pick(site, id string, seed *int64) (*tasks.Task, error) {
 // roleOrigins maps each of the task set's roles to origin (a site whose
 // roles all live at one origin, like the bundled shop's storefront and
 // admin).
-func (st *SiteTasks) roleOrigins(origin string) map[string]string {
+func (st *TaskSet) roleOrigins(origin string) map[string]string {
 	origins := map[string]string{}
 	for _, r := range st.Roles {
 		origins[r] = origin
@@ -105,11 +106,11 @@ func (st *SiteTasks) roleOrigins(origin string) map[string]string {
 	return origins
 }
 
-func (st *SiteTasks) infos(site string) []TaskInfo {
-	out := make([]TaskInfo, 0, len(st.Set.Tasks))
+func (st *TaskSet) infos(site string) []server.TaskInfo {
+	out := make([]server.TaskInfo, 0, len(st.Set.Tasks))
 	for _, id := range st.ids() {
 		t := st.Set.ByID[id]
-		out = append(out, TaskInfo{ID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), Site: site, Goal: t.Intent, StartURL: t.StartURL, Category: t.Category, Oracle: t.Oracle})
+		out = append(out, server.TaskInfo{ID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), Site: site, Goal: t.Intent, StartURL: t.StartURL, Category: t.Category, Oracle: t.Oracle})
 	}
 	return out
 }
@@ -118,46 +119,46 @@ func (st *SiteTasks) infos(site string) []TaskInfo {
 // site names) to the canonical origin of the site serving it, and hc
 // reaches the environment's instances (sign-in). in runs the task's setup
 // and checks in the environment's instance (nil where it cannot).
-func (st *SiteTasks) episode(ctx context.Context, site string, origins map[string]string, hc *http.Client, opts EpisodeOptions, task string, in hosting.Execer) (Episode, error) {
+func (st *TaskSet) episode(ctx context.Context, site string, origins map[string]string, hc *http.Client, opts server.EpisodeOptions, task string, in hosting.Execer) (server.Episode, error) {
 	id := opts.Task
 	if id == "" {
 		id = task
 	}
 	t, err := st.pick(site, id, opts.Seed)
 	if err != nil {
-		return Episode{}, err
+		return server.Episode{}, err
 	}
 	if t.Eval.Verified != nil && st.VerifiedByID {
 		origins = verifiedOrigins(origins)
 	}
 	inst, err := tasks.Instantiate(t, origins)
 	if err != nil {
-		return Episode{}, err
+		return server.Episode{}, err
 	}
 	// Sign-in is for the task's first site.
 	origin := origins[st.Roles[0]]
 	if len(t.Sites) > 0 && origins[t.Sites[0]] != "" {
 		origin = origins[t.Sites[0]]
 	}
-	ep := Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
+	ep := server.Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
 	if err := setup(ctx, in, ep.TaskID, inst); err != nil {
-		return Episode{}, err
+		return server.Episode{}, err
 	}
 	if inst.Login == nil && inst.RequireLogin && inst.StorageState != "" {
 		if ep.Cookies, err = st.storageCookies(origins, origin, inst.StorageState); err != nil {
-			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
+			return server.Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
 		}
 	}
 	if inst.Login != nil && inst.Login.As == "" {
 		if ep.Cookies, err = loginCookies(inst.Login, origin); err != nil {
-			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
+			return server.Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
 		}
 	} else if inst.Login != nil {
 		if st.Login == nil {
-			return Episode{}, unconfigured(fmt.Errorf("task %s starts signed in, and site %s has no login method", ep.TaskID, site))
+			return server.Episode{}, server.Unconfigured(fmt.Errorf("task %s starts signed in, and site %s has no login method", ep.TaskID, site))
 		}
 		if ep.Cookies, err = st.Login(ctx, hc, origin, inst.Login); err != nil {
-			return Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
+			return server.Episode{}, fmt.Errorf("sign in for task %s: %w", ep.TaskID, err)
 		}
 	}
 	if t.Eval.Verified != nil {
@@ -214,7 +215,7 @@ func (p envPage) Eval(ctx context.Context, expr string, out any) error {
 // two sites) from AuthDir. A cookie recorded for the host of one of the
 // environment's origins (sites keep the hosts their images have baked
 // in) is set there; any other goes to fallback, the task's first site.
-func (st *SiteTasks) storageCookies(origins map[string]string, fallback, file string) ([]envcore.Cookie, error) {
+func (st *TaskSet) storageCookies(origins map[string]string, fallback, file string) ([]envcore.Cookie, error) {
 	if st.AuthDir == "" {
 		return nil, fmt.Errorf("the task starts signed in from %s: give the directory of WebArena's storage states with --webarena-auth", file)
 	}

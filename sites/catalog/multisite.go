@@ -1,4 +1,4 @@
-package server
+package catalog
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/netroute"
+	"github.com/webserv-rl/webserv/server"
 )
 
 // Several sites in one environment: make with site "gitlab+reddit" (or
@@ -18,22 +19,22 @@ import (
 // both (WebArena's multi-site tasks) are the task set registered under the
 // joined name.
 
-// multiSep joins site names into an environment's site name.
-const multiSep = "+"
-
 // siteNames splits an environment's site name into its sites.
-func siteNames(site string) []string { return strings.Split(site, multiSep) }
+func siteNames(site string) []string { return strings.Split(site, server.SiteSep) }
 
-// multiInstance is an environment's instances of several sites.
+// multiInstance is an environment's instances of several sites. It runs
+// no commands (no Execer): a task's setup and checks need one instance.
 type multiInstance struct {
 	name   string
 	parts  []*hostedInstance
-	spec   MakeSpec
-	tasks  *SiteTasks
+	spec   server.MakeSpec
+	tasks  *TaskSet
 	routes *netroute.Table // every part's origin, for sign-in
 }
 
-func newMultiInstance(name string, parts []*hostedInstance, spec MakeSpec, st *SiteTasks) *multiInstance {
+var _ server.Snapshotter = (*multiInstance)(nil)
+
+func newMultiInstance(name string, parts []*hostedInstance, spec server.MakeSpec, st *TaskSet) *multiInstance {
 	m := &multiInstance{name: name, parts: parts, spec: spec, tasks: st, routes: netroute.NewTable(netroute.Policy{})}
 	for _, p := range parts {
 		if err := m.routes.Set(p.site.Origin, instanceDialer(p.in)); err != nil {
@@ -44,16 +45,16 @@ func newMultiInstance(name string, parts []*hostedInstance, spec MakeSpec, st *S
 }
 
 // startParts starts an instance of each site at once.
-func (f *HostedFactory) startParts(ctx context.Context, names []string, spec MakeSpec) ([]*hostedInstance, error) {
+func (c *Catalog) startParts(ctx context.Context, names []string, spec server.MakeSpec) ([]*hostedInstance, error) {
 	sites := make([]*hosting.Site, len(names))
 	seen := map[string]bool{}
 	for i, n := range names {
-		s, ok := f.sites[n]
+		s, ok := c.sites[n]
 		if !ok {
-			return nil, badRequest(fmt.Errorf("unknown site %q in %q; this server has: %s", n, strings.Join(names, multiSep), strings.Join(f.order, ", ")))
+			return nil, server.BadRequest(fmt.Errorf("unknown site %q in %q; this server has: %s", n, strings.Join(names, server.SiteSep), strings.Join(c.order, ", ")))
 		}
 		if seen[s.Origin] {
-			return nil, badRequest(fmt.Errorf("sites %q share the origin %s; one environment can hold each origin once", strings.Join(names, multiSep), s.Origin))
+			return nil, server.BadRequest(fmt.Errorf("sites %q share the origin %s; one environment can hold each origin once", strings.Join(names, server.SiteSep), s.Origin))
 		}
 		seen[s.Origin] = true
 		sites[i] = s
@@ -65,9 +66,9 @@ func (f *HostedFactory) startParts(ctx context.Context, names []string, spec Mak
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b, ok := f.backends[s.Backend()]
+			b, ok := c.backends[s.Backend()]
 			if !ok {
-				errs[i] = unconfigured(fmt.Errorf("site %s runs on %s, which is not available on this server: %s", s.Name, s.Backend(), f.missing[s.Backend()]))
+				errs[i] = server.Unconfigured(fmt.Errorf("site %s runs on %s, which is not available on this server: %s", s.Name, s.Backend(), c.missing[s.Backend()]))
 				return
 			}
 			in, err := b.Start(ctx, s)
@@ -75,7 +76,7 @@ func (f *HostedFactory) startParts(ctx context.Context, names []string, spec Mak
 				errs[i] = fmt.Errorf("start site %s: %w", s.Name, err)
 				return
 			}
-			parts[i] = newHostedInstance(s, in, spec, f.tasks[s.Name])
+			parts[i] = newHostedInstance(s, in, spec, c.tasks[s.Name])
 		}()
 	}
 	wg.Wait()
@@ -104,12 +105,12 @@ func (m *multiInstance) each(ctx context.Context, fn func(*hostedInstance) error
 	return errors.Join(errs...)
 }
 
-func (m *multiInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episode, error) {
+func (m *multiInstance) Episode(ctx context.Context, opts server.EpisodeOptions) (server.Episode, error) {
 	if err := m.each(ctx, func(p *hostedInstance) error { return p.prepare(ctx) }); err != nil {
-		return Episode{}, err
+		return server.Episode{}, err
 	}
 	if err := oneStart(opts); err != nil {
-		return Episode{}, err
+		return server.Episode{}, err
 	}
 	if m.tasks != nil && opts.StartURL == "" && m.spec.StartURL == "" {
 		origins := map[string]string{}
@@ -143,8 +144,8 @@ func (m *multiInstance) Episode(ctx context.Context, opts EpisodeOptions) (Episo
 }
 
 // Network routes every site's origin to its instance.
-func (m *multiInstance) Network() Network {
-	n := Network{Origins: map[string]netroute.Dialer{}}
+func (m *multiInstance) Network() server.Network {
+	n := server.Network{Origins: map[string]netroute.Dialer{}}
 	for _, p := range m.parts {
 		pn := p.Network()
 		for o, d := range pn.Origins {
@@ -169,8 +170,8 @@ func (m *multiInstance) Restore(ctx context.Context, name string) error {
 }
 
 // Fork forks every site's snapshot n times and pairs the copies up.
-func (m *multiInstance) Fork(ctx context.Context, name string, n int) ([]Instance, error) {
-	forks := make([][]Instance, len(m.parts))
+func (m *multiInstance) Fork(ctx context.Context, name string, n int) ([]server.Instance, error) {
+	forks := make([][]server.Instance, len(m.parts))
 	err := m.each(ctx, func(p *hostedInstance) error {
 		for i, q := range m.parts {
 			if q == p {
@@ -189,7 +190,7 @@ func (m *multiInstance) Fork(ctx context.Context, name string, n int) ([]Instanc
 		}
 		return nil, err
 	}
-	out := make([]Instance, n)
+	out := make([]server.Instance, n)
 	for i := range n {
 		parts := make([]*hostedInstance, len(m.parts))
 		for j := range m.parts {

@@ -1,15 +1,55 @@
-package main
+package catalog
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/webserv-rl/webserv/hosting"
+	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/tasks"
 )
+
+// importTestSite imports internal/testsite's image into the test's incusd
+// under alias, removed with the test.
+func importTestSite(ctx context.Context, t *testing.T, alias string) {
+	t.Helper()
+	dir := t.TempDir()
+	img, err := hostingtest.SiteImage(hostingtest.BuildTestSite(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := incusmgr.WriteLayout(filepath.Join(dir, "oci"), img); err != nil {
+		t.Fatal(err)
+	}
+	c, err := incusmgr.Client(incusmgr.Config{})
+	if err != nil {
+		t.Fatalf("%v (run scripts/incus-setup.sh)", err)
+	}
+	// Registered before the import, so that an import failing half-way is
+	// cleaned up too.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := incusmgr.RemoveImage(ctx, c, alias); err != nil {
+			t.Errorf("remove test image %s: %v", alias, err)
+		}
+	})
+	if _, err := incusmgr.ImportImage(ctx, c, filepath.Join(dir, "oci"), alias); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
 // A role whose WebArena image has been imported runs that image with the
 // WebArena tasks of that role alone; roles without one are not touched.
@@ -25,7 +65,7 @@ func TestWebArenaImageReplacesItsRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sites, sets, err := webarenaSites(c, webarenaOptions{prefix: prefix, tasks: "../../../shared/data/webarena/test.raw.json"}, &tasks.Grader{})
+	sites, sets, err := webarenaSites(c, WebArena{ImagePrefix: prefix, Tasks: "../../../shared/data/webarena/test.raw.json"}, &tasks.Grader{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,5 +126,34 @@ func TestWebArenaMultiSiteTasks(t *testing.T) {
 		if n := len(multiSiteSets(set, served[:3], "webarena", "", &tasks.Grader{})); n != 0 {
 			t.Errorf("%s: %d multi-site sets without reddit", c.file, n)
 		}
+	}
+}
+
+// A Verified dataset is split as WebArena's configs are: each served
+// role's tasks of that role alone under its site, with WebArena's admin
+// account and storage states; roles not served get no set.
+func TestWebArenaRoleSets(t *testing.T) {
+	set, err := tasks.LoadWebArena("../../../shared/data/webarena/test.raw.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := []*hosting.Site{{Name: "shopping"}, {Name: "gitlab"}}
+	sets := webarenaRoleSets(set, served, "webarena-verified", "/auth")
+	if len(sets) != 2 || sets["cms"] != nil {
+		t.Fatalf("sets for %v", sets)
+	}
+	for site, role := range map[string]string{"shopping": "shopping", "gitlab": "gitlab"} {
+		st := sets[site]
+		if st.Name != "webarena-verified" || st.Variant != "webarena" || fmt.Sprint(st.Roles) != "["+role+"]" || st.AuthDir != "/auth" || st.Admin.Username != "admin" {
+			t.Errorf("%s: %+v", site, st)
+		}
+		for _, tk := range st.Set.Tasks {
+			if fmt.Sprint(tk.Sites) != "["+role+"]" || st.Set.ByID[tk.ID] == nil {
+				t.Errorf("%s: task %d of sites %v", site, tk.ID, tk.Sites)
+			}
+		}
+	}
+	if n := len(sets["gitlab"].Set.Tasks); n != 180 {
+		t.Errorf("%d gitlab tasks, want 180", n)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package tasks
 
 import (
 	"context"
@@ -24,9 +24,10 @@ import (
 // (the trace read by NetworkTrace.from_har), for comparison with the
 // rewards given online.
 
-// verifiedGrading is what a Verified grading records (info.grading): all
-// Regrade needs besides the trace and the answer.
-type verifiedGrading struct {
+// VerifiedGrading is what a Verified grading records (Result.Grading,
+// info.grading on the wire): all Regrade needs besides the trace and the
+// answer.
+type VerifiedGrading struct {
 	Evaluator    string              `json:"evaluator"` // "webarena-verified 1.2.3"
 	TaskID       int                 `json:"task_id"`
 	Task         json.RawMessage     `json:"task,omitempty"` // inline definitions only
@@ -41,7 +42,7 @@ type ExportedEpisode struct {
 	TaskSet string           `json:"task_set"`
 	Answer  string           `json:"answer"`
 	Reward  *float64         `json:"reward"` // the final step's, nil when ungraded
-	Grading *verifiedGrading `json:"grading,omitempty"`
+	Grading *VerifiedGrading `json:"grading,omitempty"`
 }
 
 // ExportHAR writes every recorded episode under dirs that has a trace
@@ -102,7 +103,7 @@ func readExportedEpisode(path string) (ExportedEpisode, error) {
 		var info struct {
 			Answer  string           `json:"answer"`
 			TaskSet string           `json:"task_set"`
-			Grading *verifiedGrading `json:"grading"`
+			Grading *VerifiedGrading `json:"grading"`
 		}
 		raw, _ := json.Marshal(l.Info)
 		_ = json.Unmarshal(raw, &info)

@@ -1,4 +1,4 @@
-package server
+package tasks
 
 import (
 	"bufio"
@@ -7,17 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
 
 	"go.uber.org/zap"
 
-	"github.com/webserv-rl/webserv/envcore"
-	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/netroute"
-	"github.com/webserv-rl/webserv/tasks"
 )
 
 // VerifiedGrader grades WebArena-Verified tasks with the webarena-verified
@@ -202,7 +198,7 @@ func withEntries(h *netroute.HAR) *netroute.HAR {
 }
 
 // VerifiedEnvironments maps a task's sites to the origins serving them.
-func VerifiedEnvironments(t *tasks.Task, origins map[string]string) map[string][]string {
+func VerifiedEnvironments(t *Task, origins map[string]string) map[string][]string {
 	envs := map[string][]string{}
 	for _, s := range t.Sites {
 		if o := origins[s]; o != "" {
@@ -227,94 +223,15 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// AddTaskSet gives site a further task set (st.Name names it in make's
-// task_set; st.IDPrefix starts its task ids).
-func (f *HostedFactory) AddTaskSet(site string, st *SiteTasks) {
-	if f.sets == nil {
-		f.sets = map[string][]*SiteTasks{}
-	}
-	f.sets[site] = append(f.sets[site], st)
-}
-
-// taskSet is the task set an environment of spec runs: the one make's
-// task_set names, else the one whose id prefix the task has, else the
-// site's own.
-func (f *HostedFactory) taskSet(spec MakeSpec) (*SiteTasks, error) {
-	if spec.TaskSet != "" {
-		names := []string{}
-		if st := f.tasks[spec.Site]; st != nil {
-			if st.Name == spec.TaskSet {
-				return st, nil
-			}
-			names = append(names, st.Name)
-		}
-		for _, st := range f.sets[spec.Site] {
-			if st.Name == spec.TaskSet {
-				return st, nil
-			}
-			names = append(names, st.Name)
-		}
-		return nil, badRequest(fmt.Errorf("site %s has no task set %q (it has: %s)", spec.Site, spec.TaskSet, strings.Join(names, ", ")))
-	}
-	for _, st := range f.sets[spec.Site] {
-		if st.IDPrefix != "" && !st.Unlisted && strings.HasPrefix(spec.Task, st.IDPrefix) {
-			return st, nil
-		}
-	}
-	return f.tasks[spec.Site], nil
-}
-
-// listedSets lists the tasks of site's further sets.
-func (f *HostedFactory) listedSets(site string) []TaskInfo {
-	var out []TaskInfo
-	for _, st := range f.sets[site] {
-		if !st.Unlisted {
-			out = append(out, st.infos(site)...)
-		}
-	}
-	return out
-}
-
-// verifiedEpisode makes ep a WebArena-Verified episode of t: traced, and
-// graded by the package's evaluators when the agent stops, from the
-// agent's answer and the episode's trace.
-func (st *SiteTasks) verifiedEpisode(ep *Episode, t *tasks.Task, origins map[string]string) {
-	ep.Trace = true
-	envs := VerifiedEnvironments(t, origins)
-	g := st.Verified
-	byID := st.VerifiedByID
-	ep.Evaluate = func(ctx context.Context, _ *envcore.Env, _ *http.Client, _ hosting.Execer, info envcore.StepInfo, _ bool, trace *netroute.Recorder) (*tasks.Result, error) {
-		if !info.Terminated {
-			return nil, nil // Verified grades finished episodes only
-		}
-		if g == nil {
-			return nil, unconfigured(fmt.Errorf("task %s is a WebArena-Verified task and this server has no Verified grader; start it with --verified-python pointing at a Python with webarena-verified installed", ep.TaskID))
-		}
-		req := VerifiedRequest{TaskID: t.ID, Environments: envs, AgentResponse: info.Answer}
-		if !byID {
-			req.Task = t.Eval.Verified
-		}
-		if trace != nil {
-			req.HAR = trace.HAR()
-		}
-		res, err := g.Grade(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		return &tasks.Result{Reward: res.Score, Scores: res.scores(), Grading: verifiedGrading{Evaluator: "webarena-verified " + g.Hello().Version,
-			TaskID: req.TaskID, Task: req.Task, Environments: envs}}, nil
-	}
-}
-
 // VerifiedCommand is the grader process's command line with python, a
 // Python that has the webserv package and webarena-verified installed.
 func VerifiedCommand(python string) []string {
 	return []string{python, "-m", "webserv.verified", "serve"}
 }
 
-// scores are the grading's score and each evaluator's, like
+// Scores are the grading's score and each evaluator's, like
 // {"verified": 0, "verified.NetworkEventEvaluator": 0, ...}.
-func (r VerifiedResult) scores() map[string]float64 {
+func (r VerifiedResult) Scores() map[string]float64 {
 	out := map[string]float64{"verified": r.Score}
 	var evs []struct {
 		Name  string  `json:"evaluator_name"`
@@ -324,20 +241,6 @@ func (r VerifiedResult) scores() map[string]float64 {
 		for _, e := range evs {
 			out["verified."+e.Name] = e.Score
 		}
-	}
-	return out
-}
-
-// verifiedOrigins are the base URLs WebArena-Verified's placeholders stand
-// for, given the roles' origins: as in WebArena's own setup,
-// __SHOPPING_ADMIN__ is the admin panel, <origin>/admin.
-func verifiedOrigins(origins map[string]string) map[string]string {
-	out := make(map[string]string, len(origins))
-	for role, o := range origins {
-		if role == "shopping_admin" && !strings.HasSuffix(o, "/admin") {
-			o += "/admin"
-		}
-		out[role] = o
 	}
 	return out
 }
