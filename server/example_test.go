@@ -57,7 +57,9 @@ func ExampleServer() {
 		var reply map[string]any
 		_ = msgpack.Unmarshal(data, &reply)
 		if reply["ok"] != true {
-			fmt.Println("error:", reply["error"])
+			e := reply["error"].(map[string]any)
+			msg, _, _ := strings.Cut(e["message"].(string), " (its arguments are")
+			fmt.Printf("error %s (%s's fault): %s\n", e["code"], e["fault"], msg)
 			return nil
 		}
 		return reply["result"].(map[string]any)
@@ -73,5 +75,5 @@ func ExampleServer() {
 	// Output:
 	// Orders
 	// true
-	// error: map[code:bad_args fault:client message:make has no argument idle; did you mean idle_ms? (its arguments are action_timeout_ms, allow, approve, approve_timeout_ms, episode_timeout_ms, evaluate_every_step, goal, idle_ms, long_request_ms, max_steps, observe, options, politeness, preview_ms, record, seed, settle_timeout_ms, site, sites, start_url, step_timeout_ms, task, task_set, viewport) retryable:false]
+	// error bad_args (client's fault): make has no argument idle; did you mean idle_ms?
 }
