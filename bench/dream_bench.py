@@ -188,7 +188,9 @@ def main() -> int:
         f"| {s['dream_steps_per_s']} |",
         "",
         "## wm-eval of the memory model (built from the even tasks' oracles)\n",
-        "On the odd tasks' oracles (held out):\n",
+        "On the odd tasks' oracles (held out). The table holds only what it saw: a held-out task's "
+        "actions are unseen, the state is then taken as unchanged, and that is exact only where the real "
+        "step changed nothing in the view (a stop). This is the floor a learned world model must beat.\n",
         "```",
         rep["wm_eval"]["heldout"]["table"].rstrip(),
         "```\n",
