@@ -489,9 +489,9 @@ async def explore(
     at_once = concurrency or (max(1, episodes // 2) if frontier else episodes)
     gate = asyncio.Semaphore(at_once)
     t0 = time.monotonic()
-    deadline = t0 + seconds if seconds else None
     fr = Frontier()
     async with AsyncClient(server) as client:
+        deadline = time.monotonic() + seconds if seconds else None
         run = _Run(
             client,
             site,
@@ -508,14 +508,19 @@ async def explore(
             at_once,
         )
 
-        async def one(i: int) -> Episode | None:
-            async with gate:
+        done: dict[int, Episode] = {}
+        todo = iter(range(episodes))
+
+        async def worker() -> None:
+            # at_once workers take the episodes in order, until none is left or the time is up.
+            for i in todo:
                 if deadline is not None and time.monotonic() >= deadline:
-                    return None
-                return await _run_episode(run, i, assigned[i])
+                    return
+                done[i] = await _run_episode(run, i, assigned[i])
 
         try:
-            eps = [ep for ep in await asyncio.gather(*(one(i) for i in range(episodes))) if ep is not None]
+            await asyncio.gather(*(worker() for _ in range(at_once)))
+            eps = [done[i] for i in sorted(done)]
             explored_s = time.monotonic() - t0
             demos = [
                 Demo(ep, n, label, _clean(ep.path(n)), ep.origin_url or ep.start_url)
