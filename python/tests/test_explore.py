@@ -476,16 +476,14 @@ def test_webserv_explore_is_a_command_of_the_binary_and_of_the_console_script(
     out = subprocess.run([binary, *args, "--out", str(run)], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["episodes"] == 1 and (run / "tasks.json").exists()
-    # The console script (webserv.launcher:run_binary), without WEBSERV_PYTHON: it sets it to itself.
+    # The console script `pip install .` puts beside this interpreter, without WEBSERV_PYTHON: it runs
+    # the binary, pointing it at its own interpreter.
+    script = Path(sys.executable).parent / "webserv"
+    assert script.is_file(), "pip install . installs the webserv console command"
     env = {k: v for k, v in os.environ.items() if k != "WEBSERV_PYTHON"} | {"WEBSERV_BIN": binary}
-    script = (
-        "import sys; from webserv.launcher import run_binary; "
-        "sys.argv = ['webserv', *sys.argv[1:]]; run_binary()"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", script, "explore", "--help"], capture_output=True, text=True, env=env
-    )
-    assert out.returncode == 0 and "usage: webserv explore" in out.stdout
+    env["PATH"] = str(tmp_path)  # no python3 to fall back on: the interpreter must come from the script
+    out = subprocess.run([str(script), "explore", "--help"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and "usage: webserv explore" in out.stdout, out.stderr
 
 
 class _Forms(BaseHTTPRequestHandler):
