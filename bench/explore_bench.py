@@ -50,6 +50,8 @@ async def arm(url: str, explorers: int, seconds: float, max_steps: int, out: Pat
     return {
         "frontier": frontier,
         "episodes": s["episodes"],
+        "status": s["status"],
+        "frontier_entries": (s["frontier"] or {}).get("entries", 0),
         "started_from_frontier": s["started_from_frontier"],
         "steps": s["steps"],
         "kept": s["kept"],
@@ -113,6 +115,8 @@ def main() -> int:
     (RESULTS / "explore.json").write_text(json.dumps(res, indent=1) + "\n")
     keys = [
         "episodes",
+        "status",
+        "frontier_entries",
         "started_from_frontier",
         "steps",
         "kept",

@@ -38,6 +38,10 @@ class Frontier:
     """The run's frontier and its coverage: distinct pages and URL patterns reached, over time."""
 
     max_entries: int = 64
+    # Environments that may hold snapshots (each stays open, with its site instance, until the run
+    # ends): past it, only those already holding add entries. Keep it under the server's --max-envs
+    # minus the explorers running at once.
+    max_holders: int = 8
     entries: list[FrontierEntry] = field(default_factory=list)
     visits: Counter[str] = field(default_factory=Counter)  # URL pattern -> steps that reached it
     pages: set[str] = field(default_factory=set)

@@ -89,7 +89,8 @@ class _Run:
     frontier: Frontier
     use_frontier: bool
     first_wave: int
-    holders: list[AsyncEnv] = field(default_factory=list)  # environments holding frontier snapshots
+    holders: list[AsyncEnv] = field(default_factory=list)  # finished episodes' envs holding snapshots
+    holding: set[int] = field(default_factory=set)  # ids of the envs holding snapshots, running or not
 
     def reset_options(self, start_url: str | None = None) -> dict[str, Any]:
         options: dict[str, Any] = {"goal": "Explore the site."}
@@ -132,6 +133,8 @@ async def _keep_frontier(run: _Run, env: AsyncEnv, ep: Episode, url: str) -> boo
     a snapshot (and must stay open until the run ends)."""
     if not run.use_frontier or not run.frontier.wants(url):
         return False
+    if run.site != "open" and id(env) not in run.holding and len(run.holding) >= run.frontier.max_holders:
+        return False  # each holder is an environment (and a site instance) open until the run ends
     entry = FrontierEntry(url, page_key(url), ep.path(len(ep.steps)), ep.index)
     if run.site == "open":
         run.frontier.add(entry)
@@ -142,7 +145,8 @@ async def _keep_frontier(run: _Run, env: AsyncEnv, ep: Episode, url: str) -> boo
         entry.snapshot = await env.snapshot(f"frontier-{len(run.frontier.entries)}")
     except WebServError:
         run.frontier.entries.remove(entry)
-        return False
+        return id(env) in run.holding
+    run.holding.add(id(env))
     return True
 
 
