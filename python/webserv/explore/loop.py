@@ -17,7 +17,7 @@ from ..client import AsyncClient
 from ..errors import WebServError
 from ..handle import AsyncEnv
 from ..models import ChatModel, ModelError
-from .check import url_matches
+from .check import _check_one, url_matches
 from .definition import PLACEHOLDERS, placeholder, site_definition, write_definition
 from .frontier import Frontier, FrontierEntry
 from .llm import ModelAttempter, ModelExplorer, ModelLabeler, ModelReward, load_prompts
@@ -288,6 +288,22 @@ async def _best_of(run: _Run, demos: list[Demo], k: int, attempter: Any, gate: a
             d.steps = cands[best][1]
 
 
+async def _verify_frontier(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> list[Demo]:
+    """The demonstrations found from frontier states, replayed from the site's start (the path to the
+    frontier state, then their own steps) as their task says; one whose replay does not pass (a path
+    that did not lead to the same state again) is dropped. Returns the ones kept."""
+
+    async def passes(d: Demo) -> bool:
+        task = _task(run.site, 0, d)
+        if d.episode.start_cause != "frontier" or task is None:
+            return True
+        async with gate:
+            return bool((await _check_one(run.client, task, run.site))["passed"])
+
+    ok = await asyncio.gather(*(passes(d) for d in demos))
+    return [d for d, good in zip(demos, ok, strict=True) if good]
+
+
 # ---- outputs ----
 
 
@@ -533,6 +549,10 @@ async def explore(
             ]
             if best_of:
                 await _best_of(run, demos, best_of, attempter, gate)
+            found = len(demos)
+            if frontier:
+                demos = await _verify_frontier(run, demos, gate)
+            dropped = found - len(demos)
         finally:
             await asyncio.gather(*(h.close() for h in run.holders), return_exceptions=True)
     elapsed = time.monotonic() - t0
@@ -554,6 +574,8 @@ async def explore(
         "coverage": fr.coverage,
         "frontier": fr.summary() if frontier else None,
         "started_from_frontier": sum(ep.start_cause == "frontier" for ep in eps),
+        # Frontier demonstrations whose replay from the site's start did not pass: not in the outputs.
+        "frontier_dropped": dropped,
         "best_of": {
             "k": best_of,
             "replaced": sum(1 for d in demos if d.best_of and d.best_of["chosen"] > 0),
