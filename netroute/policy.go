@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -44,6 +45,13 @@ type Policy struct {
 	// through tunnels, their paths unseen. Each host's robots.txt is
 	// fetched once per table.
 	Robots bool
+	// DenySubmit refuses every request but GET, HEAD and OPTIONS (form
+	// submissions by POST, fetch and XHR writes) to hosts outside the
+	// table that SubmitAllow (Allow's patterns) does not name: the
+	// irreversible actions an explorer must not take on the real web.
+	// Plain-http requests only: an https tunnel's methods are unseen.
+	DenySubmit  bool
+	SubmitAllow []string
 }
 
 // rules is a Policy prepared for matching.
@@ -52,6 +60,7 @@ type rules struct {
 	hosts     map[string]bool // allowed on any port
 	hostPorts map[string]bool // allowed "host:port"
 	suffixes  []suffixRule
+	submit    *rules // SubmitAllow, when DenySubmit
 }
 
 // suffixRule is an Allow pattern "*.suffix" or "*.suffix:port".
@@ -63,7 +72,11 @@ type suffixRule struct {
 // compile prepares p for matching; p.Allow is copied.
 func compile(p Policy) *rules {
 	p.Allow = slices.Clone(p.Allow)
+	p.SubmitAllow = slices.Clone(p.SubmitAllow)
 	r := &rules{Policy: p, hosts: map[string]bool{}, hostPorts: map[string]bool{}}
+	if p.DenySubmit {
+		r.submit = compile(Policy{Allow: p.SubmitAllow})
+	}
 	for _, a := range p.Allow {
 		a = strings.TrimSpace(a)
 		switch {
@@ -101,6 +114,18 @@ func (r *rules) allows(host, port string) bool {
 		}
 	}
 	return false
+}
+
+// submitRefusal says why DenySubmit refuses a method-request to host:port
+// (both normalized) outside the table, or "" when it may go.
+func (r *rules) submitRefusal(method, host, port string) string {
+	if r.submit == nil || method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions {
+		return ""
+	}
+	if r.submit.allows(host, port) {
+		return ""
+	}
+	return fmt.Sprintf("deny_submit: a %s to %s would change the live site; only GET, HEAD and OPTIONS go to hosts outside submit_allow", method, net.JoinHostPort(host, port))
 }
 
 // decision is where a request for one host:port goes.

@@ -1,6 +1,7 @@
 package netroute
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -147,5 +148,45 @@ func TestSetPolicyKeepsPolitenessStateWhenLimitsAreUnchanged(t *testing.T) {
 	tb.SetPolicy(Policy{Open: true})
 	if tb.polite.Load() != nil {
 		t.Error("no limits, yet a per-host state")
+	}
+}
+
+// DenySubmit: live hosts get GETs, but a POST (a form submission) is
+// refused and reported, unless SubmitAllow names its host; the
+// environment's own site is never subject to it.
+func TestDenySubmitRefusesWritesToLiveHosts(t *testing.T) {
+	live, allowed := newLiveSite(t, 0), newLiveSite(t, 0)
+	p := Policy{Open: true, Allow: []string{live.URL, allowed.URL}, DenySubmit: true, SubmitAllow: []string{hostPortOf(allowed.Server)}}
+	tb := tableWith(t, p, site(t, "own"))
+	c := proxyClient(t, newRoute(t, newRouter(t, Options{}), tb))
+	post := func(u string) response {
+		t.Helper()
+		resp, err := c.Post(u, "application/x-www-form-urlencoded", strings.NewReader("q=1"))
+		if err != nil {
+			t.Fatalf("POST %s: %v", u, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return response{status: resp.StatusCode, body: string(b)}
+	}
+	if got := get(t, c, live.URL+"/"); got.status != 200 {
+		t.Errorf("GET to a live host: %d", got.status)
+	}
+	got := post(live.URL + "/order")
+	if got.status != http.StatusForbidden || !strings.Contains(got.body, "deny_submit: a POST to "+hostPortOf(live.Server)) {
+		t.Errorf("POST to a live host: %d %q; want it refused by deny_submit", got.status, got.body)
+	}
+	if live.got.Load() != 1 {
+		t.Errorf("the live site got %d requests; want 1 (the GET)", live.got.Load())
+	}
+	if got := post(allowed.URL + "/order"); got.status != 200 || allowed.got.Load() != 1 {
+		t.Errorf("POST to a submit_allow host: %d, it got %d", got.status, allowed.got.Load())
+	}
+	if got := post(shop + "/cart"); got.status != 200 || !strings.HasPrefix(got.body, "own ") {
+		t.Errorf("POST to the environment's own site: %d %q", got.status, got.body)
+	}
+	refused := tb.Refused()
+	if len(refused) != 1 || refused[0].Method != http.MethodPost || refused[0].URL != live.URL+"/order" {
+		t.Errorf("refusals = %+v; want the one POST", refused)
 	}
 }

@@ -48,6 +48,11 @@ func (rt *Route) forwardWeb(w http.ResponseWriter, req *http.Request, t *Table, 
 		t.refuse(w, req, req.URL.String(), d.reason)
 		return
 	}
+	_, port := splitHostPort(req.URL.Host, "80")
+	if why := st.rules.submitRefusal(req.Method, host, port); why != "" {
+		t.refuse(w, req, req.URL.String(), why)
+		return
+	}
 	if st.rules.Robots {
 		if why := t.robots.disallows(req.Context(), t.web, req.URL, st.rules.UserAgent); why != "" {
 			t.refuse(w, req, req.URL.String(), why)

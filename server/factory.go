@@ -217,6 +217,7 @@ func (o *openInstance) Network() Network {
 	p := openPolicy(start, o.allow)
 	p.RatePerHost, p.ConcurrencyPerHost, p.MaxRequests = o.polite.RatePerHost, o.polite.ConcurrencyPerHost, o.polite.MaxRequests
 	p.UserAgent, p.Robots = o.polite.UserAgent, o.polite.Robots
+	p.DenySubmit, p.SubmitAllow = o.polite.DenySubmit, o.polite.SubmitAllow
 	return Network{Policy: p}
 }
 

@@ -125,6 +125,9 @@ func politeness(p *politenessArgs) (netroute.Policy, error) {
 	if p.RatePerHost < 0 || p.ConcurrencyPerHost < 0 || p.MaxRequests < 0 {
 		return netroute.Policy{}, badArgs("make.politeness: rate_per_host, concurrency_per_host and max_requests must be 0 (no limit) or more")
 	}
+	if len(p.SubmitAllow) > 0 && !p.DenySubmit {
+		return netroute.Policy{}, badArgs("make.politeness: submit_allow names the hosts deny_submit lets submissions through to; set deny_submit: true")
+	}
 	return netroute.Policy{RatePerHost: p.RatePerHost, ConcurrencyPerHost: p.ConcurrencyPerHost, MaxRequests: p.MaxRequests,
-		UserAgent: p.UserAgent, Robots: p.Robots}, nil
+		UserAgent: p.UserAgent, Robots: p.Robots, DenySubmit: p.DenySubmit, SubmitAllow: p.SubmitAllow}, nil
 }

@@ -199,6 +199,7 @@ func TestOpenSitePolicy(t *testing.T) {
 		t.Errorf("after reset: %v", msg)
 	}
 	cl.fail("make", "", map[string]any{"start_url": pageURL(3), "politeness": map[string]any{"rate": 1}}, server.CodeBadArgs)
+	cl.fail("make", "", map[string]any{"start_url": pageURL(3), "politeness": map[string]any{"submit_allow": []any{"example.com"}}}, server.CodeBadArgs)
 	// make's allow lets it through.
 	env2 := cl.call("make", "", map[string]any{"start_url": pages.URL + "/link?to=" + target, "allow": []any{strings.TrimPrefix(base, "http://")}})["env"].(string)
 	if obs := obsOf(cl.call("step", env2, map[string]any{"action": `click("go")`})); obs["last_action_error"] != "" && obs["last_action_error"] != nil {

@@ -75,11 +75,13 @@ type viewportArgs struct {
 }
 
 type politenessArgs struct {
-	RatePerHost        float64 `json:"rate_per_host"`
-	ConcurrencyPerHost int     `json:"concurrency_per_host"`
-	MaxRequests        int     `json:"max_requests"`
-	UserAgent          string  `json:"user_agent"`
-	Robots             bool    `json:"robots"`
+	RatePerHost        float64  `json:"rate_per_host"`
+	ConcurrencyPerHost int      `json:"concurrency_per_host"`
+	MaxRequests        int      `json:"max_requests"`
+	UserAgent          string   `json:"user_agent"`
+	Robots             bool     `json:"robots"`
+	DenySubmit         bool     `json:"deny_submit"`
+	SubmitAllow        []string `json:"submit_allow"`
 }
 
 // recordArg is make's record: true, or a map of recording settings.

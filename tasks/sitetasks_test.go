@@ -68,6 +68,17 @@ func TestLoadSiteTasks(t *testing.T) {
 		t.Errorf("the Verified file's tasks: %d", len(set.Tasks))
 	}
 
+	// An explored task (webserv.explore) keeps its provenance in explored;
+	// a misspelling of it is still refused.
+	explored := writeFile(t, dir, "explored.json", `[{"task_id": 7, "intent": "Go to the Boots page.", "eval": {"eval_types": ["url_match"], "reference_url": "/category/boots"}, "explored": {"episode": 1, "persona": "a hiker", "steps": 4}}]`)
+	if set, _, err := tasks.LoadSiteTasks("wiki", []string{explored}); err != nil || string(set.ByID[7].Explored) != `{"episode": 1, "persona": "a hiker", "steps": 4}` {
+		t.Errorf("explored task: %v", err)
+	}
+	typo := writeFile(t, dir, "typo.json", `[{"task_id": 7, "intent": "x", "eval": {"eval_types": ["url_match"], "reference_url": "/a"}, "explore": {}}]`)
+	if _, _, err := tasks.LoadSiteTasks("wiki", []string{typo}); err == nil || !strings.Contains(err.Error(), `unknown field "explore"`) {
+		t.Errorf("misspelt explored: %v", err)
+	}
+
 	// The same id in two files names both.
 	dup := writeFile(t, dir, "dup.json", `[{"task_id": 2, "intent": "again", "eval": {"eval_types": ["url_match"], "reference_url": "/x"}}]`)
 	if _, _, err := tasks.LoadSiteTasks("wiki", []string{own, dup}); err == nil || !strings.Contains(err.Error(), "dup.json: task 2: id already used in "+own) {

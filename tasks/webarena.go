@@ -50,6 +50,11 @@ type Task struct {
 	// container), like creating the record the task is about. {url} is
 	// the site's origin.
 	Setup [][]string `json:"setup,omitempty"`
+
+	// Explored is where an exploration run found the task (its episode,
+	// persona, steps; docs/explore.md). Provenance only: nothing grades
+	// or starts from it.
+	Explored json.RawMessage `json:"explored,omitempty"`
 }
 
 // TaskLogin is how a task starts signed in: as a bundled shop account

@@ -11,6 +11,7 @@
 //	webserv wm-eval     score a world model on held-out real transitions
 //	webserv replay DIR  serve the replayer of recorded trajectories (--rerun: run them again)
 //	webserv tasks validate|check --sites DIR   check a site definition's own tasks
+//	webserv explore     make demonstrations and tasks by exploring a site (the Python loop, docs/explore.md)
 //	webserv image shop  build the bundled shop's Incus image
 //	webserv shop serve|generate   run the bundled shop, or make a catalog
 //	webserv version     print the release, commit and Go version
@@ -83,6 +84,8 @@ func main() {
 		run = replayCmd
 	case "tasks":
 		run = tasksCmd
+	case "explore":
+		run = exploreCmd
 	case "bench":
 		fmt.Fprintln(os.Stderr, "webserv: the benchmark suites are their own binary: make bench-scale (and the other bench- targets) or go run ./bench/cmd/webserv-bench SUITE")
 		os.Exit(2)
@@ -165,6 +168,10 @@ commands:
             checks the task files; check replays every task's oracle (reward
             must be 1) and wrong sequence (reward 0) on fresh instances, in
             parallel, prints a table and exits 1 on any failure
+  explore --site NAME --episodes N --out DIR [--model URL --model-name NAME]
+            explore a site (NNetNav's loop, a Go-Browse frontier) and write
+            demonstrations, tasks and a definition serving them (docs/explore.md);
+            runs the Python package's loop (python -m webserv.explore)
   shop serve|generate
             run the bundled shop, or generate a catalog (--seed, --scale)
   version   print the release, the commit it was built from and the Go version

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from standin_model import StandInModel
 
 import webserv
 from webserv.explore import check_tasks, url_matches
+from webserv.launcher import LocalServer
 
 SFT_KEYS = {
     "episode_id",
@@ -32,7 +36,7 @@ def _rows(path: Path) -> list[dict]:
 
 
 def test_model_free_run_makes_demonstrations_and_tasks_whose_oracles_pass(
-    server: str, tmp_path: Path
+    server: str, binary: str, tmp_path: Path
 ) -> None:
     r = asyncio.run(
         webserv.explore(site="shopping", episodes=2, max_steps=8, k=4, out=tmp_path, server=server)
@@ -47,20 +51,52 @@ def test_model_free_run_makes_demonstrations_and_tasks_whose_oracles_pass(
         by_demo.setdefault(row["episode_id"], []).append(row)
     assert len(by_demo) == r.stats["kept"]
     for demo in by_demo.values():
-        assert demo[-1]["action"] == 'stop("")'  # the final stop, added post hoc
+        assert demo[-1]["action"].startswith("stop(")  # the final stop, added post hoc
         assert [x["step"] for x in demo] == list(range(len(demo)))
         assert demo[-1]["previous_actions"] == [x["action"] for x in demo[:-1]]
     tasks = json.loads(r.tasks.read_text())
-    assert len(tasks) == r.stats["kept"]
+    assert 1 <= len(tasks) == r.stats["tasks"] <= r.stats["kept"]
     for t in tasks:
         assert t["sites"] == ["shopping"] and t["start_url"].startswith("__SHOPPING__/")
-        assert t["eval"]["eval_types"] == ["url_match"] and t["eval"]["reference_url"].startswith(
-            "__SHOPPING__/"
-        )
-        assert t["oracle"][-1] == 'stop("")' and t["intent"]
+        if t["eval"]["eval_types"] == ["url_match"]:
+            assert t["eval"]["reference_url"].startswith("__SHOPPING__/") and t["oracle"][-1] == 'stop("")'
+        else:  # the one price the page showed, asked for and given in the final stop
+            assert t["eval"]["eval_types"] == ["string_match"], t
+            price = t["eval"]["reference_answers"]["must_include"][0]
+            assert t["oracle"][-1] == f"stop({json.dumps(price)})" and "price" in t["intent"]
+        assert t["intent"] and t["wrong"] == ['stop("")']
     # Every explored task's oracle reaches its reference page again, in a fresh episode.
     results = asyncio.run(check_tasks(r.tasks, site="shopping", server=server))
     assert [x["passed"] for x in results] == [True] * len(tasks), results
+    # And the server loads them: the run wrote a definition serving them, and `webserv tasks check`
+    # (the real command) replays every oracle (reward 1) and wrong sequence (reward 0).
+    definition = json.loads(r.site_definition.read_text())
+    assert r.site_definition == tmp_path / "sites" / "shopping-explored.json"
+    assert definition["tasks"] == ["../tasks.json"] and definition["local"]["command"][1:3] == [
+        "shop",
+        "serve",
+    ]
+    _tasks_check(binary, tmp_path / "sites", len(tasks))
+
+
+def _tasks_check(binary: str, sites: Path, n: int) -> None:
+    out = subprocess.run(
+        [
+            binary,
+            "tasks",
+            "check",
+            "--sites",
+            str(sites),
+            "--no-incus",
+            "--instances",
+            str(sites.parent / "inst"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"{n} task(s), {n} passed, 0 failed" in out.stdout, out.stdout
 
 
 def test_url_match_is_gold_in_pred() -> None:
@@ -114,9 +150,12 @@ def test_model_mode_labels_and_prunes_as_the_script_says(server: str, tmp_path: 
     assert "select_option(" in first and "go_back()" in first  # the action grammar
     assert "[categories.clothing-2]" in first  # the observation, with the ids actions name
     assert r.stats["endpoint"][0]["calls"] == 13
-    tasks = json.loads(r.tasks.read_text())
-    assert [t["intent"] for t in tasks] == ["Look at the cart, then go home."]
-    assert tasks[0]["oracle"] == [*ACTIONS_1, 'stop("")']
+    rows = _rows(r.demonstrations)
+    assert [x["action"] for x in rows] == [*ACTIONS_1, 'stop("")']
+    assert {x["instruction"] for x in rows} == {"Look at the cart, then go home."}
+    # It ends on the home page it started on: stopping at once would pass its url_match, so the
+    # demonstration is kept but makes no task.
+    assert json.loads(r.tasks.read_text()) == [] and r.stats["tasks"] == 0
 
 
 def test_an_endpoint_that_dies_mid_run_loses_no_kept_demonstration(server: str, tmp_path: Path) -> None:
@@ -214,3 +253,300 @@ def test_model_free_on_the_open_site(server: str, pages: str, tmp_path: Path) ->
     assert all(t["start_url"] == f"{pages}/page?n=0" and t["sites"] == ["open"] for t in tasks)
     results = asyncio.run(check_tasks(r.tasks, site="open", server=server))
     assert [x["passed"] for x in results] == [True] * len(tasks), results
+
+
+SEARCH_TEE = [
+    'fill("search.search-products", "Sierra Organic Pocket Tee")',
+    'click("search.search")',
+    'click("sierra-organic-pocket-tee")',
+]
+
+
+def test_an_answer_the_explorer_gives_becomes_a_string_match_task(
+    server: str, binary: str, tmp_path: Path
+) -> None:
+    """The model's explorer ends the episode with the price it found: the labeler names the question,
+    the reward model accepts it, and the task asks for that answer (string_match), graded by the server."""
+    script = [{"match": "Next action?", "reply": f"Action: {a}"} for a in SEARCH_TEE]
+    script += [
+        {"match": "Next action?", "reply": 'The tee costs $50.99.\nAction: stop("$50.99")'},
+        {"match": "Instruction for this trajectory", "reply": "Instruction: What does the Sierra tee cost?"},
+        {"match": "Score the trajectory", "reply": "Score: 1"},
+    ]
+    m = StandInModel(script)
+    try:
+        r = asyncio.run(
+            webserv.explore(
+                site="shopping",
+                episodes=1,
+                max_steps=8,
+                k=8,
+                out=tmp_path,
+                server=server,
+                model=m.url,
+                model_name="stand-in",
+            )
+        )
+    finally:
+        m.stop()
+    ep = r.episodes[0]
+    assert ep.status == "finished" and [(n, lab.answer) for n, lab in ep.kept] == [(4, "$50.99")], ep
+    (task,) = json.loads(r.tasks.read_text())
+    assert task["category"] == "information" and task["intent"] == "What does the Sierra tee cost?"
+    assert task["eval"] == {"eval_types": ["string_match"], "reference_answers": {"must_include": ["$50.99"]}}
+    assert task["oracle"] == [*SEARCH_TEE, 'stop("$50.99")']  # the explorer's own stop, not a second one
+    rows = _rows(r.demonstrations)
+    assert [x["action"] for x in rows] == task["oracle"]
+    _tasks_check(binary, tmp_path / "sites", 1)
+
+
+def test_model_free_labels_the_one_price_a_page_shows() -> None:
+    from webserv.explore import Episode, PageStateReward, TrajectoryLabeler
+
+    ep = Episode(0, "a hiker", "http://s/")
+    page = {
+        "url": "http://s/product/tee",
+        "title": "Pocket Tee · Shop",
+        "axtree_txt": "heading 'Tee'\n$50.99",
+    }
+    lab = asyncio.run(TrajectoryLabeler().label(ep, page))
+    assert (lab.instruction, lab.answer) == ('What is the price of "Pocket Tee"?', "$50.99")
+    assert asyncio.run(PageStateReward(4).score(ep, lab, page)) == 1
+    two = {**page, "axtree_txt": "$50.99 $12.00"}  # two prices: no question has one answer
+    assert asyncio.run(TrajectoryLabeler().label(ep, two)).answer == ""
+    assert asyncio.run(PageStateReward(4).score(ep, lab, {**page, "axtree_txt": "sold out"})) == 0
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sites"
+
+
+def test_explored_tasks_of_a_users_site_definition_pass_tasks_check(binary: str, tmp_path: Path) -> None:
+    """The example tracker (a site definition of the user's kind): explored model-free, its tasks served
+    by the definition the run writes (the user's, with the run's tasks) and checked by the server."""
+    srv = LocalServer(
+        binary,
+        [
+            "--idle",
+            "200ms",
+            "--no-bundled",
+            "--no-incus",
+            "--sites",
+            str(EXAMPLE),
+            "--instances",
+            str(tmp_path),
+        ],
+    )
+    out = tmp_path / "run"
+    try:
+        r = asyncio.run(
+            webserv.explore(
+                site="tracker",
+                episodes=2,
+                max_steps=8,
+                k=4,
+                out=out,
+                server=srv.url,
+                site_definition_file=EXAMPLE / "tracker.yaml",
+            )
+        )
+    finally:
+        srv.stop()
+    tasks = json.loads(r.tasks.read_text())
+    assert tasks and all(t["start_url"].startswith("__SITE__/") for t in tasks), r.stats
+    definition = json.loads((out / "sites" / "tracker.json").read_text())
+    assert definition["local"]["command"][0] == str(EXAMPLE / "tracker" / "app.py")
+    assert definition["tasks"] == ["../tasks.json"]
+    _tasks_check(binary, out / "sites", len(tasks))
+
+
+def test_best_of_k_keeps_a_shorter_attempt_that_scores(server: str, binary: str, tmp_path: Path) -> None:
+    """Best-of-K with the model (a stand-in): the explorer wandered 4 steps to the Outdoor category;
+    of two fresh attempts at the instruction, the first gets there in one click and scores 1, the
+    second does not (0): the kept demonstration is the first attempt's."""
+    script = [{"match": "Next action?", "reply": f"Action: {a}"} for a in ACTIONS_2]
+    script += [
+        {"match": "Instruction for this trajectory", "reply": "Instruction: Open the Outdoor category."},
+        {"match": "Score the trajectory", "reply": "Score: 1"},
+        {"match": "Next action toward the task?", "reply": 'Action: click("categories.outdoor-2")'},
+        {"match": "Next action toward the task?", "reply": 'Action: stop("")'},
+        {"match": "Score the trajectory", "reply": "Score: 1"},
+        {"match": "Next action toward the task?", "reply": 'Action: click("cart")'},
+        {"match": "Next action toward the task?", "reply": 'Action: stop("")'},
+        {"match": "Score the trajectory", "reply": "Score: 0"},
+    ]
+    m = StandInModel(script)
+    try:
+        r = asyncio.run(
+            webserv.explore(
+                site="shopping",
+                episodes=1,
+                max_steps=4,
+                k=4,
+                out=tmp_path,
+                server=server,
+                model=m.url,
+                model_name="stand-in",
+                best_of=2,
+                concurrency=1,  # the attempts one after the other, as the script is ordered
+            )
+        )
+    finally:
+        m.stop()
+    assert m.script == [], m.script
+    attempts = [
+        q["messages"][-1]["content"] for q in m.requests if "toward the task" in q["messages"][-1]["content"]
+    ]
+    assert len(attempts) == 4 and all("Task: Open the Outdoor category." in a for a in attempts)
+    (demo,) = r.demos
+    assert demo.best_of == {"k": 2, "scores": [1, 0], "lengths": [2, 2], "original_length": 4, "chosen": 1}
+    (task,) = json.loads(r.tasks.read_text())
+    assert task["oracle"] == ['click("categories.outdoor-2")', 'stop("")']
+    assert task["explored"]["best_of"]["chosen"] == 1 and r.stats["best_of"] == {"k": 2, "replaced": 1}
+    _tasks_check(binary, tmp_path / "sites", 1)
+
+
+def test_model_free_best_of_k_replays_the_demonstration_with_a_stretch_left_out(
+    server: str, tmp_path: Path
+) -> None:
+    r = asyncio.run(
+        webserv.explore(
+            site="shopping", episodes=1, max_steps=8, k=4, out=tmp_path, server=server, best_of=2, seed=3
+        )
+    )
+    assert r.demos, r.stats
+    for d in r.demos:
+        assert d.best_of is not None and d.best_of["k"] == 2 and len(d.best_of["scores"]) == 2
+        if d.best_of["original_length"] > 1:  # each attempt left a stretch out
+            assert all(n < d.best_of["original_length"] for n in d.best_of["lengths"]), d.best_of
+        assert len(d.steps) <= d.best_of["original_length"]
+    results = asyncio.run(check_tasks(r.tasks, site="shopping", server=server))
+    assert [x["passed"] for x in results] == [True] * len(results), results
+
+
+def test_frontier_episodes_start_from_pages_found_earlier(server: str, binary: str, tmp_path: Path) -> None:
+    """Go-Browse on the shop: two episodes explore from the start and leave snapshots of the pages they
+    reach; the two after them start on forks of those (not on the home page), and their tasks, replayed
+    from the site's start through the path to the frontier page, still pass."""
+    r = asyncio.run(
+        webserv.explore(
+            site="shopping",
+            episodes=4,
+            concurrency=2,
+            max_steps=8,
+            k=4,
+            out=tmp_path,
+            server=server,
+            frontier=True,
+        )
+    )
+    home = r.episodes[0].origin_url
+    first, later = r.episodes[:2], r.episodes[2:]
+    assert all(ep.start_cause == "reset" and ep.start_url == home for ep in first)
+    assert all(ep.start_cause == "frontier" for ep in later), [(ep.start_cause, ep.error) for ep in later]
+    for ep in later:
+        assert ep.start_url != home and ep.prefix and ep.prefix[0].url == home
+        assert ep.prefix[-1].next_url == ep.start_url  # the path ends on the page the episode began on
+    frontier = r.stats["frontier"]
+    assert frontier["entries"] >= 1 and frontier["starts"] == 2 and r.stats["started_from_frontier"] == 2
+    cov = r.stats["coverage"]
+    assert cov and [c["pages"] for c in cov] == sorted(c["pages"] for c in cov)
+    assert (
+        cov[-1]["pages"] == r.stats["distinct_pages"] and cov[-1]["patterns"] == r.stats["distinct_patterns"]
+    )
+    tasks = json.loads(r.tasks.read_text())
+    assert any(t["explored"]["start"] == "frontier" for t in tasks) or not any(ep.kept for ep in later)
+    results = asyncio.run(check_tasks(r.tasks, site="shopping", server=server))
+    assert [x["passed"] for x in results] == [True] * len(tasks), results
+    _tasks_check(binary, tmp_path / "sites", len(tasks))
+
+
+def test_webserv_explore_is_a_command_of_the_binary_and_of_the_console_script(
+    server: str, binary: str, tmp_path: Path
+) -> None:
+    """`webserv explore` (the Go binary runs the package's loop with $WEBSERV_PYTHON's interpreter), and
+    the same through the pip-installed console script's function, which points the binary at its own
+    Python."""
+    env = {**os.environ, "WEBSERV_PYTHON": sys.executable}
+    out = subprocess.run([binary, "explore", "--help"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and "usage: webserv explore" in out.stdout and "--frontier" in out.stdout
+    out = subprocess.run([binary, "explore", "--site", "open"], capture_output=True, text=True, env=env)
+    assert out.returncode == 2 and "--site open needs --start-url" in out.stderr
+    run = tmp_path / "run"
+    args = ["explore", "--site", "shopping", "--episodes", "1", "--max-steps", "4", "--server", server]
+    out = subprocess.run([binary, *args, "--out", str(run)], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["episodes"] == 1 and (run / "tasks.json").exists()
+    # The console script `pip install .` puts beside this interpreter, without WEBSERV_PYTHON: it runs
+    # the binary, pointing it at its own interpreter.
+    script = Path(sys.executable).parent / "webserv"
+    assert script.is_file(), "pip install . installs the webserv console command"
+    env = {k: v for k, v in os.environ.items() if k != "WEBSERV_PYTHON"} | {"WEBSERV_BIN": binary}
+    env["PATH"] = str(tmp_path)  # no python3 to fall back on: the interpreter must come from the script
+    out = subprocess.run([str(script), "explore", "--help"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and "usage: webserv explore" in out.stdout, out.stderr
+
+
+class _Forms(BaseHTTPRequestHandler):
+    """A stand-in for a live site, on 127.0.0.1: a page with a POST form (an order) and a link; it
+    records every request's method and User-Agent."""
+
+    seen: list[tuple[str, str, str]] = []
+
+    def _page(self) -> None:
+        body = (
+            b"<!doctype html><title>Live</title><h1>Live shop</h1>"
+            b'<form method="post" action="/order"><input name="qty" placeholder="Quantity">'
+            b"<button>Order now</button></form>"
+            b'<a href="/about">About us</a><a href="/faq">FAQ</a>'
+        )
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        _Forms.seen.append(("GET", self.path, self.headers.get("User-Agent", "")))
+        self._page()
+
+    def do_POST(self) -> None:  # noqa: N802
+        _Forms.seen.append(("POST", self.path, self.headers.get("User-Agent", "")))
+        self._page()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_live_sites_deny_submit_and_politeness_apply_to_every_explorer(server: str, tmp_path: Path) -> None:
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Forms)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    _Forms.seen = []
+    start = f"http://127.0.0.1:{srv.server_address[1]}/"
+    try:
+        r = asyncio.run(
+            webserv.explore(
+                site="open",
+                start_url=start,
+                episodes=2,
+                max_steps=8,
+                k=4,
+                out=tmp_path,
+                server=server,
+                deny_submit=True,
+                politeness={"user_agent": "webserv-explore-test", "concurrency_per_host": 2},
+            )
+        )
+    finally:
+        srv.shutdown()
+    actions = [s.action for ep in r.episodes for s in ep.steps]
+    assert any('"order-now"' in a or "enter=True" in a for a in actions), actions  # it tried to order
+    assert [x for x in _Forms.seen if x[0] != "GET"] == []  # and the live site got no order
+    assert {ua for _, _, ua in _Forms.seen} == {"webserv-explore-test"}  # every explorer's requests
+    reasons = r.stats["refused"]
+    assert any(k.startswith("deny_submit: a POST to 127.0.0.1:") for k in reasons), reasons
+    refused_steps = [s for ep in r.episodes for s in ep.steps if "refused" in s.error]
+    assert refused_steps, "a refused submission is the step's last_action_error"
+    tasks = json.loads(r.tasks.read_text())
+    assert all(not any("order-now" in a for a in t["oracle"]) for t in tasks)  # refused steps are no oracle
+    with pytest.raises(ValueError, match="deny_submit=True"):
+        asyncio.run(webserv.explore(site="open", start_url=start, submit_allow=["x"], out=tmp_path))

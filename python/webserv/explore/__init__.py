@@ -8,16 +8,21 @@ or ``python -m webserv.explore --site shopping --episodes 8 --out run1``.
 """
 
 from .check import check_tasks, url_matches
+from .definition import site_definition
+from .frontier import Frontier, FrontierEntry
 from .llm import PROMPTS
 from .loop import DEFAULT_PERSONAS, ExploreResult, explore, load_personas
 from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler
-from .trajectory import Episode, Label, MalformedOutput, Step
+from .trajectory import Demo, Episode, Label, MalformedOutput, Step
 
 __all__ = [
     "DEFAULT_PERSONAS",
     "PROMPTS",
+    "Demo",
     "Episode",
     "ExploreResult",
+    "Frontier",
+    "FrontierEntry",
     "Label",
     "MalformedOutput",
     "NoveltyExplorer",
@@ -27,5 +32,6 @@ __all__ = [
     "check_tasks",
     "explore",
     "load_personas",
+    "site_definition",
     "url_matches",
 ]

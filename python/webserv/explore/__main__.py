@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 
 from .loop import explore
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m webserv.explore", description=__doc__)
+    # `webserv explore` (the Go binary, which runs this module) names itself in the usage.
+    prog = os.environ.get("WEBSERV_EXPLORE_PROG", "python -m webserv.explore")
+    p = argparse.ArgumentParser(prog=prog, description=__doc__)
     p.add_argument(
         "--site", default="shopping", help="a site of the server: shopping, cms, a --sites name, open"
     )
@@ -32,10 +35,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--server", help="the server's URL (default $WEBSERV_URL, else a local webserv serve)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--concurrency", type=int, help="episodes at once (default all)")
+    p.add_argument("--concurrency", type=int, help="episodes at once (default all; half with --frontier)")
+    p.add_argument("--best-of", type=int, default=0, metavar="K", help="K fresh attempts per instruction")
+    p.add_argument("--frontier", action="store_true", help="later episodes start from states found earlier")
+    p.add_argument("--seconds", type=float, help="stop starting episodes after this long")
+    p.add_argument("--site-definition", help="the definition file of a --sites site, to serve its tasks")
+    p.add_argument("--shop-data", help="the bundled shop's catalog the server uses (default as serve's)")
+    g = p.add_argument_group("live sites (--site open)")
+    g.add_argument("--rate-per-host", type=float, help="requests per second per host")
+    g.add_argument("--concurrency-per-host", type=int, help="requests in flight per host")
+    g.add_argument("--max-requests", type=int, help="requests per episode")
+    g.add_argument("--user-agent", help="the User-Agent sent to live hosts")
+    g.add_argument("--robots", action="store_true", help="obey the hosts' robots.txt")
+    g.add_argument(
+        "--deny-submit", action="store_true", help="refuse non-GET requests to hosts outside --submit-allow"
+    )
+    g.add_argument("--submit-allow", action="append", metavar="HOST", help="a host submissions may go to")
     a = p.parse_args(argv)
     if a.site == "open" and not a.start_url:
         p.error("--site open needs --start-url")
+    politeness = {
+        k: v
+        for k, v in {
+            "rate_per_host": a.rate_per_host,
+            "concurrency_per_host": a.concurrency_per_host,
+            "max_requests": a.max_requests,
+            "user_agent": a.user_agent,
+            "robots": a.robots or None,
+        }.items()
+        if v is not None
+    }
     try:
         result = asyncio.run(
             explore(
@@ -54,6 +83,14 @@ def main(argv: list[str] | None = None) -> int:
                 server=a.server,
                 seed=a.seed,
                 concurrency=a.concurrency,
+                best_of=a.best_of,
+                frontier=a.frontier,
+                seconds=a.seconds,
+                politeness=politeness or None,
+                deny_submit=a.deny_submit,
+                submit_allow=a.submit_allow,
+                site_definition_file=a.site_definition,
+                shop_data=a.shop_data,
             )
         )
     except (ValueError, OSError) as e:

@@ -1,8 +1,10 @@
-"""Replays each explored task's oracle in a fresh episode and checks its url_match evaluator.
+"""Replays each explored task's oracle in a fresh episode and checks its evaluator, client-side.
 
 This is the check an explored task must pass to be a usable RL task (the oracle earns reward 1):
 ``url_match`` "GOLD in PRED" as docs/tasks.md defines it (the reference's path is a substring of the
-page's, and each reference query parameter has one of its values).
+page's, and each reference query parameter has one of its values) and ``string_match``'s
+``must_include`` on the oracle's answer. It runs on any server, the open site included; on hosted
+sites ``webserv tasks check --sites OUT/sites`` is the server's own check (docs/explore.md).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from urllib.parse import parse_qs, urlparse
 
 from ..client import AsyncClient
 from ..errors import WebServError
-from .loop import PLACEHOLDERS
+from .definition import PLACEHOLDERS, placeholder
+from .trajectory import answer_of
 
 
 def url_matches(reference: str, page: str) -> bool:
@@ -36,27 +39,34 @@ def _load(path: Path) -> list[dict[str, Any]]:
 async def _check_one(client: AsyncClient, task: dict[str, Any], site: str) -> dict[str, Any]:
     env = client.env(site, observe={"axtree": False})
     options: dict[str, Any] = {"goal": task["intent"]}
+    ph = placeholder(site)
     if site in PLACEHOLDERS:
         options["task_id"] = f"{site}.0"
-    else:
+    elif not ph:
         options["start_url"] = task["start_url"]
     try:
         obs, _ = await env.reset(options=options)
         origin = "{0.scheme}://{0.netloc}".format(urlparse(obs["url"]))
-        ph = PLACEHOLDERS.get(site, "")
         start = task["start_url"].replace(ph, origin) if ph else task["start_url"]
         if obs["url"] != start:
             obs, *_ = await env.step(f"goto({json.dumps(start)})")
-        error = ""
+        error, answer = "", ""
         for action in task["oracle"]:
-            if action.startswith("stop("):
+            if action.startswith(("stop(", "send_msg_to_user(")):
+                answer = answer_of(action)
                 break
             obs, *_ = await env.step(action)
             if obs.get("last_action_error"):
                 error = f"{action}: {obs['last_action_error']}"
                 break
-        ref = task["eval"]["reference_url"].replace(ph, origin) if ph else task["eval"]["reference_url"]
-        passed = not error and url_matches(ref, obs["url"])
+        ev = task["eval"]
+        passed = not error
+        if "url_match" in ev["eval_types"]:
+            ref = ev["reference_url"].replace(ph, origin) if ph else ev["reference_url"]
+            passed = passed and url_matches(ref, obs["url"])
+        if "string_match" in ev["eval_types"]:
+            want = ev["reference_answers"].get("must_include", [])
+            passed = passed and all(w.lower() in answer.lower() for w in want)
         return {"task_id": task["task_id"], "passed": passed, "final_url": obs["url"], "error": error}
     except WebServError as e:
         return {"task_id": task["task_id"], "passed": False, "final_url": "", "error": str(e)}

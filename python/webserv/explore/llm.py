@@ -1,8 +1,8 @@
 """The model mode: explorer, labeler and reward model as calls to OpenAI-compatible endpoints.
 
 The prompts are the constants below (``PROMPTS``); ``prompts_dir`` replaces any of them with a file of
-the same name (``explorer.txt``, ``labeler.txt``, ``reward.txt``), formatted with ``str.format`` and
-the fields each names. A reply without a usable action, instruction or score is asked again
+the same name (``explorer.txt``, ``labeler.txt``, ``reward.txt``, ``attempt.txt``), formatted with
+``str.format`` and the fields each names. A reply without a usable action, instruction or score is asked again
 (``malformed_retries``), then the episode ends recorded as ``malformed_output``; an endpoint failure
 (``ModelError``) ends it as ``endpoint_error``. Neither is ever read as a pruning decision.
 """
@@ -17,7 +17,8 @@ from ..models import ChatModel
 from .trajectory import Episode, Label, MalformedOutput, obs_text
 
 ACTIONS = """click("id")  type("id", "text", enter=True)  fill("id", "text")  select_option("id", "option")
-hover("id")  press("id", "Enter")  scroll(0, 400)  go_back()  go_forward()  goto("url")"""
+hover("id")  press("id", "Enter")  scroll(0, 400)  go_back()  go_forward()  goto("url")
+stop("answer")  (ends the episode; the answer, if the page shows one the user wanted)"""
 
 PROMPTS = {
     "explorer": """You are exploring a website as this user: {persona}
@@ -38,6 +39,19 @@ They ended on: {url} ({title})
 
 Instruction for this trajectory: write the one task instruction this trajectory accomplishes,
 as the user would ask it. Answer on the last line: Instruction: <the instruction>""",
+    "attempt": """You are using a website for this user: {persona}
+Task: {instruction}
+Actions (ids are the [ids] of the page):
+{actions}
+
+Current page: {url} ({title})
+{observation}
+
+Previous actions:
+{history}
+
+Next action toward the task? When it is done, stop("answer") (the answer, if the task asks for one).
+Answer with one action on the last line, like: Action: click("cart")""",
     "reward": """Score the trajectory: does it accomplish the instruction?
 Instruction: {instruction}
 {steps}
@@ -48,7 +62,8 @@ Answer on the last line: Score: 1 (accomplished) or Score: 0 (not accomplished)"
 }
 
 ACTION_RE = re.compile(
-    r"(click|type|fill|select_option|hover|press|scroll|go_back|go_forward|goto|clear|focus|dblclick)\(.*\)"
+    r"(click|type|fill|select_option|hover|press|scroll|go_back|go_forward|goto|clear|focus|dblclick"
+    r"|stop|send_msg_to_user)\(.*\)"
 )
 
 
@@ -118,6 +133,26 @@ class ModelExplorer:
         history = "\n".join(s.action for s in episode.steps) or "none"
         p = self.prompt.format(
             persona=episode.persona,
+            actions=ACTIONS,
+            url=obs["url"],
+            title=obs.get("title", ""),
+            observation=obs_text(obs),
+            history=history,
+        )
+        return await _ask(self.model, p, parse_action, self.retries)
+
+
+class ModelAttempter:
+    """Best-of-K's attempts in the model mode: the explorer's model asked to accomplish the instruction."""
+
+    def __init__(self, model: ChatModel, prompts: dict[str, str], malformed_retries: int = 2):
+        self.model, self.prompt, self.retries = model, prompts["attempt"], malformed_retries
+
+    async def act(self, obs: dict[str, Any], episode: Episode, instruction: str) -> str:
+        history = "\n".join(s.action for s in episode.steps) or "none"
+        p = self.prompt.format(
+            persona=episode.persona,
+            instruction=instruction,
             actions=ACTIONS,
             url=obs["url"],
             title=obs.get("title", ""),

@@ -1,4 +1,5 @@
-"""The NNetNav loop over one server: N episodes at once, relabel every k steps, prune on a 0."""
+"""The NNetNav loop over one server: N episodes at once, relabel every k steps, prune on a 0; optional
+best-of-K re-attempts and a Go-Browse frontier (docs/explore.md)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,25 @@ from urllib.parse import urlparse
 
 from ..client import AsyncClient
 from ..errors import WebServError
+from ..handle import AsyncEnv
 from ..models import ChatModel, ModelError
-from .llm import ModelExplorer, ModelLabeler, ModelReward, load_prompts
-from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler
-from .trajectory import Episode, Explorer, Label, Labeler, MalformedOutput, RewardModel, Step, obs_text
-
-# The placeholder of each hosted site's origin in task files (docs/tasks.md).
-PLACEHOLDERS = {"shopping": "__SHOPPING__", "cms": "__SHOPPING_ADMIN__"}
+from .check import _check_one, url_matches
+from .definition import PLACEHOLDERS, placeholder, site_definition, write_definition
+from .frontier import Frontier, FrontierEntry
+from .llm import ModelAttempter, ModelExplorer, ModelLabeler, ModelReward, load_prompts
+from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler, page_key
+from .trajectory import (
+    Demo,
+    Episode,
+    Explorer,
+    Labeler,
+    MalformedOutput,
+    RewardModel,
+    Step,
+    answer_of,
+    ends_episode,
+    obs_text,
+)
 
 DEFAULT_PERSONAS = [
     "a hiker preparing for a rainy weekend trip who wants a waterproof jacket",
@@ -38,6 +51,9 @@ class ExploreResult:
     demonstrations: Path
     tasks: Path
     stats: dict[str, Any] = field(default_factory=dict)
+    demos: list[Demo] = field(default_factory=list)
+    # OUT/sites/NAME.json: the definition that serves the tasks (None where there is none).
+    site_definition: Path | None = None
 
 
 def load_personas(path: str | Path | None) -> list[str]:
@@ -56,59 +72,114 @@ def load_personas(path: str | Path | None) -> list[str]:
     return items
 
 
-async def _run_episode(
-    client: AsyncClient,
-    index: int,
-    persona: str,
-    *,
-    site: str,
-    start_url: str | None,
-    max_steps: int,
-    k: int,
-    explorer: Explorer,
-    labeler: Labeler,
-    reward: RewardModel,
-    seed: int,
-) -> Episode:
-    make: dict[str, Any] = {"max_steps": max_steps + 1, "observe": {"axtree": True}}
-    env = client.env(site, **make)
-    options: dict[str, Any] = {"goal": "Explore the site."}
-    if start_url:
-        options["start_url"] = start_url
-    if site in PLACEHOLDERS:
-        options["task_id"] = f"{site}.0"  # a fixed task for a fixed start (its goal is not pursued)
+@dataclass
+class _Run:
+    """What every episode of a run shares."""
+
+    client: AsyncClient
+    site: str
+    start_url: str | None
+    max_steps: int
+    k: int
+    explorer: Explorer
+    labeler: Labeler
+    reward: RewardModel
+    seed: int
+    make_args: dict[str, Any]
+    frontier: Frontier
+    use_frontier: bool
+    first_wave: int
+    holders: list[AsyncEnv] = field(default_factory=list)  # finished episodes' envs holding snapshots
+    holding: set[int] = field(default_factory=set)  # ids of the envs holding snapshots, running or not
+
+    def reset_options(self, start_url: str | None = None) -> dict[str, Any]:
+        options: dict[str, Any] = {"goal": "Explore the site."}
+        if start_url or self.start_url:
+            options["start_url"] = start_url or self.start_url
+        if self.site in PLACEHOLDERS and not start_url:
+            options["task_id"] = f"{self.site}.0"  # a fixed task for a fixed start (its goal is not pursued)
+        return options
+
+    def env(self) -> AsyncEnv:
+        return self.client.env(self.site, **self.make_args)
+
+
+async def _start(run: _Run, index: int, persona: str) -> tuple[AsyncEnv, dict[str, Any], Episode]:
+    """The episode's environment and first observation: the site's start, or (with the frontier, past
+    the first wave) a frontier state."""
+    entry: FrontierEntry | None = None
+    if run.use_frontier and index >= run.first_wave:
+        entry = run.frontier.pick()
+    if entry is not None and entry.holder is not None and entry.snapshot:
+        try:
+            env = (await entry.holder.fork(1, name=entry.snapshot))[0]
+            obs = env.last_obs or {}
+            origin = entry.path[0].url if entry.path else obs["url"]
+            ep = Episode(index, persona, obs["url"], start_cause="frontier", origin_url=origin)
+            ep.prefix = list(entry.path)
+            return env, obs, ep
+        except WebServError:
+            entry = None  # the holder is gone: start at the site's start
+    env = run.env()
+    if entry is not None:  # the open site: the frontier is URLs
+        obs, _ = await env.reset(seed=run.seed + index, options=run.reset_options(entry.url))
+        return env, obs, Episode(index, persona, obs["url"], start_cause="frontier", origin_url=obs["url"])
+    obs, _ = await env.reset(seed=run.seed + index, options=run.reset_options())
+    return env, obs, Episode(index, persona, obs["url"], origin_url=obs["url"])
+
+
+async def _keep_frontier(run: _Run, env: AsyncEnv, ep: Episode, url: str) -> bool:
+    """Adds the state env is in to the frontier when its URL pattern is new; True when env now holds
+    a snapshot (and must stay open until the run ends)."""
+    if not run.use_frontier or not run.frontier.wants(url):
+        return False
+    if run.site != "open" and id(env) not in run.holding and len(run.holding) >= run.frontier.max_holders:
+        return False  # each holder is an environment (and a site instance) open until the run ends
+    entry = FrontierEntry(url, page_key(url), ep.path(len(ep.steps)), ep.index)
+    if run.site == "open":
+        run.frontier.add(entry)
+        return False
+    entry.holder = env
+    run.frontier.add(entry)  # reserved now, usable once the snapshot is taken
     try:
-        obs, _ = await env.reset(seed=seed, options=options)
+        entry.snapshot = await env.snapshot(f"frontier-{len(run.frontier.entries)}")
+    except WebServError:
+        run.frontier.entries.remove(entry)
+        return id(env) in run.holding
+    run.holding.add(id(env))
+    return True
+
+
+async def _run_episode(run: _Run, index: int, persona: str) -> Episode:
+    try:
+        env, obs, ep = await _start(run, index, persona)
     except WebServError as e:
-        ep = Episode(index, persona, start_url or "", status="env_error", error=str(e))
-        await env.close()
-        return ep
-    ep = Episode(index, persona, obs["url"])
+        return Episode(index, persona, run.start_url or "", status="env_error", error=str(e))
+    run.frontier.reached(obs["url"])
+    holds = False
     try:
-        for t in range(1, max_steps + 1):
-            action = await explorer.act(obs, ep)
-            nxt, _, terminated, truncated, _ = await env.step(action)
-            ep.steps.append(
-                Step(
-                    obs["url"],
-                    obs.get("title", ""),
-                    obs_text(obs),
-                    action,
-                    nxt["url"],
-                    nxt.get("title", ""),
-                    nxt.get("last_action_error") or "",
-                )
-            )
+        for t in range(1, run.max_steps + 1):
+            action = await run.explorer.act(obs, ep)
+            nxt, _, terminated, truncated, info = await env.step(action)
+            err = nxt.get("last_action_error") or ""
+            ep.steps.append(_step(obs, action, nxt))
+            ep.refused.extend({**r, "step": t} for r in info.get("refused") or [])
             obs = nxt
-            if t % k == 0:
-                label = await labeler.label(ep, obs)
-                if await reward.score(ep, label, obs) == 0:
+            run.frontier.reached(obs["url"])
+            answer = answer_of(action) if terminated and not err else ""
+            if t % run.k == 0 or answer:
+                label = await run.labeler.label(ep, obs)
+                if answer:
+                    label.answer = answer
+                if await run.reward.score(ep, label, obs) == 0:
                     ep.status, ep.pruned_at = "pruned", t
                     return ep
                 ep.kept.append((t, label))
             if terminated or truncated:
                 ep.status = "truncated" if truncated else "finished"
                 return ep
+            if not err and await _keep_frontier(run, env, ep, obs["url"]):
+                holds = True
         ep.status = "finished"
     except ModelError as e:
         ep.status, ep.error = "endpoint_error", str(e)
@@ -117,46 +188,194 @@ async def _run_episode(
     except WebServError as e:
         ep.status, ep.error = "env_error", str(e)
     finally:
-        await env.close()
+        if holds:
+            run.holders.append(env)
+        else:
+            await env.close()
     return ep
 
 
-def _placeholder(site: str, url: str) -> str:
-    ph = PLACEHOLDERS.get(site)
-    if ph is None:
+def _step(obs: dict[str, Any], action: str, nxt: dict[str, Any]) -> Step:
+    return Step(
+        obs["url"],
+        obs.get("title", ""),
+        obs_text(obs),
+        action,
+        nxt["url"],
+        nxt.get("title", ""),
+        nxt.get("last_action_error") or "",
+    )
+
+
+def _clean(steps: list[Step]) -> list[Step]:
+    """The steps a replay runs: an action that failed in the page changed nothing and is dropped
+    (a task's oracle must not fail, docs/tasks.md)."""
+    return [s for s in steps if not s.error]
+
+
+# ---- best-of-K ----
+
+
+async def _attempt(
+    run: _Run, demo: Demo, j: int, attempter: Any, rng: random.Random
+) -> tuple[int, list[Step]]:
+    """One fresh attempt at demo's instruction from its start: (score, steps)."""
+    env = run.env()
+    ep = Episode(-1, demo.episode.persona, demo.start_url, origin_url=demo.start_url)
+    try:
+        obs, _ = await env.reset(seed=run.seed + 1000 * (j + 1), options=_options_for(run, demo.start_url))
+        if attempter is None:
+            # Model-free: the demonstration with one stretch of it left out (a shorter way there?).
+            acts = [s.action for s in demo.steps]
+            if len(acts) > 1:
+                a = rng.randrange(len(acts) - 1)
+                b = rng.randrange(a + 1, len(acts))
+                acts = acts[:a] + acts[b:]
+            for action in acts:
+                nxt, _, terminated, _, _ = await env.step(action)
+                err = nxt.get("last_action_error") or ""
+                ep.steps.append(_step(obs, action, nxt))
+                obs = nxt
+                if err:
+                    return 0, ep.steps
+                if terminated:
+                    break
+        else:
+            for _ in range(len(demo.steps) + run.k):
+                action = await attempter.act(obs, ep, demo.label.instruction)
+                nxt, _, terminated, truncated, _ = await env.step(action)
+                err = nxt.get("last_action_error") or ""
+                ep.steps.append(_step(obs, action, nxt))
+                obs = nxt
+                if terminated or truncated:
+                    break
+        given = answer_of(ep.steps[-1].action) if ep.steps else ""
+        if demo.label.answer and given not in ("", demo.label.answer):
+            return 0, ep.steps  # it answered something else
+        return await run.reward.score(ep, demo.label, obs), ep.steps
+    except (ModelError, MalformedOutput, WebServError):
+        return 0, ep.steps  # a failed attempt: the demonstration it competes with stays
+    finally:
+        await env.close()
+
+
+def _options_for(run: _Run, start_url: str) -> dict[str, Any]:
+    if run.site in PLACEHOLDERS:
+        return run.reset_options()
+    return run.reset_options(start_url)
+
+
+async def _best_of(run: _Run, demos: list[Demo], k: int, attempter: Any, gate: asyncio.Semaphore) -> None:
+    """For each demonstration, k fresh attempts from its start; the best scored (then the shortest,
+    then the original) is kept."""
+
+    async def one(i: int, d: Demo, j: int) -> tuple[int, list[Step]]:
+        async with gate:
+            return await _attempt(run, d, j, attempter, random.Random(f"{run.seed}/{i}/{j}"))
+
+    for i, d in enumerate(demos):
+        results = await asyncio.gather(*(one(i, d, j) for j in range(k)))
+        cands = [(1, d.steps)] + [(s, _clean(st)) for s, st in results]
+        best = max(range(len(cands)), key=lambda i: (cands[i][0], -len(cands[i][1]), -i))
+        d.best_of = {
+            "k": k,
+            "scores": [s for s, _ in results],
+            "lengths": [len(st) for _, st in results],
+            "original_length": len(d.steps),
+            "chosen": best,  # 0: the explored demonstration; j: attempt j
+        }
+        if best > 0 and cands[best][1]:
+            d.steps = cands[best][1]
+
+
+async def _verify_frontier(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> list[Demo]:
+    """The demonstrations found from frontier states, replayed from the site's start (the path to the
+    frontier state, then their own steps) as their task says; one whose replay does not pass (a path
+    that did not lead to the same state again) is dropped. Returns the ones kept."""
+
+    async def passes(d: Demo) -> bool:
+        task = _task(run.site, 0, d)
+        if d.episode.start_cause != "frontier" or task is None:
+            return True
+        async with gate:
+            return bool((await _check_one(run.client, task, run.site))["passed"])
+
+    ok = await asyncio.gather(*(passes(d) for d in demos))
+    return [d for d, good in zip(demos, ok, strict=True) if good]
+
+
+# ---- outputs ----
+
+
+def _relative(site: str, url: str) -> str:
+    ph = placeholder(site)
+    if not ph:
         return url
     u = urlparse(url)
     return ph + u.path + (f"?{u.query}" if u.query else "")
 
 
-def _task(site: str, task_id: int, ep: Episode, n: int, label: Label) -> dict[str, Any]:
-    actions = [s.action for s in ep.steps[:n]] + ['stop("")']
+def _json_str(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _oracle(demo: Demo) -> list[str]:
+    acts = [s.action for s in demo.steps]
+    if acts and ends_episode(acts[-1]):
+        return acts
+    return acts + [f"stop({_json_str(demo.label.answer)})"]
+
+
+def _task(site: str, task_id: int, demo: Demo) -> dict[str, Any] | None:
+    """The task of a demonstration, or None when no evaluator tells it from doing nothing."""
+    label, ep = demo.label, demo.episode
+    if label.answer:
+        category = "information"
+        ev: dict[str, Any] = {
+            "eval_types": ["string_match"],
+            "reference_answers": {"must_include": [label.answer]},
+        }
+    else:
+        if url_matches(label.url, demo.start_url):
+            return None  # the start page already matches: stopping at once would pass
+        category = "navigation"
+        ev = {
+            "eval_types": ["url_match"],
+            "reference_url": _relative(site, label.url),
+            "url_note": "GOLD in PRED",
+        }
+    explored: dict[str, Any] = {
+        "episode": ep.index,
+        "persona": ep.persona,
+        "steps": len(demo.steps),
+        "start": ep.start_cause,
+    }
+    if demo.best_of:
+        explored["best_of"] = demo.best_of
     return {
         "task_id": task_id,
         "sites": [site],
-        "category": "navigation",
+        "category": category,
         "intent": label.instruction,
-        "start_url": _placeholder(site, ep.start_url),
+        "start_url": _relative(site, demo.start_url),
         "require_login": False,
-        "eval": {
-            "eval_types": ["url_match"],
-            "reference_url": _placeholder(site, label.url),
-            "url_note": "GOLD in PRED",
-        },
-        "oracle": actions,
-        "explored": {"episode": ep.index, "persona": ep.persona, "steps": n},
+        "eval": ev,
+        "oracle": _oracle(demo),
+        # A plausible mistake, which must earn 0: stopping at the start with no answer.
+        "wrong": ['stop("")'],
+        "explored": explored,
     }
 
 
-def _sft_rows(ep: Episode, n: int, label: Label, demo: int) -> list[dict[str, Any]]:
-    rows, prev = [], []
-    steps = ep.steps[:n]
-    for i, s in enumerate(steps):
+def _sft_rows(demo: Demo, idx: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    prev: list[str] = []
+    for i, s in enumerate(demo.steps):
         rows.append(
             {
-                "episode_id": f"explore-{demo}",
+                "episode_id": f"explore-{idx}",
                 "step": i,
-                "instruction": label.instruction,
+                "instruction": demo.label.instruction,
                 "url": s.url,
                 "observation": s.observation,
                 "previous_actions": list(prev),
@@ -165,37 +384,39 @@ def _sft_rows(ep: Episode, n: int, label: Label, demo: int) -> list[dict[str, An
             }
         )
         prev.append(s.action)
-    # The final stop, added post hoc as NNetNav does, on the page the prefix reached.
-    last = steps[-1]
+    if demo.steps and ends_episode(demo.steps[-1].action):
+        return rows
+    # The final stop (with the answer, if any), added post hoc as NNetNav does.
     rows.append(
         {
-            "episode_id": f"explore-{demo}",
-            "step": len(steps),
-            "instruction": label.instruction,
-            "url": last.next_url,
+            "episode_id": f"explore-{idx}",
+            "step": len(demo.steps),
+            "instruction": demo.label.instruction,
+            "url": demo.steps[-1].next_url if demo.steps else demo.start_url,
             "observation": "",
             "previous_actions": prev,
-            "action": 'stop("")',
+            "action": f"stop({_json_str(demo.label.answer)})",
             "episode_reward": 1.0,
         }
     )
     return rows
 
 
-def _write(out_dir: Path, site: str, eps: list[Episode]) -> tuple[Path, Path, int]:
-    """Writes the kept prefixes as sft rows and as a task file; returns their paths and how many."""
+def _write(out_dir: Path, site: str, demos: list[Demo]) -> tuple[Path, Path, int]:
+    """Writes the demonstrations as sft rows and their tasks as a task file; returns the paths and
+    how many tasks."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    tasks, demo = [], 0
+    tasks: list[dict[str, Any]] = []
     demos_path, tasks_path = out_dir / "demonstrations.jsonl", out_dir / "tasks.json"
     with demos_path.open("w") as f:
-        for ep in eps:
-            for n, label in ep.kept:
-                for row in _sft_rows(ep, n, label, demo):
-                    f.write(json.dumps(row) + "\n")
-                tasks.append(_task(site, demo, ep, n, label))
-                demo += 1
+        for idx, d in enumerate(demos):
+            for row in _sft_rows(d, idx):
+                f.write(json.dumps(row) + "\n")
+            t = _task(site, len(tasks), d)
+            if t is not None:
+                tasks.append(t)
     tasks_path.write_text(json.dumps(tasks, indent=1) + "\n")
-    return demos_path, tasks_path, demo
+    return demos_path, tasks_path, len(tasks)
 
 
 async def explore(
@@ -215,25 +436,49 @@ async def explore(
     server: str | None = None,
     seed: int = 0,
     concurrency: int | None = None,
+    best_of: int = 0,
+    frontier: bool = False,
+    seconds: float | None = None,
+    politeness: dict[str, Any] | None = None,
+    deny_submit: bool = False,
+    submit_allow: list[str] | None = None,
+    site_definition_file: str | Path | None = None,
+    shop_data: str | Path | None = None,
 ) -> ExploreResult:
-    """Runs ``episodes`` exploration episodes (``concurrency`` at once, default all) on ``site`` and writes
-    ``out/demonstrations.jsonl`` (sft rows), ``out/tasks.json`` (a task file) and ``out/stats.json``.
+    """Runs ``episodes`` exploration episodes (``concurrency`` at once) on ``site`` and writes
+    ``out/demonstrations.jsonl`` (sft rows), ``out/tasks.json`` (a task file), ``out/sites/NAME.json``
+    (a definition serving those tasks, where the site can have one) and ``out/stats.json``.
 
     Without ``model`` the model-free mode runs; with it (an OpenAI-compatible API root, and
     ``model_name``), the explorer, labeler and reward model are calls to it (``labeler_model`` and
-    ``reward_model`` override the URL for those two).
+    ``reward_model`` override the URL for those two). ``best_of=K`` makes K fresh attempts at each kept
+    instruction and keeps the best. ``frontier=True`` starts every episode past the first
+    ``concurrency`` from a state found earlier (Go-Browse); ``seconds`` stops starting episodes after
+    that long. ``politeness`` (make's: rate_per_host, concurrency_per_host, max_requests, user_agent,
+    robots) applies to every explorer; ``deny_submit`` refuses non-GET requests to live hosts outside
+    ``submit_allow``.
     """
-    if episodes < 1 or max_steps < 1 or k < 1:
-        raise ValueError(f"episodes, max_steps and k must be >= 1 (got {episodes}, {max_steps}, {k})")
+    if episodes < 1 or max_steps < 1 or k < 1 or best_of < 0:
+        raise ValueError(
+            "episodes, max_steps and k must be >= 1 and best_of >= 0 "
+            f"(got {episodes}, {max_steps}, {k}, {best_of})"
+        )
     if model is None and (model_name or labeler_model or reward_model or prompts_dir):
         raise ValueError(
             "model_name, labeler_model, reward_model and prompts_dir need model= (the explorer's URL)"
+        )
+    if site == "open" and not start_url:
+        raise ValueError("site='open' needs start_url= (the live site's page where episodes start)")
+    if submit_allow and not deny_submit:
+        raise ValueError(
+            "submit_allow lists the hosts deny_submit lets submissions through to: give deny_submit=True"
         )
     persona_list = personas if isinstance(personas, list) else load_personas(personas)
     models: list[ChatModel] = []
     explorer: Explorer
     labeler: Labeler
     rewarder: RewardModel
+    attempter: Any = None
     if model is None:
         explorer, labeler, rewarder = NoveltyExplorer(seed), TrajectoryLabeler(), PageStateReward(k)
     else:
@@ -249,46 +494,103 @@ async def explore(
             ModelLabeler(lm, prompts),
             ModelReward(rm, prompts),
         )
+        attempter = ModelAttempter(em, prompts)
+    make_args: dict[str, Any] = {"max_steps": max_steps + 1, "observe": {"axtree": True}}
+    if politeness or deny_submit:
+        pol = dict(politeness or {})
+        if deny_submit:
+            pol["deny_submit"] = True
+            if submit_allow:
+                pol["submit_allow"] = list(submit_allow)
+        make_args["politeness"] = pol
     rng = random.Random(seed)
     assigned = [persona_list[i % len(persona_list)] for i in range(episodes)]
     rng.shuffle(assigned)
-    gate = asyncio.Semaphore(concurrency or episodes)
+    at_once = concurrency or (max(1, episodes // 2) if frontier else episodes)
+    gate = asyncio.Semaphore(at_once)
     t0 = time.monotonic()
+    fr = Frontier()
     async with AsyncClient(server) as client:
+        deadline = time.monotonic() + seconds if seconds else None
+        run = _Run(
+            client,
+            site,
+            start_url,
+            max_steps,
+            k,
+            explorer,
+            labeler,
+            rewarder,
+            seed,
+            make_args,
+            fr,
+            frontier,
+            at_once,
+        )
 
-        async def one(i: int) -> Episode:
-            async with gate:
-                return await _run_episode(
-                    client,
-                    i,
-                    assigned[i],
-                    site=site,
-                    start_url=start_url,
-                    max_steps=max_steps,
-                    k=k,
-                    explorer=explorer,
-                    labeler=labeler,
-                    reward=rewarder,
-                    seed=seed + i,
-                )
+        done: dict[int, Episode] = {}
+        todo = iter(range(episodes))
 
-        eps = list(await asyncio.gather(*(one(i) for i in range(episodes))))
+        async def worker() -> None:
+            # at_once workers take the episodes in order, until none is left or the time is up.
+            for i in todo:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return
+                done[i] = await _run_episode(run, i, assigned[i])
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(at_once)))
+            eps = [done[i] for i in sorted(done)]
+            explored_s = time.monotonic() - t0
+            demos = [
+                Demo(ep, n, label, _clean(ep.path(n)), ep.origin_url or ep.start_url)
+                for ep in eps
+                for n, label in ep.kept
+            ]
+            if best_of:
+                await _best_of(run, demos, best_of, attempter, gate)
+            found = len(demos)
+            if frontier:
+                demos = await _verify_frontier(run, demos, gate)
+            dropped = found - len(demos)
+        finally:
+            await asyncio.gather(*(h.close() for h in run.holders), return_exceptions=True)
     elapsed = time.monotonic() - t0
-    demos_path, tasks_path, demo = _write(Path(out), site, eps)
-    pages = {s.next_url for ep in eps for s in ep.steps}
+    out_dir = Path(out)
+    demos_path, tasks_path, n_tasks = _write(out_dir, site, demos)
+    definition, why = site_definition(site, tasks_path, source=site_definition_file, shop_data=shop_data)
+    def_path = write_definition(out_dir, definition) if definition else None
     stats = {
         "site": site,
         "mode": "model" if model else "model-free",
         "episodes": len(eps),
         "status": dict(Counter(ep.status for ep in eps)),
-        "kept": demo,
+        "kept": len(demos),
+        "tasks": n_tasks,
         "pruned_by_step": dict(sorted(Counter(ep.pruned_at for ep in eps if ep.pruned_at).items())),
         "steps": sum(len(ep.steps) for ep in eps),
-        "distinct_pages": len(pages),
+        "distinct_pages": len(fr.pages),
+        "distinct_patterns": len(fr.visits),
+        "coverage": fr.coverage,
+        "frontier": fr.summary() if frontier else None,
+        "started_from_frontier": sum(ep.start_cause == "frontier" for ep in eps),
+        # Frontier demonstrations whose replay from the site's start did not pass: not in the outputs.
+        "frontier_dropped": dropped,
+        "best_of": {
+            "k": best_of,
+            "replaced": sum(1 for d in demos if d.best_of and d.best_of["chosen"] > 0),
+        }
+        if best_of
+        else None,
         "seconds": round(elapsed, 2),
-        "demonstrations_per_hour": round(demo / elapsed * 3600, 1) if elapsed > 0 else 0.0,
+        "explore_seconds": round(explored_s, 2),
+        "demonstrations_per_hour": round(len(demos) / elapsed * 3600, 1) if elapsed > 0 else 0.0,
         "endpoint": [m.stats.as_dict() | {"url": m.base_url} for m in models],
+        "site_definition": str(def_path) if def_path else None,
+        "site_definition_note": why,
         "errors": [{"episode": ep.index, "status": ep.status, "error": ep.error} for ep in eps if ep.error],
+        # What the network policy refused (deny_submit, politeness, hosts outside it), by reason.
+        "refused": dict(Counter(r.get("reason", "") for ep in eps for r in ep.refused)),
     }
-    (Path(out) / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
-    return ExploreResult(eps, demos_path, tasks_path, stats)
+    (out_dir / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
+    return ExploreResult(eps, demos_path, tasks_path, stats, demos, def_path)

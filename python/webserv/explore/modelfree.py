@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from .trajectory import Episode, Label
+from .trajectory import Episode, Label, obs_text
 
 # Elements the explorer leaves alone: signing out or in changes who is browsing, not the site's pages.
 SKIP = re.compile(r"sign-?out|log-?out|sign-?in|log-?in|delete|remove|cancel", re.IGNORECASE)
@@ -80,8 +80,20 @@ class NoveltyExplorer:
         return action
 
 
+# A price as pages show it: the answer an information task can ask for.
+PRICE = re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d\d)?")
+
+
+def shown_answer(obs: dict[str, Any]) -> str:
+    """The one price the page shows (its only distinct one), else "": what "What is the price of X?"
+    can be asked about and checked by a string match."""
+    prices = set(PRICE.findall(obs_text(obs)))
+    return prices.pop() if len(prices) == 1 else ""
+
+
 class TrajectoryLabeler:
-    """An instruction from the prefix itself: the search it submitted, else the page it reached."""
+    """An instruction from the prefix itself: the search it submitted, else the answer the page shows
+    (its one price), else the page it reached."""
 
     async def label(self, episode: Episode, obs: dict[str, Any]) -> Label:
         url, title = obs["url"], obs.get("title", "")
@@ -91,6 +103,9 @@ class TrajectoryLabeler:
         if last_type is not None and q:
             term = re.findall(r'"((?:[^"\\]|\\.)*)"', last_type.action)[-1]
             return Label(f"Search the site for {_q(term)} and show the results.", url, title)
+        price = shown_answer(obs)
+        if price and name:
+            return Label(f"What is the price of {_q(name)}?", url, title, answer=price)
         return Label(f"Go to the {_q(name)} page.", url, title)
 
 
@@ -109,4 +124,6 @@ class PageStateReward:
             return 0
         if any(lab.url == obs["url"] for _, lab in episode.kept):
             return 0
+        if label.answer and label.answer not in obs_text(obs):
+            return 0  # the answer it claims is not on the page
         return 1

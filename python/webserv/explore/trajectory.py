@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,6 +44,31 @@ class Episode:
     error: str = ""
     # Kept prefixes: (number of steps, label).
     kept: list[tuple[int, Label]] = field(default_factory=list)
+    # Where the episode began: "reset" (the site's start) or "frontier" (a state found earlier, the
+    # fork of its snapshot on a hosted site); prefix are the steps from the site's start to it, and
+    # origin_url is the site's start, where the episode's tasks start.
+    # Requests the network policy refused during the episode (info["refused"]: deny_submit,
+    # max_requests, robots, hosts outside the policy), as {url, method, reason, navigation}.
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    start_cause: str = "reset"
+    prefix: list[Step] = field(default_factory=list)
+    origin_url: str = ""
+
+    def path(self, n: int) -> list[Step]:
+        """The steps from the site's start to the end of the first n steps of this episode."""
+        return self.prefix + self.steps[:n]
+
+
+@dataclass
+class Demo:
+    """A kept demonstration: the label, the steps from the task's start, and how it was chosen."""
+
+    episode: Episode
+    n: int  # the episode's steps it covers (after its prefix)
+    label: Label
+    steps: list[Step]
+    start_url: str
+    best_of: dict[str, Any] | None = None
 
 
 class Explorer(Protocol):
@@ -64,3 +91,22 @@ def obs_text(obs: dict[str, Any], limit: int = 6000) -> str:
     """The observation text the policies read: the accessibility tree, else the stripped HTML."""
     text = obs.get("axtree_txt") or obs.get("pruned_html") or obs.get("html") or ""
     return text[:limit]
+
+
+# Actions that end an episode with an answer (the answer is their first argument).
+ANSWER_RE = re.compile(r'^(stop|send_msg_to_user)\(\s*("(?:[^"\\]|\\.)*")')
+
+
+def answer_of(action: str) -> str:
+    """The answer a stop("...") or send_msg_to_user("...") gives ("" for any other action)."""
+    m = ANSWER_RE.match(action.strip())
+    if not m:
+        return ""
+    try:
+        return str(json.loads(m.group(2)))
+    except ValueError:
+        return ""
+
+
+def ends_episode(action: str) -> bool:
+    return bool(re.match(r"^(stop|send_msg_to_user|report_infeasible)\(", action.strip()))
