@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/webserv-rl/webserv/dream"
 	"github.com/webserv-rl/webserv/trajectory"
 )
 
@@ -84,6 +85,12 @@ func TestExportDescribeWith(t *testing.T) {
 				t.Errorf("row %d: its %q differs from the plain export's", i+1, k)
 			}
 		}
+	}
+
+	// A described file is still a transitions file: wm-eval and the
+	// memory model read it as the plain one.
+	if got, err := dream.ReadTransitions(describedPath); err != nil || !reflect.DeepEqual(got, typedRows(t, plainPath)) {
+		t.Errorf("the described file read as transitions: %v", err)
 	}
 
 	// What the stand-in was asked: with the key, the model, the
