@@ -10,5 +10,7 @@
 // applies the model's deltas (trajectory.Apply), ends at max_dream_steps
 // or the model's terminal signal, and grades with the task's grader, a
 // Judge, or not at all, saying which. Evaluate scores a model on held-out
-// real transitions (webserv wm-eval). docs/dream.md has the formats.
+// real transitions (webserv wm-eval). Describer labels real transitions
+// with a reasoning and the change in words, DynaWeb's training data
+// (webserv export --describe-with). docs/dream.md has the formats.
 package dream

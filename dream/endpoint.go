@@ -166,6 +166,13 @@ const deltaFormat = `A delta is a JSON object with these keys, each optional:
 Give only what changes: an unchanged page is {}. A new page is {"set": {"url": ..., "title": ..., "%[1]s": ...}}.
 An action that fails sets "last_action_error" to why.`
 
+// deltaFormatFor is deltaFormat for a view: its text's key, its name and
+// how it is cut into pieces.
+func deltaFormatFor(view string) string {
+	name, pieces := viewNotes(view)
+	return fmt.Sprintf(deltaFormat, view, name, pieces)
+}
+
 func viewNotes(view string) (name, pieces string) {
 	if view == ViewHTML {
 		return "page's HTML", "one piece per element: its start tag, its text and the end tags after it; the id is its data-semantic-id"
@@ -194,11 +201,10 @@ func observationText(o trajectory.Observation, view string) string {
 // and the action, asking for
 // {"reasoning": "...", "delta": DELTA, "terminal": false}.
 func PromptMessages(q Query, view string) []Message {
-	name, pieces := viewNotes(view)
-	user := fmt.Sprintf("Goal: %s\n\n%s\nAction: %s\n\n"+deltaFormat+"\n\n"+
+	user := fmt.Sprintf("Goal: %s\n\n%s\nAction: %s\n\n%s\n\n"+
 		`Answer with one JSON object and nothing else: {"reasoning": "why the page changes so", "delta": DELTA, "terminal": false}. `+
 		`Set "terminal" to true only when no further action can change anything (the site is gone or the session ended).`,
-		q.Goal, observationText(q.Obs, view), q.Action, view, name, pieces)
+		q.Goal, observationText(q.Obs, view), q.Action, deltaFormatFor(view))
 	return []Message{{Role: "system", Content: worldModelSystem}, {Role: "user", Content: user}}
 }
 
@@ -217,9 +223,8 @@ func DescribeMessages(q Query, view string) []Message {
 // ApplyMessages are the second call of the text format: the observation
 // and the change description, asking for {"delta": DELTA}.
 func ApplyMessages(q Query, change, view string) []Message {
-	name, pieces := viewNotes(view)
-	user := fmt.Sprintf("%s\nAfter the action %s, the page changes so:\n%s\n\nWrite this change as a delta.\n"+deltaFormat+"\n\n"+
+	user := fmt.Sprintf("%s\nAfter the action %s, the page changes so:\n%s\n\nWrite this change as a delta.\n%s\n\n"+
 		`Answer with one JSON object and nothing else: {"delta": DELTA}.`,
-		observationText(q.Obs, view), q.Action, change, view, name, pieces)
+		observationText(q.Obs, view), q.Action, change, deltaFormatFor(view))
 	return []Message{{Role: "system", Content: "You turn descriptions of changes to web pages into exact structured edits."}, {Role: "user", Content: user}}
 }

@@ -20,6 +20,13 @@ type ExportOptions struct {
 	// MinReward keeps only episodes whose total reward is at least this
 	// (sft: successful demonstrations only, with 1).
 	MinReward float64
+	// Describe, when set (transitions only), describes each transition in
+	// words, and the rows are DescribedRows: DynaWeb's training layout.
+	// It is given the row and its observation in the row's view
+	// (ExportView). A transition it could not describe is written with
+	// the reason in the ChangeDescription's Error; an error it returns
+	// stops Export (a cancelled context, say).
+	Describe func(row TransitionRow, obs Observation) (ChangeDescription, error)
 }
 
 // TransitionRow is one line of the transitions format.
@@ -39,6 +46,27 @@ type TransitionRow struct {
 	// in the row's view (ExportView): Apply(ExportView(o_t), Delta) equals
 	// ExportView(o_{t+1}).
 	Delta Delta `json:"delta"`
+}
+
+// ChangeDescription is a transition's change in words, with the
+// reasoning that leads to it (export --describe-with): what DynaWeb's
+// world model learns to answer from the goal, the observation and the
+// action. docs/dream.md has the prompt that asks for it.
+type ChangeDescription struct {
+	Reasoning   string `json:"reasoning"`
+	Description string `json:"description"`
+	// Error says why the transition has no description (the endpoint
+	// failed, after its retries); "" when it has one.
+	Error string `json:"describe_error"`
+}
+
+// DescribedRow is a transitions row with its change described:
+// DynaWeb's training layout, the world model's input (goal, observation,
+// action) and its output (reasoning, and the change Δ: the exact delta
+// and its description), every column in every row.
+type DescribedRow struct {
+	TransitionRow
+	ChangeDescription
 }
 
 // ExportView is observation o as a transitions row's delta sees it: the
@@ -74,6 +102,9 @@ type SFTRow struct {
 func Export(w io.Writer, dirs []string, opts ExportOptions) (int, error) {
 	if opts.Format != "transitions" && opts.Format != "sft" {
 		return 0, fmt.Errorf("export format %q: use transitions or sft", opts.Format)
+	}
+	if opts.Describe != nil && opts.Format != "transitions" {
+		return 0, fmt.Errorf("export format %s has no transitions to describe: describing is for --format transitions", opts.Format)
 	}
 	files, err := Find(dirs...)
 	if err != nil {
@@ -127,10 +158,19 @@ func exportEpisode(enc *json.Encoder, ep *Episode, opts ExportOptions) (int, err
 		}
 		var row any
 		if opts.Format == "transitions" {
-			row = TransitionRow{EpisodeID: id, Step: i + 1, Goal: ep.Head.Goal, URL: prev.URL, Observation: text(prev),
+			from := ExportView(*prev, opts.AXTree)
+			tr := TransitionRow{EpisodeID: id, Step: i + 1, Goal: ep.Head.Goal, URL: prev.URL, Observation: text(prev),
 				Action: l.Action, ActionError: next.LastActionError, NextURL: next.URL,
 				NextObservation: text(next), Reward: reward, Done: l.Terminated || l.Truncated,
-				Delta: Diff(ExportView(*prev, opts.AXTree), ExportView(*next, opts.AXTree))}
+				Delta: Diff(from, ExportView(*next, opts.AXTree))}
+			row = tr
+			if opts.Describe != nil {
+				d, err := opts.Describe(tr, from)
+				if err != nil {
+					return rows, fmt.Errorf("describing %s step %d: %w", id, i+1, err)
+				}
+				row = DescribedRow{TransitionRow: tr, ChangeDescription: d}
+			}
 		} else {
 			row = SFTRow{EpisodeID: id, Step: i + 1, Instruction: ep.Head.Goal, URL: prev.URL, Observation: text(prev),
 				PreviousActions: append([]string{}, actions...), Action: l.Action, EpisodeReward: total}

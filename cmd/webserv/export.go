@@ -9,9 +9,11 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 
 	"go.uber.org/zap"
 
+	"github.com/webserv-rl/webserv/dream"
 	"github.com/webserv-rl/webserv/tasks"
 	"github.com/webserv-rl/webserv/trajectory"
 )
@@ -23,8 +25,12 @@ func exportCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Rea
 	axtree := fs.Bool("axtree", false, "use the accessibility-tree text view as the observation instead of the stripped HTML")
 	minReward := fs.Float64("min-reward", math.Inf(-1), "keep only episodes with at least this total reward (1: successful ones)")
 	out := fs.String("o", "-", "output file (JSON Lines); - for stdout")
+	describeWith := fs.String("describe-with", "", "transitions: describe each transition's change in words, with a reasoning, asked of this OpenAI-compatible endpoint (a base URL like http://127.0.0.1:8000/v1; the API key from $OPENAI_API_KEY): DynaWeb's training layout, docs/dream.md")
+	describeModel := fs.String("describe-model", "", "the --describe-with endpoint's model name")
+	describeTimeout := fs.Duration("describe-timeout", dream.DefaultTimeout, "each --describe-with request's time limit")
+	describeRetries := fs.Int("describe-retries", 2, "how many more times a failed, late or malformed --describe-with answer is asked again before the transition is written without a description")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: webserv export [flags] TRAJECTORY-DIR...\n\nReads the *.jsonl.gz episodes `webserv serve --trajectories` recorded and writes JSON Lines that Hugging Face datasets loads.")
+		fmt.Fprintln(fs.Output(), "usage: webserv export [flags] TRAJECTORY-DIR...\n\nReads the *.jsonl.gz episodes `webserv serve --trajectories` recorded and writes JSON Lines that Hugging Face datasets loads. With --describe-with, each transition also gets a reasoning and a description of its change from an OpenAI-compatible endpoint (docs/dream.md).")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -34,25 +40,93 @@ func exportCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Rea
 		fs.Usage()
 		return errors.New("export needs at least one trajectory directory")
 	}
+	var describer *dream.Describer
+	if *describeWith != "" {
+		if *format != "transitions" {
+			return fmt.Errorf("--describe-with describes transitions: use it with --format transitions, not %s", *format)
+		}
+		if !strings.HasPrefix(*describeWith, "http://") && !strings.HasPrefix(*describeWith, "https://") {
+			return fmt.Errorf("--describe-with %q: give an OpenAI-compatible endpoint's base URL, like http://127.0.0.1:8000/v1", *describeWith)
+		}
+		if *describeRetries < 0 {
+			return fmt.Errorf("--describe-retries %d: give 0 or more", *describeRetries)
+		}
+		view := dream.ViewHTML
+		if *axtree {
+			view = dream.ViewAXTree
+		}
+		describer = &dream.Describer{View: view, Chat: dream.Chat{BaseURL: *describeWith, Model: *describeModel,
+			Timeout: *describeTimeout, Retries: *describeRetries, APIKey: os.Getenv("OPENAI_API_KEY")}}
+	} else {
+		var stray []string
+		fs.Visit(func(f *flag.Flag) {
+			if strings.HasPrefix(f.Name, "describe-") {
+				stray = append(stray, "--"+f.Name)
+			}
+		})
+		if len(stray) > 0 {
+			return fmt.Errorf("%s without --describe-with: give the endpoint with --describe-with URL", strings.Join(stray, ", "))
+		}
+	}
 	if *format == "har" {
 		return exportHAR(*out, fs.Args(), stdout)
 	}
-	w := stdout
+	// The rows go to stdout or the file -o; the report to stderr or, with
+	// -o, to stdout.
+	w, report := stdout, io.Writer(os.Stderr)
 	if *out != "-" {
 		f, err := os.Create(*out)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		w = f
+		w, report = f, stdout
 	}
 	bw := bufio.NewWriter(w)
-	n, err := trajectory.Export(bw, fs.Args(), trajectory.ExportOptions{Format: *format, AXTree: *axtree, MinReward: *minReward})
+	opts := trajectory.ExportOptions{Format: *format, AXTree: *axtree, MinReward: *minReward}
+	var described describeCount
+	if describer != nil {
+		opts.Describe = described.with(ctx, log, describer)
+	}
+	n, err := trajectory.Export(bw, fs.Args(), opts)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
-	fmt.Fprintf(os.Stderr, "webserv export: %d rows\n", n)
+	if describer == nil {
+		fmt.Fprintf(report, "webserv export: %d rows\n", n)
+		return err
+	}
+	fmt.Fprintf(report, "webserv export: %d rows, %d described, %d without a description (describe_error says why)\n", n, described.ok, described.failed)
+	if err == nil && described.ok == 0 && described.failed > 0 {
+		err = fmt.Errorf("the endpoint %s described none of the %d transitions (the rows are written, without descriptions): %s", *describeWith, described.failed, described.last)
+	}
 	return err
+}
+
+// describeCount counts the transitions export --describe-with described
+// and those it could not.
+type describeCount struct {
+	ok, failed int
+	last       string // the last failure's reason
+}
+
+// with is the export's Describe: each transition asked of describer,
+// and one it could not describe written with the reason.
+func (c *describeCount) with(ctx context.Context, log *zap.Logger, describer *dream.Describer) func(trajectory.TransitionRow, trajectory.Observation) (trajectory.ChangeDescription, error) {
+	return func(row trajectory.TransitionRow, obs trajectory.Observation) (trajectory.ChangeDescription, error) {
+		d, err := describer.Describe(ctx, row, obs)
+		if ctx.Err() != nil {
+			return d, ctx.Err()
+		}
+		if err != nil {
+			c.failed++
+			c.last = err.Error()
+			log.Warn("transition written without a description", zap.String("episode", row.EpisodeID), zap.Int("step", row.Step), zap.Error(err))
+			return trajectory.ChangeDescription{Error: err.Error()}, nil
+		}
+		c.ok++
+		return d, nil
+	}
 }
 
 // exportHAR writes the recorded episodes' traces under out.
