@@ -17,6 +17,7 @@ import (
 	"github.com/webserv-rl/webserv/sites/catalog"
 	"github.com/webserv-rl/webserv/sites/shop"
 	"github.com/webserv-rl/webserv/tasks"
+	"github.com/webserv-rl/webserv/tasks/taskstest"
 )
 
 // buildShop compiles the shop as a static binary into dir.
@@ -203,7 +204,7 @@ func replayOracles(t *testing.T, cl *client, runs []oracleRun, workers int) {
 func TestBundledOraclesLocal(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	cl := oracleServer(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}}, verifiedGrader(t))
+	cl := oracleServer(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}}, taskstest.VerifiedGrader(t))
 	runs := oracleRuns(t, func(int, bundledTask) bool { return true }, firstOfEachKind(2))
 	if n := len(bundledTasks(t)); countRuns(runs, "oracle") < n {
 		t.Fatalf("%d oracle runs for %d tasks", countRuns(runs, "oracle"), n)
@@ -241,7 +242,7 @@ func TestBundledOraclesIncus(t *testing.T) {
 	}
 	const alias = "webserv-test-shop"
 	m := incusWith(t, img, alias)
-	cl := oracleServer(t, m, bundled.Options{IncusImage: alias}, verifiedGrader(t))
+	cl := oracleServer(t, m, bundled.Options{IncusImage: alias}, taskstest.VerifiedGrader(t))
 	runs := oracleRuns(t, firstOfEachKind(1), func(int, bundledTask) bool { return true })
 	for _, want := range []string{"shopping", "cms", "verified.shopping", "verified.cms"} {
 		if !slices.ContainsFunc(runs, func(r oracleRun) bool { return strings.HasPrefix(r.task, want+".") }) {

@@ -17,6 +17,7 @@ import (
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/catalog"
 	"github.com/webserv-rl/webserv/tasks"
+	"github.com/webserv-rl/webserv/tasks/taskstest"
 )
 
 // trackerDir is the example site's directory (examples/sites).
@@ -223,7 +224,7 @@ func TestSiteVerifiedSchemaTasks(t *testing.T) {
 	if _, _, err := catalog.SiteTaskSet(site, nil, nil); err == nil || !strings.Contains(err.Error(), "tasks-2.yaml is in WebArena-Verified's schema") || !strings.Contains(err.Error(), "--verified-python") {
 		t.Errorf("a Verified file without a grader: %v", err)
 	}
-	_, _, cl := trackerServerWith(t, def, verifiedGrader(t))
+	_, _, cl := trackerServerWith(t, def, taskstest.VerifiedGrader(t))
 	for _, c := range []struct {
 		label string
 		want  float64

@@ -11,26 +11,8 @@ import (
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/catalog"
 	"github.com/webserv-rl/webserv/tasks"
+	"github.com/webserv-rl/webserv/tasks/taskstest"
 )
-
-// verifiedGrader starts the grader process with the repository's venv
-// (make venv installs webarena-verified there), closed when the test ends.
-func verifiedGrader(t *testing.T) *tasks.VerifiedGrader {
-	t.Helper()
-	py, err := filepath.Abs("../.venv/bin/python")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(py); err != nil {
-		t.Fatalf("%s: %v; run make venv (it installs webarena-verified)", py, err)
-	}
-	g, err := tasks.NewVerifiedGrader(context.Background(), nil, tasks.VerifiedCommand(py))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
-	return g
-}
 
 // verifiedAnswer is a stop with Verified's structured answer.
 func verifiedAnswer(taskType string) string {
@@ -75,7 +57,7 @@ func verifiedSet(t *testing.T, site string) *tasks.Set {
 // gives the rewards given online.
 func TestVerifiedEpisodesRegradeOfflineToTheSameRewards(t *testing.T) {
 	t.Parallel()
-	g := verifiedGrader(t)
+	g := taskstest.VerifiedGrader(t)
 	dir := t.TempDir()
 	cl := shopServer(t, server.Config{TrajectoryDir: dir}, withVerified(t, g))
 	native := map[string]tasks.Task{}

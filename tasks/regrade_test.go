@@ -10,6 +10,7 @@ import (
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/sites/shop"
 	"github.com/webserv-rl/webserv/tasks"
+	"github.com/webserv-rl/webserv/tasks/taskstest"
 	"github.com/webserv-rl/webserv/trajectory"
 )
 
@@ -87,7 +88,7 @@ func TestExportedEpisodesRegradeToTheirRecordedRewards(t *testing.T) {
 			t.Errorf("the export lacks %s: %v", f, err)
 		}
 	}
-	res, err := tasks.Regrade(context.Background(), verifiedGrader(t), []string{out})
+	res, err := tasks.Regrade(context.Background(), taskstest.VerifiedGrader(t), []string{out})
 	if err != nil || len(res) != 2 {
 		t.Fatalf("regraded %d episodes: %v", len(res), err)
 	}

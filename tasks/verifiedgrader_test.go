@@ -2,39 +2,20 @@ package tasks_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/webserv-rl/webserv/tasks"
+	"github.com/webserv-rl/webserv/tasks/taskstest"
 )
-
-// verifiedGrader starts the grader process with the repository's venv
-// (make venv installs webarena-verified there), closed when the test ends.
-func verifiedGrader(t *testing.T) *tasks.VerifiedGrader {
-	t.Helper()
-	py, err := filepath.Abs("../.venv/bin/python")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(py); err != nil {
-		t.Fatalf("%s: %v; run make venv (it installs webarena-verified)", py, err)
-	}
-	g, err := tasks.NewVerifiedGrader(context.Background(), nil, tasks.VerifiedCommand(py))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
-	return g
-}
 
 // Every task of WebArena-Verified and of its Hard subset, read from the
 // installed package, loads and validates, with the site roles and
 // placeholders the WebArena layer uses.
 func TestVerifiedDatasetsLoadAndValidate(t *testing.T) {
 	t.Parallel()
-	h := verifiedGrader(t).Hello()
+	h := taskstest.VerifiedGrader(t).Hello()
 	if h.Version != "1.2.3" || !strings.Contains(h.Full, "site-packages") {
 		t.Fatalf("grader hello %+v: want webarena-verified 1.2.3's datasets where pip installed them", h)
 	}
