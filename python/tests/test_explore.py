@@ -11,6 +11,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from standin_model import StandInModel
@@ -33,6 +34,29 @@ SFT_KEYS = {
 
 def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def explore_shop_with_standin(
+    script: list[dict[str, str]], out: Path, server: Any, **kwargs: Any
+) -> tuple[Any, StandInModel]:
+    """One exploration episode of the shop with the stand-in answering from script (it stands in for the
+    user's model); returns the run's result and the stand-in, stopped."""
+    m = StandInModel(script)
+    try:
+        r = asyncio.run(
+            webserv.explore(
+                site="shopping",
+                episodes=1,
+                out=out,
+                server=server,
+                model=m.url,
+                model_name="stand-in",
+                **kwargs,
+            )
+        )
+    finally:
+        m.stop()
+    return r, m
 
 
 def test_model_free_run_makes_demonstrations_and_tasks_whose_oracles_pass(
@@ -122,23 +146,14 @@ def test_model_mode_labels_and_prunes_as_the_script_says(server: str, tmp_path: 
         {"match": "Instruction for this trajectory", "reply": "Instruction: Open the Outdoor category."},
         {"match": "Score the trajectory", "reply": "It did not really. Score: 0"},
     ]
-    m = StandInModel(script)
-    try:
-        r = asyncio.run(
-            webserv.explore(
-                site="shopping",
-                episodes=1,
-                max_steps=8,
-                k=4,
-                out=tmp_path,
-                server=server,
-                model=m.url,
-                model_name="stand-in",
-                personas=["a hiker who reads every return policy"],
-            )
-        )
-    finally:
-        m.stop()
+    r, m = explore_shop_with_standin(
+        script,
+        tmp_path,
+        server,
+        max_steps=8,
+        k=4,
+        personas=["a hiker who reads every return policy"],
+    )
     ep = r.episodes[0]
     assert ep.status == "pruned" and ep.pruned_at == 8, (ep.status, ep.error)
     assert [s.action for s in ep.steps] == ACTIONS_1 + ACTIONS_2
@@ -165,22 +180,7 @@ def test_an_endpoint_that_dies_mid_run_loses_no_kept_demonstration(server: str, 
         {"match": "Score the trajectory", "reply": "Score: 1"},
         {"match": "Next action?", "die": True},
     ]
-    m = StandInModel(script)
-    try:
-        r = asyncio.run(
-            webserv.explore(
-                site="shopping",
-                episodes=1,
-                max_steps=8,
-                k=4,
-                out=tmp_path,
-                server=server,
-                model=m.url,
-                model_name="stand-in",
-            )
-        )
-    finally:
-        m.stop()
+    r, m = explore_shop_with_standin(script, tmp_path, server, max_steps=8, k=4)
     ep = r.episodes[0]
     assert ep.status == "endpoint_error" and ep.pruned_at is None  # never a pruning decision
     assert "unreachable" in ep.error or "503" in ep.error
@@ -204,22 +204,7 @@ def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path) -> None:
 def test_malformed_model_output_is_retried_then_recorded_not_a_crash(server: str, tmp_path: Path) -> None:
     script = [{"match": "Next action?", "reply": f"Action: {a}"} for a in ACTIONS_1]
     script += [{"match": "Instruction for this trajectory", "reply": "The user browsed around."}] * 3
-    m = StandInModel(script)
-    try:
-        r = asyncio.run(
-            webserv.explore(
-                site="shopping",
-                episodes=1,
-                max_steps=8,
-                k=4,
-                out=tmp_path,
-                server=server,
-                model=m.url,
-                model_name="stand-in",
-            )
-        )
-    finally:
-        m.stop()
+    r, m = explore_shop_with_standin(script, tmp_path, server, max_steps=8, k=4)
     ep = r.episodes[0]
     assert ep.status == "malformed_output" and "Instruction:" in ep.error and ep.pruned_at is None
     assert len(m.requests) == 4 + 3 and m.script == []  # asked three times, then recorded
@@ -273,22 +258,7 @@ def test_an_answer_the_explorer_gives_becomes_a_string_match_task(
         {"match": "Instruction for this trajectory", "reply": "Instruction: What does the Sierra tee cost?"},
         {"match": "Score the trajectory", "reply": "Score: 1"},
     ]
-    m = StandInModel(script)
-    try:
-        r = asyncio.run(
-            webserv.explore(
-                site="shopping",
-                episodes=1,
-                max_steps=8,
-                k=8,
-                out=tmp_path,
-                server=server,
-                model=m.url,
-                model_name="stand-in",
-            )
-        )
-    finally:
-        m.stop()
+    r, m = explore_shop_with_standin(script, tmp_path, server, max_steps=8, k=8)
     ep = r.episodes[0]
     assert ep.status == "finished" and [(n, lab.answer) for n, lab in ep.kept] == [(4, "$50.99")], ep
     (task,) = json.loads(r.tasks.read_text())
@@ -374,24 +344,15 @@ def test_best_of_k_keeps_a_shorter_attempt_that_scores(server: str, binary: str,
         {"match": "Next action toward the task?", "reply": 'Action: stop("")'},
         {"match": "Score the trajectory", "reply": "Score: 0"},
     ]
-    m = StandInModel(script)
-    try:
-        r = asyncio.run(
-            webserv.explore(
-                site="shopping",
-                episodes=1,
-                max_steps=4,
-                k=4,
-                out=tmp_path,
-                server=server,
-                model=m.url,
-                model_name="stand-in",
-                best_of=2,
-                concurrency=1,  # the attempts one after the other, as the script is ordered
-            )
-        )
-    finally:
-        m.stop()
+    r, m = explore_shop_with_standin(
+        script,
+        tmp_path,
+        server,
+        max_steps=4,
+        k=4,
+        best_of=2,
+        concurrency=1,  # the attempts one after the other, as the script is ordered
+    )
     assert m.script == [], m.script
     attempts = [
         q["messages"][-1]["content"] for q in m.requests if "toward the task" in q["messages"][-1]["content"]
