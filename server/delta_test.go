@@ -24,23 +24,8 @@ import (
 // A typical step's delta is a small part of the observation.
 func TestOracleTransitionDeltas(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	trajDir := filepath.Join(dir, "trajectories")
-	cl := shopServerOn(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}},
-		server.Config{TrajectoryDir: trajDir, MaxCreating: 4, MaxEnvs: 16}, nil)
-	var runs []oracleRun
-	for _, r := range oracleRuns(t, firstOfEachKind(2), func(int, bundledTask) bool { return false }) {
-		if !strings.HasPrefix(r.task, "verified.") {
-			runs = append(runs, r)
-		}
-	}
-	recordOracles(t, cl, runs, 2)
+	_, trajDir, runs, files := recordedShopOracles(t)
 	t.Logf("%d oracle episodes recorded", len(runs))
-
-	files, err := trajectory.Find(trajDir)
-	if err != nil || len(files) != len(runs) {
-		t.Fatalf("%d episodes recorded for %d runs: %v", len(files), len(runs), err)
-	}
 	type key struct {
 		id   string
 		step int
@@ -119,6 +104,31 @@ func TestOracleTransitionDeltas(t *testing.T) {
 }
 
 // recordOracles plays runs in recording environments, one worker each, a
+
+// recordedShopOracles serves the bundled shop with recording on and
+// records the oracle episodes of its first two tasks of each kind
+// (storefront and admin; Verified's left out); it gives the server's
+// client, the trajectory directory, the runs and their episode files.
+func recordedShopOracles(t *testing.T) (*client, string, []oracleRun, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	trajDir := filepath.Join(dir, "trajectories")
+	cl := shopServerOn(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}},
+		server.Config{TrajectoryDir: trajDir, MaxCreating: 4, MaxEnvs: 16}, nil)
+	var runs []oracleRun
+	for _, r := range oracleRuns(t, firstOfEachKind(2), func(int, bundledTask) bool { return false }) {
+		if !strings.HasPrefix(r.task, "verified.") {
+			runs = append(runs, r)
+		}
+	}
+	recordOracles(t, cl, runs, 2)
+	files, err := trajectory.Find(trajDir)
+	if err != nil || len(files) != len(runs) {
+		t.Fatalf("%d episodes recorded for %d runs: %v", len(files), len(runs), err)
+	}
+	return cl, trajDir, runs, files
+}
+
 // new environment per run.
 func recordOracles(t *testing.T, cl *client, runs []oracleRun, workers int) {
 	jobs := make(chan oracleRun)

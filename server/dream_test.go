@@ -14,7 +14,6 @@ import (
 
 	"github.com/webserv-rl/webserv/dream"
 	"github.com/webserv-rl/webserv/server"
-	"github.com/webserv-rl/webserv/sites/bundled"
 	"github.com/webserv-rl/webserv/trajectory"
 )
 
@@ -35,21 +34,7 @@ import (
 //   - the judge grades what the task's grader cannot.
 func TestDreams(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	trajDir := filepath.Join(dir, "trajectories")
-	cl := shopServerOn(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}},
-		server.Config{TrajectoryDir: trajDir, MaxCreating: 4, MaxEnvs: 16}, nil)
-	var runs []oracleRun
-	for _, r := range oracleRuns(t, firstOfEachKind(2), func(int, bundledTask) bool { return false }) {
-		if !strings.HasPrefix(r.task, "verified.") {
-			runs = append(runs, r)
-		}
-	}
-	recordOracles(t, cl, runs, 2)
-	files, err := trajectory.Find(trajDir)
-	if err != nil || len(files) != len(runs) {
-		t.Fatalf("%d episodes recorded for %d runs: %v", len(files), len(runs), err)
-	}
+	cl, trajDir, runs, files := recordedShopOracles(t)
 	episodes := map[string]*trajectory.Episode{} // by task
 	paths := map[string]string{}
 	for _, f := range files {
