@@ -1,15 +1,14 @@
 package dream
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/webserv-rl/webserv/internal/chat"
 )
 
 // Chat is an OpenAI-compatible chat endpoint (OpenAI, vLLM, SGLang,
@@ -30,10 +29,7 @@ type Chat struct {
 const DefaultTimeout = 60 * time.Second
 
 // Message is one chat message of a prompt.
-type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
+type Message = chat.Message
 
 // complete asks for one completion of messages and returns its text.
 func (c *Chat) complete(ctx context.Context, msgs []Message) (string, error) {
@@ -48,49 +44,13 @@ func (c *Chat) complete(ctx context.Context, msgs []Message) (string, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	body, err := json.Marshal(map[string]any{"model": c.Model, "temperature": 0, "messages": msgs})
-	if err != nil {
-		return "", err
-	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, strings.TrimRight(c.BaseURL, "/")+"/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return "", err
+	out, err := chat.Complete(rctx, hc, chat.Request{BaseURL: c.BaseURL, APIKey: c.APIKey, Model: c.Model, Messages: msgs})
+	if err != nil && errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		return "", fmt.Errorf("no answer within %s", timeout)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.APIKey)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		if errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			return "", fmt.Errorf("no answer within %s", timeout)
-		}
-		return "", fmt.Errorf("endpoint %s is not reachable: %w", c.BaseURL, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
-	if err != nil {
-		if errors.Is(rctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			return "", fmt.Errorf("no whole answer within %s", timeout)
-		}
-		return "", fmt.Errorf("reading the answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("endpoint %s answered HTTP %d: %.300s", c.BaseURL, resp.StatusCode, b)
-	}
-	var res struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(b, &res); err != nil || len(res.Choices) == 0 {
-		return "", fmt.Errorf("endpoint %s: the answer is not a chat completion: %.300s", c.BaseURL, b)
-	}
-	return res.Choices[0].Message.Content, nil
+	return out, err
 }
 
 // ask asks with up to Retries retries until read accepts an answer: a

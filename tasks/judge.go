@@ -1,14 +1,13 @@
 package tasks
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/webserv-rl/webserv/internal/chat"
 )
 
 // OpenAIJudge decides fuzzy_match references with a chat model behind an
@@ -63,39 +62,15 @@ func (j *OpenAIJudge) Unachievable(ctx context.Context, intent, reason, pred str
 }
 
 func (j *OpenAIJudge) ask(ctx context.Context, prompt string) (string, error) {
-	body, _ := json.Marshal(map[string]any{
-		"model": j.Model, "temperature": 0, "max_tokens": 256,
-		"messages": []map[string]string{
-			{"role": "system", "content": "You are a careful, strict grader."},
-			{"role": "user", "content": prompt},
+	out, err := chat.Complete(ctx, j.HTTP, chat.Request{
+		BaseURL: j.BaseURL, APIKey: j.APIKey, Model: j.Model, MaxTokens: 256,
+		Messages: []chat.Message{
+			{Role: "system", Content: "You are a careful, strict grader."},
+			{Role: "user", Content: prompt},
 		},
 	})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.BaseURL+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		return "", fmt.Errorf("judge: %w", err)
+		return "", fmt.Errorf("judge (set it with --judge-url): %w", err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if j.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+j.APIKey)
-	}
-	resp, err := j.HTTP.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("judge endpoint %s is not reachable (set it with --judge-url): %w", j.BaseURL, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("judge endpoint %s answered HTTP %d: %.300s", j.BaseURL, resp.StatusCode, b)
-	}
-	var res struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(b, &res); err != nil || len(res.Choices) == 0 {
-		return "", fmt.Errorf("judge endpoint %s: not a chat completion: %.300s", j.BaseURL, b)
-	}
-	return res.Choices[0].Message.Content, nil
+	return out, nil
 }
