@@ -290,7 +290,9 @@ type settleItem struct {
 func (it settleItem) String() string {
 	age := float64(it.Ms) / 1000
 	if it.Kind == "request" {
-		return fmt.Sprintf("%s %s (for %.1fs)", it.Method, clipStr(it.URL, 120), age)
+		// As the route names its requests: what asked for it (fetch, xhr,
+		// a body read, an image).
+		return fmt.Sprintf("%s %s (%s, for %.1fs)", it.Method, clipStr(it.URL, 120), it.What, age)
 	}
 	return fmt.Sprintf("%s (for %.1fs)", it.What, age)
 }

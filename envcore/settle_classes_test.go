@@ -279,3 +279,20 @@ func TestUnansweredChannelIsLetGo(t *testing.T) {
 		t.Errorf("settled=%v reason=%q %s", info.Settled, info.SettleReason, info.SettleError)
 	}
 }
+
+// An image the action sets the source of is pending in the page itself
+// until its load event, so a browser without the proxy's log (and one
+// whose request reaches the proxy only after the idle window, on a loaded
+// machine) still waits for what its load handler renders.
+func TestAnImageTheActionAsksForIsWaitedForByThePage(t *testing.T) {
+	t.Parallel()
+	_, srv := routed(t)                // the class site
+	env := newEnv(t, envcore.Config{}) // not routed: the page's tracker alone
+	if _, _, err := env.Reset(testCtx(t), srv.URL+"/x1/classes.html"); err != nil {
+		t.Fatal(err)
+	}
+	obs, info := mustStep(t, env, `click("load-an-image")`)
+	if !strings.Contains(obs.HTML, "IMAGE-DONE 1") {
+		t.Errorf("settled %s (%s) without the image's load handler's content:\n%s", info.Settle, info.SettleReason, obs.HTML)
+	}
+}

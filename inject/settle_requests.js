@@ -131,4 +131,50 @@
       }
     };
   }
+
+  // Images. An image the action asks for (its src set, by a property or
+  // an attribute) is pending from that moment until its load or error
+  // event, as a request: the proxy's log sees its request only once the
+  // browser sends it, which on a loaded machine can be later than the idle
+  // window, and what the page's load handler renders comes after the
+  // response. Setting src again ends the previous one (it fires nothing);
+  // requests' rules bound it (a long one whose server answers later ones
+  // stops counting).
+  const imgItems = new WeakMap(); // image -> pending id
+  function imageAsked(img, url) {
+    const prev = imgItems.get(img);
+    if (prev) untrack(prev);
+    imgItems.delete(img);
+    if (url === null || url === undefined || String(url) === '') return;
+    // A lazy image loads when scrolled to, maybe never: the proxy's log
+    // sees it if it does.
+    if (img.loading === 'lazy') return;
+    const id = request(current(), 'image', 'GET', url);
+    imgItems.set(img, id);
+    const done = function (ev) {
+      if (imgItems.get(img) !== id) return;
+      imgItems.delete(img);
+      if (ev.type === 'load') answer(id); else untrack(id);
+    };
+    origAdd.call(img, 'load', done, { once: true });
+    origAdd.call(img, 'error', done, { once: true });
+  }
+  const srcDesc = Object.getOwnPropertyDescriptor(HTMLImageElement.prototype, 'src');
+  if (srcDesc && srcDesc.set) {
+    Object.defineProperty(HTMLImageElement.prototype, 'src', {
+      configurable: true,
+      enumerable: srcDesc.enumerable,
+      get: srcDesc.get,
+      set: function (v) {
+        srcDesc.set.call(this, v);
+        imageAsked(this, v);
+      },
+    });
+  }
+  const origSetAttribute = Element.prototype.setAttribute;
+  Element.prototype.setAttribute = function (name, value) {
+    const r = origSetAttribute.apply(this, arguments);
+    if (this instanceof HTMLImageElement && String(name).toLowerCase() === 'src') imageAsked(this, value);
+    return r;
+  };
 })();
