@@ -296,3 +296,18 @@ func TestAnImageTheActionAsksForIsWaitedForByThePage(t *testing.T) {
 		t.Errorf("settled %s (%s) without the image's load handler's content:\n%s", info.Settle, info.SettleReason, obs.HTML)
 	}
 }
+
+// So is a script element with a source that the action inserts, until it
+// has run.
+func TestAScriptTheActionInsertsIsWaitedForByThePage(t *testing.T) {
+	t.Parallel()
+	_, srv := routed(t)
+	env := newEnv(t, envcore.Config{}) // not routed: the page's tracker alone
+	if _, _, err := env.Reset(testCtx(t), srv.URL+"/x1/classes.html"); err != nil {
+		t.Fatal(err)
+	}
+	obs, info := mustStep(t, env, `click("load-a-script")`)
+	if !strings.Contains(obs.HTML, "SCRIPT-DONE") {
+		t.Errorf("settled %s (%s) before the script ran:\n%s", info.Settle, info.SettleReason, obs.HTML)
+	}
+}

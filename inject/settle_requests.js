@@ -177,4 +177,54 @@
     if (this instanceof HTMLImageElement && String(name).toLowerCase() === 'src') imageAsked(this, value);
     return r;
   };
+
+  // Scripts. A script element with a source that the action inserts is
+  // pending from its insertion until its load or error event (after it
+  // ran), for the same reason as an image. Only scripts the browser will
+  // fetch: a classic or module script, not a noModule one, inserted once.
+  const startedScripts = new WeakSet();
+  const SCRIPT_TYPES = ['', 'module', 'text/javascript', 'application/javascript', 'text/ecmascript', 'application/ecmascript'];
+  function scriptInserted(node) {
+    if (!(node instanceof HTMLScriptElement) || startedScripts.has(node) || !node.isConnected) return;
+    startedScripts.add(node);
+    const src = node.getAttribute('src');
+    if (!src || node.noModule || SCRIPT_TYPES.indexOf(String(node.type || '').trim().toLowerCase()) < 0) return;
+    const id = request(current(), 'script', 'GET', node.src);
+    const done = function (ev) {
+      if (ev.type === 'load') answer(id); else untrack(id);
+    };
+    origAdd.call(node, 'load', done, { once: true });
+    origAdd.call(node, 'error', done, { once: true });
+  }
+  // wrapInsert makes proto[name] look, at no cost for other nodes, for the
+  // script elements among the nodes it inserts (its first `count`
+  // arguments) and in the fragments among them (read before: a fragment
+  // is empty once inserted). Only the one-node methods are wrapped: the
+  // variadic ones (append, before...) take a page's spread of thousands of
+  // nodes, which a wrapper's apply would have to pass on again. A script
+  // they insert, or one inside an inserted element, is left to the
+  // proxy's log.
+  function wrapInsert(proto, name, count) {
+    const orig = proto[name];
+    if (typeof orig !== 'function') return;
+    proto[name] = function () {
+      let scripts = null;
+      const n = Math.min(count, arguments.length);
+      for (let i = 0; i < n; i++) {
+        const node = arguments[i];
+        if (node instanceof HTMLScriptElement) {
+          (scripts || (scripts = [])).push(node);
+        } else if (node instanceof DocumentFragment && node.firstElementChild) {
+          const inner = node.querySelectorAll('script');
+          for (let j = 0; j < inner.length; j++) (scripts || (scripts = [])).push(inner[j]);
+        }
+      }
+      const r = orig.apply(this, arguments);
+      if (scripts) for (let i = 0; i < scripts.length; i++) scriptInserted(scripts[i]);
+      return r;
+    };
+  }
+  wrapInsert(Node.prototype, 'appendChild', 1);
+  wrapInsert(Node.prototype, 'insertBefore', 1);
+  wrapInsert(Node.prototype, 'replaceChild', 1);
 })();
