@@ -125,21 +125,29 @@ async def _ask(model: ChatModel, prompt: str, parse: Any, retries: int) -> Any:
     raise err
 
 
+async def _next_action(
+    model: ChatModel, prompt: str, retries: int, obs: dict[str, Any], episode: Episode, **extra: str
+) -> str:
+    """The model's next action for episode at obs: prompt filled with the persona, the action grammar,
+    the page and the actions so far (and extra fields, like best-of-K's instruction)."""
+    p = prompt.format(
+        persona=episode.persona,
+        actions=ACTIONS,
+        url=obs["url"],
+        title=obs.get("title", ""),
+        observation=obs_text(obs),
+        history="\n".join(s.action for s in episode.steps) or "none",
+        **extra,
+    )
+    return await _ask(model, p, parse_action, retries)
+
+
 class ModelExplorer:
     def __init__(self, model: ChatModel, prompts: dict[str, str], malformed_retries: int = 2):
         self.model, self.prompt, self.retries = model, prompts["explorer"], malformed_retries
 
     async def act(self, obs: dict[str, Any], episode: Episode) -> str:
-        history = "\n".join(s.action for s in episode.steps) or "none"
-        p = self.prompt.format(
-            persona=episode.persona,
-            actions=ACTIONS,
-            url=obs["url"],
-            title=obs.get("title", ""),
-            observation=obs_text(obs),
-            history=history,
-        )
-        return await _ask(self.model, p, parse_action, self.retries)
+        return await _next_action(self.model, self.prompt, self.retries, obs, episode)
 
 
 class ModelAttempter:
@@ -149,17 +157,9 @@ class ModelAttempter:
         self.model, self.prompt, self.retries = model, prompts["attempt"], malformed_retries
 
     async def act(self, obs: dict[str, Any], episode: Episode, instruction: str) -> str:
-        history = "\n".join(s.action for s in episode.steps) or "none"
-        p = self.prompt.format(
-            persona=episode.persona,
-            instruction=instruction,
-            actions=ACTIONS,
-            url=obs["url"],
-            title=obs.get("title", ""),
-            observation=obs_text(obs),
-            history=history,
+        return await _next_action(
+            self.model, self.prompt, self.retries, obs, episode, instruction=instruction
         )
-        return await _ask(self.model, p, parse_action, self.retries)
 
 
 class ModelLabeler:
