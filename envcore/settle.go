@@ -112,6 +112,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 		}
 		now := time.Now()
 		wait := pollEvery
+		var changed <-chan struct{} // the route's log changed: ask again
 		loading, lastEvent, crashed := t.loadState()
 		if crashed {
 			return SettleIdle, nil // observe reports the crash
@@ -139,9 +140,29 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 		} else {
 			var known []string // the requests the page tracks itself
 			remaining := time.Until(deadline)
-			pctx, cancel := context.WithTimeout(ctx, max(min(2*time.Second, remaining), 50*time.Millisecond))
-			st, err := t.settleState(pctx, act, e.cfg.LongRequest, t.load.loadedSince(actionStart))
+			// The page answers once the work is done and quiet for what
+			// is left of the idle window, or at the cap (inject/settle.js,
+			// wait): one round trip instead of a poll every few ms.
+			hold := max(idle-quiet, 0)
+			pageCap := max(min(maxPoll, remaining), 0)
+			pctx, cancel := context.WithTimeout(ctx, max(min(2*time.Second, remaining), 50*time.Millisecond)+pageCap+hold)
+			asked := time.Now()
+			st, err := t.settleWait(pctx, act, e.cfg.LongRequest, t.load.loadedSince(actionStart), hold, idle, pageCap)
 			cancel()
+			// What happened meanwhile: a navigation's events, the
+			// time itself.
+			now = time.Now()
+			wait = max(pollEvery-now.Sub(asked), 0)
+			if n, ev, _ := t.loadState(); n > 0 || ev.After(from) {
+				if ev.After(from) {
+					from = ev
+				}
+				if n > 0 {
+					caused, busy = true, true
+					last.Loading = n
+				}
+			}
+			quiet = now.Sub(from)
 			switch {
 			case errors.Is(err, errNoInjection):
 				// A document without the tracker (about:blank, an error
@@ -160,7 +181,7 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 					caused = true
 				}
 				if st.Pending > 0 {
-					busy, wait = true, st.nextPoll(idle)
+					busy = true
 					last.Inflight, last.Callbacks = st.Requests, st.Pending-st.Requests
 					for _, it := range st.Items {
 						last.Pending = append(last.Pending, it.String())
@@ -172,11 +193,11 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 				if st.Frames > 0 && st.Pending == 0 {
 					// The frames just after the action render any moment
 					// (what they start: observers, transitions).
-					busy, wait = true, pollEvery
+					busy = true
 				}
 			}
 			if logs != nil {
-				busy, wait = e.routeRound(logs, known, actionStart, now, busy, wait, &last, &quiet, &caused)
+				busy, wait, changed = e.routeRound(logs, known, actionStart, now, busy, wait, &last, &quiet, &caused)
 				if len(last.Pending) > 0 {
 					seen = last
 				}
@@ -205,6 +226,8 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
+		case <-changed:
+			timer.Stop()
 		case <-ctx.Done():
 			timer.Stop()
 			return "", ctx.Err()
@@ -255,28 +278,15 @@ type pageSettle struct {
 	Ready      string       `json:"ready"`
 }
 
-// While a page is busy, settle asks it again after pollEvery, or as late as
-// maxPoll when what is pending cannot end sooner (pageSettle.nextPoll).
+// While a frame is loading a document, settle looks at the tab's loading
+// state every pollEvery (no round trip to the page); a page it can ask
+// answers when its work is done or at the latest after maxPoll
+// (settleWait), and is not asked again sooner than pollEvery after the
+// last question.
 const (
 	pollEvery = 20 * time.Millisecond
 	maxPoll   = 250 * time.Millisecond
 )
-
-// nextPoll is how long settle can wait before asking the page again while
-// the work in st is pending, and still return when asking every pollEvery
-// would: a timer cannot end before it is due, and whatever else ends the
-// wait carries its own time (a request's end restarts the idle window in
-// QuietMs, a navigation's events are stamped as they arrive), so a poll
-// later by less than the idle window changes nothing. Each poll is a round
-// trip through the browser and the renderer: on a search box's 250 ms
-// debounce, one instead of a dozen.
-func (st pageSettle) nextPoll(idle time.Duration) time.Duration {
-	wait := time.Duration(st.WakeMs)*time.Millisecond + time.Millisecond
-	if st.WakeMs < 0 {
-		wait = idle
-	}
-	return max(min(wait, idle, maxPoll), pollEvery)
-}
 
 // settleItem is one pending item of a pageSettle.
 type settleItem struct {
@@ -297,12 +307,15 @@ func (it settleItem) String() string {
 	return fmt.Sprintf("%s (for %.1fs)", it.What, age)
 }
 
-// settleState asks t's page what action act caused that is still pending;
+// settleWait asks t's page what action act caused that is still pending;
 // loaded says Chromium reported a document load starting and ending since
-// the action, so the navigations the page saw start are over.
-func (t *tab) settleState(ctx context.Context, act uint64, long time.Duration, loaded bool) (pageSettle, error) {
+// the action, so the navigations the page saw start are over. The page
+// answers at once when nothing is pending and quiet; otherwise once the
+// pending work is done and quiet for hold (what is left of the idle window),
+// or at most after pageCap with what is pending then.
+func (t *tab) settleWait(ctx context.Context, act uint64, long time.Duration, loaded bool, hold, idle, pageCap time.Duration) (pageSettle, error) {
 	var st pageSettle
-	err := t.evalJSON(ctx, inject.Call("settle.state", act, long.Milliseconds(), loaded), &st)
+	err := t.evalAwait(ctx, inject.Call("settle.wait", act, long.Milliseconds(), loaded, hold.Milliseconds(), idle.Milliseconds(), pageCap.Milliseconds()), &st)
 	return st, err
 }
 

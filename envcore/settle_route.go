@@ -93,12 +93,14 @@ func routeItem(r traffic.Request, now time.Time) string {
 // route saw start since actionStart that the page does not track itself
 // (known) make the action's work caused, hold the step while they are
 // pending, and restart the idle window when they start or end. It returns
-// the round's busy and wait.
-func (e *Env) routeRound(logs *traffic.Log, known []string, actionStart, now time.Time, busy bool, wait time.Duration, last *NotSettledError, quiet *time.Duration, caused *bool) (bool, time.Duration) {
+// the round's busy and wait, and while the route's requests are pending a
+// channel closed when one of them changes (the round's wait ends then).
+func (e *Env) routeRound(logs *traffic.Log, known []string, actionStart, now time.Time, busy bool, wait time.Duration, last *NotSettledError, quiet *time.Duration, caused *bool) (bool, time.Duration, <-chan struct{}) {
 	k := make(map[string]int, len(known))
 	for _, s := range known {
 		k[s]++
 	}
+	changed := logs.Changed()
 	rs := routeWait(logs.Since(actionStart), k, e.cfg.LongRequest, now)
 	if rs.seen > 0 {
 		*caused = true
@@ -109,11 +111,13 @@ func (e *Env) routeRound(logs *traffic.Log, known []string, actionStart, now tim
 		}
 	}
 	if len(rs.pending) == 0 {
-		return busy, wait
+		return busy, wait, nil
 	}
-	// A request's end carries its own time (rs.last), so asking again
-	// within the idle window loses nothing.
-	w := max(min(e.cfg.IdleWindow, maxPoll), pollEvery)
+	// The log wakes the wait when a request starts or ends; until then
+	// nothing the route can tell changes, and the page answers for itself
+	// within its own wait (settleWait). maxPoll bounds how stale a long
+	// request's age in StepInfo.Pending, and the rule for long polls, get.
+	w := maxPoll
 	if busy {
 		w = min(w, wait)
 	}
@@ -123,5 +127,5 @@ func (e *Env) routeRound(logs *traffic.Log, known []string, actionStart, now tim
 			last.Pending = append(last.Pending, routeItem(r, now))
 		}
 	}
-	return true, w
+	return true, w, changed
 }

@@ -210,7 +210,17 @@ var errNoInjection = errors.New("page has no injected script")
 // evalJSON evaluates a JavaScript expression that returns a JSON-encodable
 // value and decodes that value into out (which may be nil).
 func (t *tab) evalJSON(ctx context.Context, expr string, out any) error {
-	res, err := proto.RuntimeEvaluate{Expression: expr, ReturnByValue: true, Silent: true}.Call(t.client(ctx))
+	return t.eval(ctx, proto.RuntimeEvaluate{Expression: expr, ReturnByValue: true, Silent: true}, out)
+}
+
+// evalAwait is evalJSON for an expression whose value is a promise: the
+// answer is what the promise resolves to.
+func (t *tab) evalAwait(ctx context.Context, expr string, out any) error {
+	return t.eval(ctx, proto.RuntimeEvaluate{Expression: expr, ReturnByValue: true, Silent: true, AwaitPromise: true}, out)
+}
+
+func (t *tab) eval(ctx context.Context, req proto.RuntimeEvaluate, out any) error {
+	res, err := req.Call(t.client(ctx))
 	if err != nil {
 		return fmt.Errorf("evaluate in page: %w", err)
 	}

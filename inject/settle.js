@@ -96,6 +96,8 @@
   const oRAF = window.requestAnimationFrame;
   const OMessageChannel = window.MessageChannel;
   const oPortPost = typeof MessagePort === 'function' ? MessagePort.prototype.postMessage : null;
+  const OPromise = Promise;
+  const oClearTimeout = window.clearTimeout;
 
 
   function makeCause(act, spent, live, fn) {
@@ -174,6 +176,7 @@
       tracked.set(c.act, (tracked.get(c.act) || 0) + 1);
       if (item.kind === 'request') lastRequest.set(c.act, item.start);
     }
+    if (c.live) poke();
     return id;
   }
 
@@ -182,6 +185,29 @@
     if (!item) return;
     pending.delete(id);
     if (item.kind === 'request' && item.live) lastRequest.set(item.act, now());
+    poke();
+  }
+
+  // Waiters: the Go side's settle does not poll this document every few
+  // milliseconds; it asks wait(), which answers when the work is done (or
+  // at a cap), and is woken here whenever pending work starts or ends, in
+  // this document or a same-origin frame (whose waiters are its parent's).
+  // A wake-up runs in a task of its own, after the callback that caused it
+  // and its microtasks.
+  const waiters = new Set();
+  const EXTERNAL_POLL = 20; // ms between answers while a tab or navigation is awaited
+  let poked = false;
+  function poke() {
+    if (waiters.size > 0 && !poked) {
+      poked = true;
+      oSetTimeout.call(window, function () {
+        poked = false;
+        for (const w of Array.from(waiters)) w();
+      }, 0);
+    }
+    if (window.parent !== window) {
+      try { const s = window.parent.__webserv && window.parent.__webserv.settle; if (s) s.poke(); } catch (e) { /* another origin */ }
+    }
   }
 
   // answer(id) untracks request id, which its server answered.
@@ -394,6 +420,7 @@
       }
       if (item.act !== act) continue;
       if (item.kind === 'navigation' && loaded) continue; // the browser saw it start and end
+      if (item.kind === 'navigation' || item.kind === 'tab') acc.external++;
       if (item.kind === 'frames') { // reported apart, let go once late (no rendering)
         if (t > item.expires) pending.delete(id); else acc.frames++;
         continue;
@@ -457,7 +484,7 @@
     // reported a document load starting and ending since the action: the
     // navigations the action started are over.
     state: function (k, longMs, loaded) {
-      const acc = { pending: 0, requests: 0, long: 0, background: 0, quiet: Infinity, wake: Infinity, tracked: 0, items: [], sent: [], frames: 0 };
+      const acc = { pending: 0, requests: 0, long: 0, background: 0, quiet: Infinity, wake: Infinity, tracked: 0, items: [], sent: [], frames: 0, external: 0 };
       const walk = function (s) { s.own(k, longMs || 5000, acc, !!loaded); s.frames(walk); };
       walk(W.settle);
       return {
@@ -471,9 +498,60 @@
         items: acc.items,
         sent: acc.sent,
         frames: acc.frames,
+        external: acc.external,
         ready: document.readyState,
       };
     },
+    // wait(k, longMs, loaded, holdMs, idleMs, capMs) is state(k, longMs,
+    // loaded) once it is worth an answer, as a promise: when nothing k
+    // caused is pending any more, its last request started or ended idleMs
+    // ago or more and holdMs have passed since the call (what the Go side
+    // still needs of its own idle window); or at capMs, whatever is
+    // pending then. It looks again whenever work starts or ends, when the
+    // first pending timer, animation or frame is due, and at those
+    // deadlines: one round trip per step for most actions instead of one
+    // per poll.
+    wait: function (k, longMs, loaded, holdMs, idleMs, capMs) {
+      const start = now();
+      let st = W.settle.state(k, longMs, loaded);
+      // Only the Go side sees a new tab appear or a navigation's load
+      // end (`external` items): while one is pending, answer as often as
+      // it used to poll.
+      const cap = st.external > 0 ? Math.min(capMs, EXTERNAL_POLL) : capMs;
+      const ready = function (s, t) {
+        if (s.pending > 0 || s.frames > 0) return -1;
+        return Math.max(0, start + holdMs - t, idleMs - s.quiet_ms);
+      };
+      if (cap <= 0 || ready(st, start) === 0) return st;
+      return new OPromise(function (resolve) {
+        let timer = 0;
+        const schedule = function (t) {
+          let next = ready(st, t);
+          if (next === 0 || t - start >= cap) {
+            waiters.delete(look);
+            resolve(st);
+            return;
+          }
+          if (next < 0) {
+            // Due work is looked at once it is due: a timer has run by
+            // then (and woken this anyway); a finished animation, or work
+            // that ends any moment, a frame later (an end event).
+            next = st.wake_ms >= 0 ? Math.max(st.wake_ms + 1, MIN_TIMER) : cap;
+            if (st.frames > 0 || st.wake_ms === 0) next = Math.max(next, FRAME_COST);
+          }
+          timer = oSetTimeout.call(window, look, Math.min(next, start + cap - t));
+        };
+        const look = function () {
+          if (timer) oClearTimeout.call(window, timer);
+          timer = 0;
+          st = W.settle.state(k, longMs, loaded);
+          schedule(now());
+        };
+        waiters.add(look);
+        schedule(now());
+      });
+    },
+    poke: poke,
     own: function (k, longMs, acc, loaded) {
       if (acting && seen.has(k)) { afterFrames(); probeFrames(); }
       acting = false;

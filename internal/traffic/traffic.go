@@ -38,6 +38,28 @@ type Log struct {
 	mu        sync.Mutex
 	reqs      []*Request // by start time
 	compactAt int        // the length at which Begin compacts reqs
+	changed   chan struct{}
+}
+
+// Changed returns a channel that is closed when a request next starts,
+// gets its response headers or ends: a settle that waits on requests in
+// flight sleeps until then instead of asking at intervals. Take it before
+// reading the log (Since), so that nothing between the two is missed.
+func (l *Log) Changed() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed
+}
+
+// notify wakes the waiters on Changed; l.mu is held.
+func (l *Log) notify() {
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 }
 
 // Begin records a request starting now and returns it, for Head and End.
@@ -53,6 +75,7 @@ func (l *Log) Begin(method, rawURL string, header map[string][]string) *Request 
 		l.compact(r.Start)
 	}
 	l.reqs = append(l.reqs, r)
+	l.notify()
 	return r
 }
 
@@ -80,6 +103,7 @@ func (l *Log) Head(r *Request, contentType string) {
 	if r.Head.IsZero() {
 		r.Head = time.Now()
 		r.Stream = strings.HasPrefix(ct, "text/event-stream") || strings.HasPrefix(ct, "multipart/x-mixed-replace")
+		l.notify()
 	}
 }
 
@@ -89,6 +113,7 @@ func (l *Log) End(r *Request) {
 	defer l.mu.Unlock()
 	if r.End.IsZero() {
 		r.End = time.Now()
+		l.notify()
 	}
 }
 

@@ -45,3 +45,41 @@ func TestLogForgetsWhatEndedLongAgo(t *testing.T) {
 		t.Errorf("kept %v ... %v", got[0].URL, got[len(got)-1].URL)
 	}
 }
+
+// A settle waiting on requests in flight is woken by each start, response
+// head and end, and by nothing else (a second End of the same request).
+func TestChangedWakesOnStartHeadAndEnd(t *testing.T) {
+	var l Log
+	closed := func(c <-chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	}
+	c := l.Changed()
+	if closed(c) {
+		t.Fatal("Changed is closed before anything happened")
+	}
+	r := l.Begin("GET", "http://a.test/x", nil)
+	if !closed(c) {
+		t.Fatal("a request's start did not wake the waiter")
+	}
+	c = l.Changed()
+	l.Head(r, "text/html")
+	if !closed(c) {
+		t.Fatal("a response's headers did not wake the waiter")
+	}
+	c = l.Changed()
+	l.End(r)
+	if !closed(c) {
+		t.Fatal("a request's end did not wake the waiter")
+	}
+	c = l.Changed()
+	l.End(r)
+	l.Head(r, "text/html")
+	if closed(c) {
+		t.Fatal("a request that had already ended woke the waiter again")
+	}
+}
