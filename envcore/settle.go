@@ -85,7 +85,6 @@ func (e *NotSettledError) Error() string {
 // for. It returns the reason it stopped (SettleDrained or SettleIdle), a
 // *NotSettledError at the settle timeout, or ctx's error.
 func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd time.Time) (string, error) {
-	idle := e.cfg.IdleWindow
 	deadline := actionEnd.Add(e.cfg.SettleTimeout)
 	switched, caused := false, false
 	// last is what the latest round saw; seen is the latest round in
@@ -110,6 +109,10 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 				switched, caused = true, true
 			}
 		}
+		// The grace grows by how late the browser answers: on a starved
+		// host, what the window guards (a request on its way from the
+		// renderer to the route) is late by as much.
+		idle := e.cfg.IdleWindow + t.lag.get()
 		now := time.Now()
 		wait := pollEvery
 		var changed <-chan struct{} // the route's log changed: ask again
@@ -153,6 +156,9 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 			// time itself.
 			now = time.Now()
 			wait = max(pollEvery-now.Sub(asked), 0)
+			if err == nil {
+				t.lag.observe(now.Sub(asked) - time.Duration(st.HeldMs)*time.Millisecond)
+			}
 			if n, ev, _ := t.loadState(); n > 0 || ev.After(from) {
 				if ev.After(from) {
 					from = ev
@@ -273,8 +279,9 @@ type pageSettle struct {
 	WakeMs     int64        `json:"wake_ms"`    // until the first pending item but a request is due (0: any moment; -1: only requests pending)
 	Tracked    int          `json:"tracked"`    // items the action has caused in all
 	Items      []settleItem `json:"items"`
-	Sent       []string     `json:"sent"`   // "METHOD URL" of the requests it sent from a second before the action on
-	Frames     int          `json:"frames"` // the frames just after the action, not yet rendered
+	Sent       []string     `json:"sent"`    // "METHOD URL" of the requests it sent from a second before the action on
+	Frames     int          `json:"frames"`  // the frames just after the action, not yet rendered
+	HeldMs     int64        `json:"held_ms"` // how long the answer waited in the page (settleWait)
 	Ready      string       `json:"ready"`
 }
 
@@ -441,6 +448,34 @@ func (t *tab) loadState() (loading int, last time.Time, crashed bool) {
 }
 
 func (t *tab) touch() { t.load.touch() }
+
+// lagWatch is how late a tab's browser answers the settle's questions,
+// beyond the time the page held them: near zero on a healthy host, tens or
+// hundreds of ms on a starved one. A sample above the estimate replaces it;
+// below, the estimate halves toward it, so a burst of load counts at once
+// and fades within a few questions.
+type lagWatch struct {
+	mu  sync.Mutex
+	est time.Duration
+}
+
+// maxLagGrace bounds what lag adds to the idle window.
+const maxLagGrace = 250 * time.Millisecond
+
+func (l *lagWatch) observe(d time.Duration) {
+	d = min(max(d, 0), maxLagGrace)
+	l.mu.Lock()
+	l.est = max(d, l.est/2)
+	l.mu.Unlock()
+}
+
+// get is the estimate, less the first millisecond (the round trip itself
+// on a healthy host), so that an idle host's window stays as configured.
+func (l *lagWatch) get() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max(l.est-time.Millisecond, 0)
+}
 
 // DefaultIdleWindow is Config.IdleWindow's default: the grace a step
 // gives, after the last request or navigation event it saw, to what it

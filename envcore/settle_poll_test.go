@@ -26,3 +26,28 @@ func TestQuietWaitIsAtMostOneIdleWindow(t *testing.T) {
 		}
 	}
 }
+
+// The idle window grows by how late the browser answers: a burst of load
+// counts at once, fades within a few answers, is bounded, and a healthy
+// host's answers (a millisecond or less) leave the window as configured.
+func TestLagGraceFollowsHowLateTheBrowserAnswers(t *testing.T) {
+	ms := time.Millisecond
+	var l lagWatch
+	l.observe(800 * time.Microsecond)
+	if got := l.get(); got != 0 {
+		t.Fatalf("a healthy host's answer adds %s to the window", got)
+	}
+	l.observe(90 * ms)
+	if got := l.get(); got != 89*ms {
+		t.Fatalf("a late answer adds %s, want 89ms at once", got)
+	}
+	l.observe(ms)
+	l.observe(ms)
+	if got := l.get(); got != 21*ms+500*time.Microsecond {
+		t.Fatalf("after two prompt answers the grace is %s, want it halved twice", got)
+	}
+	l.observe(10 * time.Second)
+	if got := l.get(); got != maxLagGrace-ms {
+		t.Fatalf("a starved answer adds %s, want at most %s", got, maxLagGrace)
+	}
+}

@@ -24,6 +24,7 @@ type tab struct {
 	ctxID   proto.BrowserBrowserContextID
 	session proto.TargetSessionID
 	born    time.Time
+	lag     lagWatch // how late the browser answers (settle.go)
 
 	load *loadWatch // documents loading, for settle
 

@@ -522,6 +522,9 @@
         if (s.pending > 0 || s.frames > 0) return -1;
         return Math.max(0, start + holdMs - t, idleMs - s.quiet_ms);
       };
+      // held_ms: how long this answer waited in the page, which the Go
+      // side takes from its round trip to learn how late the browser is.
+      st.held_ms = 0;
       if (cap <= 0 || ready(st, start) === 0) return st;
       return new OPromise(function (resolve) {
         let timer = 0;
@@ -529,6 +532,7 @@
           let next = ready(st, t);
           if (next === 0 || t - start >= cap) {
             waiters.delete(look);
+            st.held_ms = Math.round(now() - start);
             resolve(st);
             return;
           }
