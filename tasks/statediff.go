@@ -49,6 +49,9 @@ type Column struct {
 	// it is not in it. An INTEGER column alone in the primary key is the
 	// rowid: numbered by SQLite, never the same across runs by design.
 	PK int `json:"pk"`
+	// Default is the column's default as SQL text (like '{}' or 0), nil
+	// for none: a new row holding only defaults says little.
+	Default any `json:"default"`
 }
 
 // StateDiff is what changed.
@@ -217,7 +220,7 @@ func tables(ctx context.Context, db *sql.DB, schema string) (map[string]tableInf
 }
 
 func columns(ctx context.Context, db *sql.DB, schema, table string) ([]Column, error) {
-	rows, err := db.QueryContext(ctx, "SELECT name, type, pk FROM pragma_table_info(?, ?) ORDER BY cid", table, schema)
+	rows, err := db.QueryContext(ctx, "SELECT name, type, pk, dflt_value FROM pragma_table_info(?, ?) ORDER BY cid", table, schema)
 	if err != nil {
 		return nil, err
 	}
@@ -225,8 +228,12 @@ func columns(ctx context.Context, db *sql.DB, schema, table string) ([]Column, e
 	var cols []Column
 	for rows.Next() {
 		var c Column
-		if err := rows.Scan(&c.Name, &c.Type, &c.PK); err != nil {
+		var def sql.NullString
+		if err := rows.Scan(&c.Name, &c.Type, &c.PK, &def); err != nil {
 			return nil, err
+		}
+		if def.Valid {
+			c.Default = def.String
 		}
 		cols = append(cols, c)
 	}

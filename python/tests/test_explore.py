@@ -84,6 +84,8 @@ def test_model_free_run_makes_demonstrations_and_tasks_whose_oracles_pass(
         assert t["sites"] == ["shopping"] and t["start_url"].startswith("__SHOPPING__/")
         if t["eval"]["eval_types"] == ["url_match"]:
             assert t["eval"]["reference_url"].startswith("__SHOPPING__/") and t["oracle"][-1] == 'stop("")'
+        elif t["eval"]["eval_types"] == ["state"]:  # what it changed in the shop's database
+            assert t["category"] == "state" and all(c["db"] == "shop.db" for c in t["eval"]["state"])
         else:  # the one price the page showed, asked for and given in the final stop
             assert t["eval"]["eval_types"] == ["string_match"], t
             price = t["eval"]["reference_answers"]["must_include"][0]
@@ -317,12 +319,21 @@ def test_explored_tasks_of_a_users_site_definition_pass_tasks_check(binary: str,
                 out=out,
                 server=srv.url,
                 site_definition_file=EXAMPLE / "tracker.yaml",
+                concurrency=1,
             )
         )
     finally:
         srv.stop()
     tasks = json.loads(r.tasks.read_text())
-    assert tasks and all(t["start_url"].startswith("__SITE__/") for t in tasks), r.stats
+    assert tasks and all(t["start_url"] == "__SITE__/" for t in tasks), r.stats
+    # Closing or reopening an issue is in the tracker's database (its definition's state_db): a state
+    # task checks the issue's status by its id.
+    state = [t for t in tasks if t["category"] == "state"]
+    assert state and r.stats["state"]["db"] == "tracker.db", r.stats["state"]
+    for t in state:
+        (check,) = t["eval"]["state"]
+        assert check["db"] == "tracker.db" and check["sql"] == 'SELECT "status" FROM "issues" WHERE "id" = ?'
+        assert check["expect"] in ("open", "closed") and t["intent"].split()[0] in ("Close", "Reopen")
     definition = json.loads((out / "sites" / "tracker.json").read_text())
     assert definition["local"]["command"][0] == str(EXAMPLE / "tracker" / "app.py")
     assert definition["tasks"] == ["../tasks.json"]
@@ -511,3 +522,88 @@ def test_live_sites_deny_submit_and_politeness_apply_to_every_explorer(server: s
     assert all(not any("order-now" in a for a in t["oracle"]) for t in tasks)  # refused steps are no oracle
     with pytest.raises(ValueError, match="deny_submit=True"):
         asyncio.run(webserv.explore(site="open", start_url=start, submit_allow=["x"], out=tmp_path))
+
+
+def test_state_tasks_check_what_a_demonstration_changed_in_the_shop(
+    server: str, binary: str, tmp_path: Path
+) -> None:
+    """Model-free on the bundled shop, the explorer completes a form it started (a size for the cart):
+    the row the add-to-cart inserted becomes a state task, checked over the row's stable columns (not
+    its id, session or time), verified by a replay (it holds at the end, not at the start), and graded
+    by the server: oracle 1, `stop("")` at the start 0."""
+    r = asyncio.run(
+        webserv.explore(
+            site="shopping", episodes=2, max_steps=12, k=4, out=tmp_path, server=server, seed=0, concurrency=1
+        )
+    )
+    steps = [s for ep in r.episodes for s in ep.steps if any(c["table"] == "cart_items" for c in s.changes)]
+    assert steps and all("add-to-cart" in s.action for s in steps), r.stats
+    tasks = json.loads(r.tasks.read_text())
+    state = [t for t in tasks if t["category"] == "state"]
+    assert state and r.stats["state"]["verified"] == len(state), r.stats["state"]
+    for t in state:
+        assert t["intent"].startswith("Add to cart on the ") and t["wrong"] == ['stop("")']
+        (check,) = t["eval"]["state"]
+        assert check["db"] == "shop.db" and check["expect"] == "1"
+        assert check["sql"].startswith('SELECT COUNT(*) FROM "cart_items" WHERE "product_id" = ?')
+        assert not any(w in check["sql"] for w in ('"id"', "session", "_at"))
+        assert any("add-to-cart" in a for a in t["oracle"])
+    results = asyncio.run(check_tasks(r.tasks, site="shopping", server=server))
+    assert [x["passed"] for x in results] == [True] * len(tasks), results
+    _tasks_check(binary, tmp_path / "sites", len(tasks))
+
+
+def test_state_candidates_leave_out_what_changes_from_run_to_run() -> None:
+    from webserv.explore.state import candidate, humanize
+
+    cols = [
+        {"name": "id", "type": "INTEGER", "pk": 1, "default": None},
+        {"name": "session_id", "type": "TEXT", "pk": 0, "default": None},
+        {"name": "product_id", "type": "INTEGER", "pk": 0, "default": None},
+        {"name": "note", "type": "TEXT", "pk": 0, "default": None},
+        {"name": "qty", "type": "INTEGER", "pk": 0, "default": "1"},
+        {"name": "created_at", "type": "TEXT", "pk": 0, "default": None},
+    ]
+    row = {
+        "id": 9,
+        "session_id": "s1",
+        "product_id": 5,
+        "note": None,
+        "qty": 1,
+        "created_at": "2026-11-24 20:00:00",
+    }
+    c = candidate({"table": "cart_items", "op": "insert", "row": row}, cols)
+    assert c is not None
+    assert (
+        c["sql"]
+        == 'SELECT COUNT(*) FROM "cart_items" WHERE "product_id" = ? AND "note" IS NULL AND "qty" = ?'
+    )
+    assert c["args"] == [5, 1]
+    # A row of nothing but defaults, NULLs and volatile values (a session made in passing) names nothing.
+    empty = {**row, "product_id": None}
+    assert candidate({"table": "cart_items", "op": "insert", "row": empty}, cols) is None
+    # An update is read by the row's key; a delete is counted by it.
+    upd = {"table": "cart_items", "op": "update", "row": {**row, "qty": 3}, "old": {"qty": 1}}
+    assert candidate(upd, cols) == {
+        "sql": 'SELECT "qty" FROM "cart_items" WHERE "id" = ?',
+        "args": [9],
+        "table": "cart_items",
+        "op": "update",
+        "columns": 1,
+    }
+    gone = candidate({"table": "cart_items", "op": "delete", "row": row}, cols)
+    assert gone is not None and gone["sql"] == 'SELECT COUNT(*) FROM "cart_items" WHERE "id" = ?'
+    # A row whose key is a random token cannot be found again.
+    sess = [
+        {"name": "id", "type": "TEXT", "pk": 1, "default": None},
+        {"name": "cart", "type": "TEXT", "pk": 0},
+    ]
+    tok = {
+        "table": "sessions",
+        "op": "update",
+        "row": {"id": "9f2c4e1a7b3d5f60", "cart": "x"},
+        "old": {"cart": ""},
+    }
+    assert candidate(tok, sess) is None
+    assert humanize('click("add-to-cart.add-to-cart")') == "Add to cart"
+    assert humanize('select_option("add-to-cart.size", "M")') == 'Choose "M" for "size"'
