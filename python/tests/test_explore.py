@@ -607,3 +607,90 @@ def test_state_candidates_leave_out_what_changes_from_run_to_run() -> None:
     assert candidate(tok, sess) is None
     assert humanize('click("add-to-cart.add-to-cart")') == "Add to cart"
     assert humanize('select_option("add-to-cart.size", "M")') == 'Choose "M" for "size"'
+
+
+def _episodes(root: Path) -> dict[str, list[dict[str, Any]]]:
+    """The recorded episodes under root by environment id: each file's lines, read as gzipped JSON Lines
+    (the format of package trajectory, docs/trajectories.md)."""
+    import gzip
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in sorted(root.rglob("*.jsonl.gz")):
+        with gzip.open(f, "rt") as fh:
+            out[f.parent.name] = [json.loads(line) for line in fh]
+    return out
+
+
+def test_raw_trajectories_record_every_explored_episode_with_screenshots_when_asked(
+    binary: str, tmp_path: Path
+) -> None:
+    """raw=True records every exploration episode, kept or pruned (not best-of's attempts or the replays),
+    as the server's trajectories: read back by the binary's own reader (`webserv export`, through
+    trajectory.Read) and as gzipped JSON Lines; screenshots in every observation when asked, none when not."""
+    srv = LocalServer(binary, ["--idle", "200ms", "--trajectories", str(tmp_path / "traj")])
+    try:
+        runs = {}
+        for shots in (True, False):
+            out = tmp_path / f"run-{shots}"
+            runs[shots] = asyncio.run(
+                webserv.explore(
+                    site="shopping",
+                    episodes=2,
+                    max_steps=4,
+                    k=4,
+                    out=out,
+                    server=srv.url,
+                    raw=True,
+                    screenshots=shots,
+                    best_of=1,
+                )
+            )
+    finally:
+        srv.stop()
+    for shots, r in runs.items():
+        raw = r.stats["raw"]
+        assert raw["screenshots"] is shots and raw["where"].startswith(f"explore-run-{shots}")
+        eps = _episodes(tmp_path / "traj" / f"explore-run-{shots}")
+        # One trajectory per explored episode, whatever became of it, and nothing else.
+        assert sorted(eps) == sorted(e["env"] for e in raw["episodes"]), (sorted(eps), raw)
+        for ep in r.episodes:
+            lines = eps[ep.env_id]
+            head, reset, steps = lines[0], lines[1], lines[2:]
+            assert head["kind"] == "episode" and head["site"] == "shopping" and reset["kind"] == "reset"
+            assert [x["action"] for x in steps] == [s.action for s in ep.steps]
+            obs = [reset["obs"]] + [x["obs"] for x in steps]
+            assert all(bool(o.get("screenshot")) is shots for o in obs), shots
+        out = subprocess.run(
+            [binary, "export", "--format", "sft", str(tmp_path / "traj" / f"explore-run-{shots}")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        rows = [json.loads(line) for line in out.stdout.splitlines()]
+        assert len(rows) == sum(len(ep.steps) for ep in r.episodes)
+    with pytest.raises(ValueError, match="raw=True"):
+        asyncio.run(webserv.explore(screenshots=True, out=tmp_path))
+    # Without a server, the run starts its own, recording into OUT/trajectories (the command line's
+    # --raw; no screenshots).
+    env = {k: v for k, v in os.environ.items() if k != "WEBSERV_URL"}
+    env |= {"WEBSERV_PYTHON": sys.executable, "WEBSERV_BIN": binary}
+    run = tmp_path / "cli"
+    args = [
+        "explore",
+        "--site",
+        "shopping",
+        "--episodes",
+        "1",
+        "--max-steps",
+        "2",
+        "--raw",
+        "--out",
+        str(run),
+    ]
+    out = subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    stats = json.loads(out.stdout)
+    eps = _episodes(run / "trajectories")
+    assert stats["raw"]["where"] == str((run / "trajectories").resolve())
+    assert list(eps) == [stats["raw"]["episodes"][0]["env"]] and len(eps[list(eps)[0]]) == 2 + 2

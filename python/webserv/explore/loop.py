@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -16,6 +18,7 @@ from urllib.parse import urlparse
 from ..client import AsyncClient
 from ..errors import NotSupported, WebServError
 from ..handle import AsyncEnv
+from ..launcher import LocalServer, find_binary, missing_binary_message
 from ..models import ChatModel, ModelError
 from .check import _check_one, _queries, state_holds, url_matches
 from .definition import PLACEHOLDERS, placeholder, site_definition, start_path, write_definition
@@ -97,6 +100,8 @@ class _Run:
     state: bool = False
     state_note: str = ""
     start_path: str = "/"  # a site definition's start_path
+    # make's record for the exploration episodes (raw=True), None when not recorded.
+    record: dict[str, Any] | None = None
 
     def reset_options(self, start_url: str | None = None) -> dict[str, Any]:
         options: dict[str, Any] = {"goal": "Explore the site."}
@@ -110,20 +115,25 @@ class _Run:
             options["task_id"] = f"{self.site}.0"  # a fixed task for a fixed start (its goal is not pursued)
         return options
 
-    def env(self) -> AsyncEnv:
-        return self.client.env(self.site, **self.make_args, state_diff=True if self.state else None)
+    def env(self, *, explore: bool = False) -> AsyncEnv:
+        """An environment of the run; an exploration episode's is recorded when the run is raw (the
+        attempts and replays are not)."""
+        record = self.record if explore else None
+        return self.client.env(
+            self.site, **self.make_args, state_diff=True if self.state else None, record=record
+        )
 
     async def reset(self, seed: int, options: dict[str, Any]) -> tuple[AsyncEnv, dict[str, Any]]:
         """A new environment at its first observation; on a site without a state database the first
         refusal of state_diff turns it off for the run."""
-        env = self.env()
+        env = self.env(explore=True)
         try:
             obs, _ = await env.reset(seed=seed, options=options)
         except NotSupported as e:
             if not self.state or "state_diff" not in str(e):
                 raise
             self.state, self.state_note = False, str(e)
-            env = self.env()
+            env = self.env(explore=True)
             obs, _ = await env.reset(seed=seed, options=options)
         return env, obs
 
@@ -178,6 +188,7 @@ async def _run_episode(run: _Run, index: int, persona: str) -> Episode:
         env, obs, ep = await _start(run, index, persona)
     except WebServError as e:
         return Episode(index, persona, run.start_url or "", status="env_error", error=str(e))
+    ep.env_id = env.id or ""
     run.frontier.reached(obs["url"])
     holds = False
     # What the steps changed in the site's state (episodes from the site's start: their tasks start
@@ -520,6 +531,20 @@ def _write(out_dir: Path, site: str, demos: list[Demo]) -> tuple[Path, Path, int
     return demos_path, tasks_path, len(tasks)
 
 
+def _trajectory_dir(out_dir: Path) -> Path:
+    """OUT/trajectories, made, absolute: where the run's own server records (raw=True)."""
+    traj = (out_dir / "trajectories").resolve()
+    traj.mkdir(parents=True, exist_ok=True)
+    return traj
+
+
+def _record_dir(out_dir: Path) -> str:
+    """The run's directory under a given server's --trajectories (a plain name, as make's record.dir
+    must be): explore-NAME, NAME the output directory's."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", out_dir.resolve().name).strip("-")
+    return "explore-" + (name or "run")
+
+
 async def explore(
     *,
     site: str = "shopping",
@@ -545,6 +570,8 @@ async def explore(
     submit_allow: list[str] | None = None,
     site_definition_file: str | Path | None = None,
     shop_data: str | Path | None = None,
+    raw: bool = False,
+    screenshots: bool = False,
 ) -> ExploreResult:
     """Runs ``episodes`` exploration episodes (``concurrency`` at once) on ``site`` and writes
     ``out/demonstrations.jsonl`` (sft rows), ``out/tasks.json`` (a task file), ``out/sites/NAME.json``
@@ -557,7 +584,10 @@ async def explore(
     ``concurrency`` from a state found earlier (Go-Browse); ``seconds`` stops starting episodes after
     that long. ``politeness`` (make's: rate_per_host, concurrency_per_host, max_requests, user_agent,
     robots) applies to every explorer; ``deny_submit`` refuses non-GET requests to live hosts outside
-    ``submit_allow``.
+    ``submit_allow``. ``raw=True`` records every exploration episode, kept or pruned, as a trajectory
+    (``screenshots=True`` with a screenshot per step): in ``out/trajectories`` when the run starts its
+    own server (no ``server`` and no $WEBSERV_URL), else under the server's ``--trajectories``
+    directory in ``explore-NAME`` (``stats["raw"]`` says where and which environment ran each episode).
     """
     if episodes < 1 or max_steps < 1 or k < 1 or best_of < 0:
         raise ValueError(
@@ -570,6 +600,8 @@ async def explore(
         )
     if site == "open" and not start_url:
         raise ValueError("site='open' needs start_url= (the live site's page where episodes start)")
+    if screenshots and not raw:
+        raise ValueError("screenshots=True records screenshots in the raw trajectories: give raw=True too")
     if submit_allow and not deny_submit:
         raise ValueError(
             "submit_allow lists the hosts deny_submit lets submissions through to: give deny_submit=True"
@@ -611,57 +643,78 @@ async def explore(
     gate = asyncio.Semaphore(at_once)
     t0 = time.monotonic()
     fr = Frontier()
-    async with AsyncClient(server) as client:
-        deadline = time.monotonic() + seconds if seconds else None
-        run = _Run(
-            client,
-            site,
-            start_url,
-            max_steps,
-            k,
-            explorer,
-            labeler,
-            rewarder,
-            seed,
-            make_args,
-            fr,
-            frontier,
-            at_once,
-        )
-        run.state = site != "open"
-        run.start_path = start_path(site_definition_file)
-
-        done: dict[int, Episode] = {}
-        todo = iter(range(episodes))
-
-        async def worker() -> None:
-            # at_once workers take the episodes in order, until none is left or the time is up.
-            for i in todo:
-                if deadline is not None and time.monotonic() >= deadline:
-                    return
-                done[i] = await _run_episode(run, i, assigned[i])
-
-        try:
-            await asyncio.gather(*(worker() for _ in range(at_once)))
-            eps = [done[i] for i in sorted(done)]
-            explored_s = time.monotonic() - t0
-            demos = [
-                Demo(ep, n, label, _clean(ep.path(n)), ep.origin_url or ep.start_url)
-                for ep in eps
-                for n, label in ep.kept
-            ]
-            if best_of:
-                await _best_of(run, demos, best_of, attempter, gate)
-            if run.state:
-                await _verify_state(run, demos, gate)
-            found = len(demos)
-            if frontier:
-                demos = await _verify_frontier(run, demos, gate)
-            dropped = found - len(demos)
-        finally:
-            await asyncio.gather(*(h.close() for h in run.holders), return_exceptions=True)
-    elapsed = time.monotonic() - t0
     out_dir = Path(out)
+    own: LocalServer | None = None
+    record: dict[str, Any] | None = None
+    raw_where = ""
+    if raw:
+        record = {"screenshots": screenshots}
+        if server is None and not os.environ.get("WEBSERV_URL"):
+            # The run's own server, recording into OUT/trajectories.
+            binary = find_binary()
+            if binary is None:
+                raise ValueError(missing_binary_message())
+            traj = _trajectory_dir(out_dir)
+            own = await asyncio.to_thread(LocalServer, binary, ["--trajectories", str(traj)])
+            server, raw_where = own.url, str(traj)
+        else:
+            record["dir"] = _record_dir(out_dir)
+            raw_where = f"{record['dir']} under the server's --trajectories directory"
+    try:
+        async with AsyncClient(server) as client:
+            deadline = time.monotonic() + seconds if seconds else None
+            run = _Run(
+                client,
+                site,
+                start_url,
+                max_steps,
+                k,
+                explorer,
+                labeler,
+                rewarder,
+                seed,
+                make_args,
+                fr,
+                frontier,
+                at_once,
+            )
+            run.state = site != "open"
+            run.record = record
+            run.start_path = start_path(site_definition_file)
+
+            done: dict[int, Episode] = {}
+            todo = iter(range(episodes))
+
+            async def worker() -> None:
+                # at_once workers take the episodes in order, until none is left or the time is up.
+                for i in todo:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        return
+                    done[i] = await _run_episode(run, i, assigned[i])
+
+            try:
+                await asyncio.gather(*(worker() for _ in range(at_once)))
+                eps = [done[i] for i in sorted(done)]
+                explored_s = time.monotonic() - t0
+                demos = [
+                    Demo(ep, n, label, _clean(ep.path(n)), ep.origin_url or ep.start_url)
+                    for ep in eps
+                    for n, label in ep.kept
+                ]
+                if best_of:
+                    await _best_of(run, demos, best_of, attempter, gate)
+                if run.state:
+                    await _verify_state(run, demos, gate)
+                found = len(demos)
+                if frontier:
+                    demos = await _verify_frontier(run, demos, gate)
+                dropped = found - len(demos)
+            finally:
+                await asyncio.gather(*(h.close() for h in run.holders), return_exceptions=True)
+    finally:
+        if own is not None:
+            own.stop()
+    elapsed = time.monotonic() - t0
     demos_path, tasks_path, n_tasks = _write(out_dir, site, demos)
     definition, why = site_definition(site, tasks_path, source=site_definition_file, shop_data=shop_data)
     def_path = write_definition(out_dir, definition) if definition else None
@@ -704,6 +757,18 @@ async def explore(
             "verified": sum(1 for d in demos if d.checks),
             "note": run.state_note,
         },
+        # raw=True: where the trajectories are, and which environment ran each episode (its file is
+        # ENV/0001.jsonl.gz there).
+        "raw": {
+            "where": raw_where,
+            "screenshots": bool(record and record.get("screenshots")),
+            "episodes": [
+                {"episode": ep.index, "env": ep.env_id, "status": ep.status, "pruned_at": ep.pruned_at}
+                for ep in eps
+            ],
+        }
+        if record is not None
+        else None,
     }
     (out_dir / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
     return ExploreResult(eps, demos_path, tasks_path, stats, demos, def_path)

@@ -63,6 +63,8 @@ class Episode:
     columns: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     state_db: str = ""
     labeled: int = 0
+    # The server's id of the episode's environment: its recording (raw=True) is ENV/0001.jsonl.gz.
+    env_id: str = ""
 
     def path(self, n: int) -> list[Step]:
         """The steps from the site's start to the end of the first n steps of this episode."""
