@@ -77,7 +77,9 @@ func TestStateDiffShowsWhatAnEpisodeChanged(t *testing.T) {
 		t.Errorf("after a reset the check's values = %v, want 0 and 0", v)
 	}
 
-	if e := errOf(wait(t, cl.send("make", "", map[string]any{"site": "open", "start_url": "about:blank", "state_diff": true}))); e["code"] == nil {
+	// The open site keeps no state: make with state_diff says so.
+	e := errOf(wait(t, cl.send("make", "", map[string]any{"site": "open", "start_url": pageURL(0), "state_diff": true})))
+	if e["code"] != "not_supported" || !strings.Contains(e["message"].(string), "state_db") {
 		t.Errorf("make on the open site with state_diff: %v", e)
 	}
 }
