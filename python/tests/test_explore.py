@@ -694,3 +694,44 @@ def test_raw_trajectories_record_every_explored_episode_with_screenshots_when_as
     eps = _episodes(run / "trajectories")
     assert stats["raw"]["where"] == str((run / "trajectories").resolve())
     assert list(eps) == [stats["raw"]["episodes"][0]["env"]] and len(eps[list(eps)[0]]) == 2 + 2
+
+
+CART_TEE = [
+    'fill("search.search-products", "Sierra Organic Pocket Tee")',
+    'click("search.search")',
+    'click("sierra-organic-pocket-tee")',
+    'select_option("add-to-cart.size", "S")',
+    'select_option("add-to-cart.colour", "Pink")',
+    'click("add-to-cart.add-to-cart")',
+    'click("cart")',
+    "go_back()",
+]
+
+
+def test_the_model_labels_a_state_change_it_is_shown_and_the_task_checks_it(
+    server: str, binary: str, tmp_path: Path
+) -> None:
+    """The model's explorer (a stand-in) puts a tee in the cart: the labeler's prompt shows which step
+    changed the shop's data, its instruction becomes a state task checking the cart row (size S, Pink),
+    and the server grades the task: oracle 1, stopping at the start 0."""
+    script = [{"match": "Next action?", "reply": f"Action: {a}"} for a in CART_TEE]
+    script += [
+        {
+            "match": "Instruction for this trajectory",
+            "reply": "Instruction: Put the Sierra tee, S, Pink, in the cart.",
+        },
+        {"match": "Score the trajectory", "reply": "Score: 1"},
+    ]
+    r, m = explore_shop_with_standin(script, tmp_path, server, max_steps=8, k=8)
+    assert m.script == [] and r.episodes[0].status == "finished", r.episodes[0].error
+    label_prompt = next(
+        q["messages"][-1]["content"] for q in m.requests if "Instruction for" in q["messages"][-1]["content"]
+    )
+    assert 'click("add-to-cart.add-to-cart") (changed the site\'s data: cart_items insert' in label_prompt
+    (task,) = json.loads(r.tasks.read_text())
+    assert task["category"] == "state" and task["intent"] == "Put the Sierra tee, S, Pink, in the cart."
+    (check,) = task["eval"]["state"]
+    assert check["sql"].startswith('SELECT COUNT(*) FROM "cart_items" WHERE "product_id" = ?')
+    assert "S" in check["args"] and "Pink" in check["args"] and check["expect"] == "1"
+    assert task["oracle"] == [*CART_TEE, 'stop("")']
+    _tasks_check(binary, tmp_path / "sites", 1)
