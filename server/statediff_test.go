@@ -12,8 +12,9 @@ import (
 // state_diff on the bundled shop: after a cart task's oracle, the cart row
 // it inserted is in the diff (with the columns a check needs) and a
 // candidate check's value is 0 at the start and 1 now; the reply's limit
-// cuts it and says so; a reset starts over; an environment made without
-// state_diff, and a site without a state database, are refused.
+// cuts it and says so; a fork and a reset compare with their own start;
+// an environment made without state_diff, and a site without a state
+// database, are refused.
 func TestStateDiffShowsWhatAnEpisodeChanged(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -69,6 +70,15 @@ func TestStateDiffShowsWhatAnEpisodeChanged(t *testing.T) {
 	if e := errOf(wait(t, cl.send("state_diff", env, map[string]any{"max_rows": 100000}))); e["code"] != "bad_args" {
 		t.Errorf("max_rows 100000: %v", e)
 	}
+
+	// A fork's episode begins at the snapshot: the cart row is in its start state, not in its diff.
+	fk := okResult(t, wait(t, cl.send("fork", env, map[string]any{"n": 1})))
+	child := fk["envs"].([]any)[0].(map[string]any)["env"].(string)
+	res = okResult(t, wait(t, cl.send("state_diff", child, map[string]any{"queries": []any{check}})))
+	if v := res["queries"].([]any)[0].(map[string]any); v["base"] != "1" || v["now"] != "1" {
+		t.Errorf("in a fork the check's values = %v, want 1 at its start and 1 now", v)
+	}
+	wait(t, cl.send("close", child, nil))
 
 	// A reset puts the site back and compares with the new start.
 	okResult(t, wait(t, cl.send("reset", env, map[string]any{"options": map[string]any{"task": "shopping.35"}})))
