@@ -1,6 +1,7 @@
 """Explore suite: model-free exploration of the bundled shop by N explorers at once for a fixed time,
 without and with the Go-Browse frontier, in one run: demonstrations per hour, distinct pages and URL
-patterns covered, and the share of emitted tasks whose oracle passes its check (target 100%).
+patterns covered, the share of emitted tasks whose oracle passes its check (target 100%), and how many
+of them are state tasks (checks of the rows their demonstration changed).
 
     WEBSERV_BIN=bin/webserv python bench/explore_bench.py [--explorers 8] [--seconds 120] [--smoke]
 
@@ -57,6 +58,8 @@ async def arm(url: str, explorers: int, seconds: float, max_steps: int, out: Pat
         "kept": s["kept"],
         "frontier_dropped": s["frontier_dropped"],
         "tasks": s["tasks"],
+        # Tasks checking what their demonstration changed in the shop's database (state_diff).
+        "state_tasks": (s.get("state") or {}).get("verified", 0),
         "pruned_by_step": s["pruned_by_step"],
         "seconds": round(wall, 1),
         "demonstrations_per_hour": round(s["kept"] / wall * 3600, 1) if wall else 0.0,
@@ -123,6 +126,7 @@ def main() -> int:
         "kept",
         "frontier_dropped",
         "tasks",
+        "state_tasks",
         "seconds",
         "demonstrations_per_hour",
         "steps_per_second",

@@ -54,6 +54,10 @@ type Site struct {
 	// Tasks are the site's task files (YAML or JSON), relative to the
 	// definition; globs like tasks/*.yaml are allowed (docs/tasks.md).
 	Tasks []string `json:"tasks,omitempty"`
+	// StateDB is the SQLite file holding the site's state, relative to an
+	// instance's data directory (as a state check's db): what the
+	// state_diff op compares with the episode's start.
+	StateDB string `json:"state_db,omitempty"`
 
 	dir string // the directory of the definition file
 }
@@ -170,6 +174,9 @@ func (s *Site) Validate() error {
 	}
 	if !strings.HasPrefix(s.Ready.Path, "/") || (s.StartPath != "" && !strings.HasPrefix(s.StartPath, "/")) {
 		return fmt.Errorf("site %s: ready.path and start_path must start with /", s.Name)
+	}
+	if p := filepath.Clean(s.StateDB); s.StateDB != "" && (filepath.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../")) {
+		return fmt.Errorf("site %s: state_db %q: give a path inside the instance's data directory, like app.db", s.Name, s.StateDB)
 	}
 	if s.Ready.Status == 0 {
 		s.Ready.Status = 200

@@ -20,6 +20,7 @@ ready: {path: /healthz, timeout_ms: 5000}
 env: {SHOP_SCALE: small}
 post_start: [["/app/shop", "set-base-url", "{url}"]]
 start_path: /
+state_db: data/shop.db
 login:
   cookies: [{name: session, value: abc}]
 limits: {memory: 512MiB, cpu: "1", processes: 200}
@@ -27,7 +28,7 @@ limits: {memory: 512MiB, cpu: "1", processes: 200}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Backend() != "incus" || s.Ready.Status != 200 || s.Ready.TimeoutMs != 5000 || s.Limits.Memory != "512MiB" || s.Login.Cookies[0].Value != "abc" {
+	if s.Backend() != "incus" || s.Ready.Status != 200 || s.Ready.TimeoutMs != 5000 || s.Limits.Memory != "512MiB" || s.Login.Cookies[0].Value != "abc" || s.StateDB != "data/shop.db" {
 		t.Errorf("parsed %+v", s)
 	}
 	// JSON works too, and the defaults are filled in.
@@ -42,6 +43,8 @@ limits: {memory: 512MiB, cpu: "1", processes: 200}
 		"no port":       "name: x\nincus: {image: y}",
 		"unknown field": "name: x\nlocal: {command: [a]}\nprot: 8080",
 		"relative path": "name: x\nlocal: {command: [a]}\nstart_path: shop",
+		"state_db out":  "name: x\nlocal: {command: [a]}\nstate_db: ../x.db",
+		"state_db abs":  "name: x\nlocal: {command: [a]}\nstate_db: /x.db",
 	}
 	for name, def := range bad {
 		if _, err := hosting.ParseSite([]byte(def), ""); err == nil {

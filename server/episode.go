@@ -125,6 +125,9 @@ func (s *Server) prepare(ctx context.Context, x *session, inst Instance, ep Epis
 	if err != nil {
 		return obs, info, err
 	}
+	if err := x.keepStartState(ctx); err != nil {
+		return obs, info, err
+	}
 	return obs, info, nil
 }
 

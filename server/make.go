@@ -52,7 +52,7 @@ func (s *Server) makeEnv(ctx context.Context, c call, a *makeArgs) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	l := limits{maxSteps: a.MaxSteps, timeLimit: a.EpisodeTimeoutMs.D(), stepLimit: a.StepTimeoutMs.D(), everyStep: a.EvaluateEveryStep}
+	l := limits{maxSteps: a.MaxSteps, timeLimit: a.EpisodeTimeoutMs.D(), stepLimit: a.StepTimeoutMs.D(), everyStep: a.EvaluateEveryStep, stateDiff: a.StateDiff}
 	if err := s.liveOptions(a, &l); err != nil {
 		s.drop(x)
 		return nil, err

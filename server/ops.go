@@ -128,6 +128,7 @@ var ops = []op{
 		}
 		return s.fork(ctx, c.conn, x, sn, a)
 	}),
+	opFor("state_diff", "the rows of the site's state database changed since the episode began, and queries' values then and now (environments made with state_diff; for trainers)", true, (*Server).stateDiff),
 }
 
 // lookupOp finds an op by name.

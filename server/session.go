@@ -59,6 +59,9 @@ type session struct {
 	// The group whose members may still fork this (leader's) instance's
 	// snapshot: its next reset or close waits for them (group.lent).
 	lending atomic.Pointer[group]
+	// The directory of the state database's copy at the episode's start
+	// (make's state_diff, statediff.go).
+	stateDir atomic.Pointer[string]
 }
 
 // limits are an environment's per-episode settings from make; forks
@@ -69,6 +72,7 @@ type limits struct {
 	stepLimit time.Duration
 	everyStep bool        // grade after every step (make's evaluate_every_step)
 	record    *recordSpec // nil: not recorded
+	stateDiff bool        // keep the state database at each start (make's state_diff)
 	// The live view's (live.go): wait for a person's verdict on each
 	// action, or for preview with the target outlined.
 	approve        bool
@@ -261,5 +265,6 @@ func (s *Server) closeSession(x *session, why string) {
 	if x.net != nil {
 		x.net.Close()
 	}
+	x.dropStartState()
 	s.log.Info("environment closed", zap.String("env", x.id), zap.String("why", why))
 }

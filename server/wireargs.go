@@ -124,6 +124,7 @@ type makeArgs struct {
 	StepTimeoutMs     Millis          `json:"step_timeout_ms"`
 	EvaluateEveryStep bool            `json:"evaluate_every_step"`
 	Record            recordArg       `json:"record"`
+	StateDiff         bool            `json:"state_diff"`
 	Approve           bool            `json:"approve"`
 	ApproveTimeoutMs  Millis          `json:"approve_timeout_ms"`
 	// A dream environment's (site "dream", dream.go).

@@ -190,17 +190,32 @@ func dbValue(ctx context.Context, in hosting.Execer, file, query string, args []
 	if err != nil {
 		return "", fmt.Errorf("db %s: %w", file, err)
 	}
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&_pragma=busy_timeout(5000)&_pragma=query_only(1)")
+	db, err := openReadOnly(path)
 	if err != nil {
 		return "", fmt.Errorf("db %s: %w", file, err)
 	}
 	defer db.Close()
+	v, err := firstValue(ctx, db, query, args)
+	if err != nil {
+		return "", fmt.Errorf("db %s: %w", file, err)
+	}
+	return v, nil
+}
+
+// openReadOnly opens a SQLite file for reading only.
+func openReadOnly(path string) (*sql.DB, error) {
+	return sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro&_pragma=busy_timeout(5000)&_pragma=query_only(1)")
+}
+
+// firstValue runs query and returns its first value as text ("" for no
+// rows or NULL; a whole float as an integer).
+func firstValue(ctx context.Context, db *sql.DB, query string, args []any) (string, error) {
 	var v any
 	switch err := db.QueryRowContext(ctx, query, args...).Scan(&v); {
 	case errors.Is(err, sql.ErrNoRows):
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("db %s: query %q: %w", file, shorten(query, 200), err)
+		return "", fmt.Errorf("query %q: %w", shorten(query, 200), err)
 	}
 	switch x := v.(type) {
 	case nil:

@@ -84,6 +84,8 @@ def test_model_free_run_makes_demonstrations_and_tasks_whose_oracles_pass(
         assert t["sites"] == ["shopping"] and t["start_url"].startswith("__SHOPPING__/")
         if t["eval"]["eval_types"] == ["url_match"]:
             assert t["eval"]["reference_url"].startswith("__SHOPPING__/") and t["oracle"][-1] == 'stop("")'
+        elif t["eval"]["eval_types"] == ["state"]:  # what it changed in the shop's database
+            assert t["category"] == "state" and all(c["db"] == "shop.db" for c in t["eval"]["state"])
         else:  # the one price the page showed, asked for and given in the final stop
             assert t["eval"]["eval_types"] == ["string_match"], t
             price = t["eval"]["reference_answers"]["must_include"][0]
@@ -317,12 +319,21 @@ def test_explored_tasks_of_a_users_site_definition_pass_tasks_check(binary: str,
                 out=out,
                 server=srv.url,
                 site_definition_file=EXAMPLE / "tracker.yaml",
+                concurrency=1,
             )
         )
     finally:
         srv.stop()
     tasks = json.loads(r.tasks.read_text())
-    assert tasks and all(t["start_url"].startswith("__SITE__/") for t in tasks), r.stats
+    assert tasks and all(t["start_url"] == "__SITE__/" for t in tasks), r.stats
+    # Closing or reopening an issue is in the tracker's database (its definition's state_db): a state
+    # task checks the issue's status by its id.
+    state = [t for t in tasks if t["category"] == "state"]
+    assert state and r.stats["state"]["db"] == "tracker.db", r.stats["state"]
+    for t in state:
+        (check,) = t["eval"]["state"]
+        assert check["db"] == "tracker.db" and check["sql"] == 'SELECT "status" FROM "issues" WHERE "id" = ?'
+        assert check["expect"] in ("open", "closed") and t["intent"].split()[0] in ("Close", "Reopen")
     definition = json.loads((out / "sites" / "tracker.json").read_text())
     assert definition["local"]["command"][0] == str(EXAMPLE / "tracker" / "app.py")
     assert definition["tasks"] == ["../tasks.json"]
@@ -511,3 +522,216 @@ def test_live_sites_deny_submit_and_politeness_apply_to_every_explorer(server: s
     assert all(not any("order-now" in a for a in t["oracle"]) for t in tasks)  # refused steps are no oracle
     with pytest.raises(ValueError, match="deny_submit=True"):
         asyncio.run(webserv.explore(site="open", start_url=start, submit_allow=["x"], out=tmp_path))
+
+
+def test_state_tasks_check_what_a_demonstration_changed_in_the_shop(
+    server: str, binary: str, tmp_path: Path
+) -> None:
+    """Model-free on the bundled shop, the explorer completes a form it started (a size for the cart):
+    the row the add-to-cart inserted becomes a state task, checked over the row's stable columns (not
+    its id, session or time), verified by a replay (it holds at the end, not at the start), and graded
+    by the server: oracle 1, `stop("")` at the start 0."""
+    r = asyncio.run(
+        webserv.explore(
+            site="shopping", episodes=2, max_steps=12, k=4, out=tmp_path, server=server, seed=0, concurrency=1
+        )
+    )
+    steps = [s for ep in r.episodes for s in ep.steps if any(c["table"] == "cart_items" for c in s.changes)]
+    assert steps and all("add-to-cart" in s.action for s in steps), r.stats
+    tasks = json.loads(r.tasks.read_text())
+    state = [t for t in tasks if t["category"] == "state"]
+    assert state and r.stats["state"]["verified"] == len(state), r.stats["state"]
+    for t in state:
+        assert t["intent"].startswith("Add to cart on the ") and t["wrong"] == ['stop("")']
+        (check,) = t["eval"]["state"]
+        assert check["db"] == "shop.db" and check["expect"] == "1"
+        assert check["sql"].startswith('SELECT COUNT(*) FROM "cart_items" WHERE "product_id" = ?')
+        assert not any(w in check["sql"] for w in ('"id"', "session", "_at"))
+        assert any("add-to-cart" in a for a in t["oracle"])
+    results = asyncio.run(check_tasks(r.tasks, site="shopping", server=server))
+    assert [x["passed"] for x in results] == [True] * len(tasks), results
+    _tasks_check(binary, tmp_path / "sites", len(tasks))
+
+
+def test_state_candidates_leave_out_what_changes_from_run_to_run() -> None:
+    from webserv.explore.state import candidate, humanize
+
+    cols = [
+        {"name": "id", "type": "INTEGER", "pk": 1, "default": None},
+        {"name": "session_id", "type": "TEXT", "pk": 0, "default": None},
+        {"name": "product_id", "type": "INTEGER", "pk": 0, "default": None},
+        {"name": "note", "type": "TEXT", "pk": 0, "default": None},
+        {"name": "qty", "type": "INTEGER", "pk": 0, "default": "1"},
+        {"name": "created_at", "type": "TEXT", "pk": 0, "default": None},
+    ]
+    row = {
+        "id": 9,
+        "session_id": "s1",
+        "product_id": 5,
+        "note": None,
+        "qty": 1,
+        "created_at": "2026-11-24 20:00:00",
+    }
+    c = candidate({"table": "cart_items", "op": "insert", "row": row}, cols)
+    assert c is not None
+    assert (
+        c["sql"]
+        == 'SELECT COUNT(*) FROM "cart_items" WHERE "product_id" = ? AND "note" IS NULL AND "qty" = ?'
+    )
+    assert c["args"] == [5, 1]
+    # A row of nothing but defaults, NULLs and volatile values (a session made in passing) names nothing.
+    empty = {**row, "product_id": None}
+    assert candidate({"table": "cart_items", "op": "insert", "row": empty}, cols) is None
+    # An update is read by the row's key; a delete is counted by it.
+    upd = {"table": "cart_items", "op": "update", "row": {**row, "qty": 3}, "old": {"qty": 1}}
+    assert candidate(upd, cols) == {
+        "sql": 'SELECT "qty" FROM "cart_items" WHERE "id" = ?',
+        "args": [9],
+        "table": "cart_items",
+        "op": "update",
+        "columns": 1,
+    }
+    gone = candidate({"table": "cart_items", "op": "delete", "row": row}, cols)
+    assert gone is not None and gone["sql"] == 'SELECT COUNT(*) FROM "cart_items" WHERE "id" = ?'
+    # A row whose key is a random token cannot be found again.
+    sess = [
+        {"name": "id", "type": "TEXT", "pk": 1, "default": None},
+        {"name": "cart", "type": "TEXT", "pk": 0},
+    ]
+    tok = {
+        "table": "sessions",
+        "op": "update",
+        "row": {"id": "9f2c4e1a7b3d5f60", "cart": "x"},
+        "old": {"cart": ""},
+    }
+    assert candidate(tok, sess) is None
+    assert humanize('click("add-to-cart.add-to-cart")') == "Add to cart"
+    assert humanize('select_option("add-to-cart.size", "M")') == 'Choose "M" for "size"'
+
+
+def _episodes(root: Path) -> dict[str, list[dict[str, Any]]]:
+    """The recorded episodes under root by environment id: each file's lines, read as gzipped JSON Lines
+    (the format of package trajectory, docs/trajectories.md)."""
+    import gzip
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in sorted(root.rglob("*.jsonl.gz")):
+        with gzip.open(f, "rt") as fh:
+            out[f.parent.name] = [json.loads(line) for line in fh]
+    return out
+
+
+def test_raw_trajectories_record_every_explored_episode_with_screenshots_when_asked(
+    binary: str, tmp_path: Path
+) -> None:
+    """raw=True records every exploration episode, kept or pruned (not best-of's attempts or the replays),
+    as the server's trajectories: read back by the binary's own reader (`webserv export`, through
+    trajectory.Read) and as gzipped JSON Lines; screenshots in every observation when asked, none when not."""
+    srv = LocalServer(binary, ["--idle", "200ms", "--trajectories", str(tmp_path / "traj")])
+    try:
+        runs = {}
+        for shots in (True, False):
+            out = tmp_path / f"run-{shots}"
+            runs[shots] = asyncio.run(
+                webserv.explore(
+                    site="shopping",
+                    episodes=2,
+                    max_steps=4,
+                    k=4,
+                    out=out,
+                    server=srv.url,
+                    raw=True,
+                    screenshots=shots,
+                    best_of=1,
+                )
+            )
+    finally:
+        srv.stop()
+    for shots, r in runs.items():
+        raw = r.stats["raw"]
+        assert raw["screenshots"] is shots and raw["where"].startswith(f"explore-run-{shots}")
+        eps = _episodes(tmp_path / "traj" / f"explore-run-{shots}")
+        # One trajectory per explored episode, whatever became of it, and nothing else.
+        assert sorted(eps) == sorted(e["env"] for e in raw["episodes"]), (sorted(eps), raw)
+        for ep in r.episodes:
+            lines = eps[ep.env_id]
+            head, reset, steps = lines[0], lines[1], lines[2:]
+            assert head["kind"] == "episode" and head["site"] == "shopping" and reset["kind"] == "reset"
+            assert [x["action"] for x in steps] == [s.action for s in ep.steps]
+            obs = [reset["obs"]] + [x["obs"] for x in steps]
+            assert all(bool(o.get("screenshot")) is shots for o in obs), shots
+        out = subprocess.run(
+            [binary, "export", "--format", "sft", str(tmp_path / "traj" / f"explore-run-{shots}")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        rows = [json.loads(line) for line in out.stdout.splitlines()]
+        assert len(rows) == sum(len(ep.steps) for ep in r.episodes)
+    with pytest.raises(ValueError, match="raw=True"):
+        asyncio.run(webserv.explore(screenshots=True, out=tmp_path))
+    # Without a server, the run starts its own, recording into OUT/trajectories (the command line's
+    # --raw; no screenshots).
+    env = {k: v for k, v in os.environ.items() if k != "WEBSERV_URL"}
+    env |= {"WEBSERV_PYTHON": sys.executable, "WEBSERV_BIN": binary}
+    run = tmp_path / "cli"
+    args = [
+        "explore",
+        "--site",
+        "shopping",
+        "--episodes",
+        "1",
+        "--max-steps",
+        "2",
+        "--raw",
+        "--out",
+        str(run),
+    ]
+    out = subprocess.run([binary, *args], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    stats = json.loads(out.stdout)
+    eps = _episodes(run / "trajectories")
+    assert stats["raw"]["where"] == str((run / "trajectories").resolve())
+    assert list(eps) == [stats["raw"]["episodes"][0]["env"]] and len(eps[list(eps)[0]]) == 2 + 2
+
+
+CART_TEE = [
+    'fill("search.search-products", "Sierra Organic Pocket Tee")',
+    'click("search.search")',
+    'click("sierra-organic-pocket-tee")',
+    'select_option("add-to-cart.size", "S")',
+    'select_option("add-to-cart.colour", "Pink")',
+    'click("add-to-cart.add-to-cart")',
+    'click("cart")',
+    "go_back()",
+]
+
+
+def test_the_model_labels_a_state_change_it_is_shown_and_the_task_checks_it(
+    server: str, binary: str, tmp_path: Path
+) -> None:
+    """The model's explorer (a stand-in) puts a tee in the cart: the labeler's prompt shows which step
+    changed the shop's data, its instruction becomes a state task checking the cart row (size S, Pink),
+    and the server grades the task: oracle 1, stopping at the start 0."""
+    script = [{"match": "Next action?", "reply": f"Action: {a}"} for a in CART_TEE]
+    script += [
+        {
+            "match": "Instruction for this trajectory",
+            "reply": "Instruction: Put the Sierra tee, S, Pink, in the cart.",
+        },
+        {"match": "Score the trajectory", "reply": "Score: 1"},
+    ]
+    r, m = explore_shop_with_standin(script, tmp_path, server, max_steps=8, k=8)
+    assert m.script == [] and r.episodes[0].status == "finished", r.episodes[0].error
+    label_prompt = next(
+        q["messages"][-1]["content"] for q in m.requests if "Instruction for" in q["messages"][-1]["content"]
+    )
+    assert 'click("add-to-cart.add-to-cart") (changed the site\'s data: cart_items insert' in label_prompt
+    (task,) = json.loads(r.tasks.read_text())
+    assert task["category"] == "state" and task["intent"] == "Put the Sierra tee, S, Pink, in the cart."
+    (check,) = task["eval"]["state"]
+    assert check["sql"].startswith('SELECT COUNT(*) FROM "cart_items" WHERE "product_id" = ?')
+    assert "S" in check["args"] and "Pink" in check["args"] and check["expect"] == "1"
+    assert task["oracle"] == [*CART_TEE, 'stop("")']
+    _tasks_check(binary, tmp_path / "sites", 1)

@@ -152,6 +152,28 @@ class AsyncEnv:
             children.append(child)
         return children
 
+    async def state_diff(
+        self,
+        queries: list[dict[str, Any]] | None = None,
+        *,
+        max_rows: int | None = None,
+        max_bytes: int | None = None,
+    ) -> dict[str, Any]:
+        """What changed in the site's state database since the episode began (docs/protocol.md,
+        ``state_diff``): ``{"diff": {db, changes, columns, total, truncated, schema_changed},
+        "queries": [{base, now, error}]}``, each of ``queries`` (``{"sql", "args"}``) run on the start
+        state and now. For trainers: the environment must be made with ``state_diff=True`` on a hosted
+        site with a state database (``NotSupported`` otherwise). The policy's tools never offer it.
+        """
+        args: dict[str, Any] = {}
+        if queries:
+            args["queries"] = list(queries)
+        if max_rows is not None:
+            args["max_rows"] = max_rows
+        if max_bytes is not None:
+            args["max_bytes"] = max_bytes
+        return await self.client.request("state_diff", self._require(), **args)
+
     async def close(self) -> None:
         """Closes the environment on the server. Safe to call twice, and after its server is gone."""
         env_id, self.id = self.id, None

@@ -79,6 +79,7 @@ func Sites(ctx context.Context, o Options) (*Shop, error) {
 			Ready:       hosting.Probe{Path: "/healthz", TimeoutMs: 30000},
 			Env:         map[string]string{"EVAL_TOKEN": out.EvalToken},
 			StartPath:   Roles[name],
+			StateDB:     shop.DBFile,
 		}
 		if o.IncusImage != "" {
 			s.Incus = &hosting.IncusRun{Image: o.IncusImage}

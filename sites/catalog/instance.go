@@ -27,8 +27,9 @@ type hostedInstance struct {
 }
 
 var (
-	_ server.Snapshotter  = (*hostedInstance)(nil)
-	_ server.ExecInstance = (*hostedInstance)(nil)
+	_ server.Snapshotter     = (*hostedInstance)(nil)
+	_ server.ExecInstance    = (*hostedInstance)(nil)
+	_ server.StateDBInstance = (*hostedInstance)(nil)
 )
 
 func newHostedInstance(s *hosting.Site, in hosting.Instance, spec server.MakeSpec, st *TaskSet) *hostedInstance {
@@ -169,6 +170,9 @@ func (h *hostedInstance) Execer() hosting.Execer {
 	ex, _ := h.in.(hosting.Execer)
 	return ex
 }
+
+// StateDB is the site's state database (its definition's state_db).
+func (h *hostedInstance) StateDB() string { return h.site.StateDB }
 
 func (h *hostedInstance) Close(ctx context.Context) error {
 	h.routes.Close()

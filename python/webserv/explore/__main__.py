@@ -41,6 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, help="stop starting episodes after this long")
     p.add_argument("--site-definition", help="the definition file of a --sites site, to serve its tasks")
     p.add_argument("--shop-data", help="the bundled shop's catalog the server uses (default as serve's)")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="record every explored episode as a trajectory (OUT/trajectories with the run's own server)",
+    )
+    p.add_argument("--screenshots", action="store_true", help="with --raw: a screenshot per step")
     g = p.add_argument_group("live sites (--site open)")
     g.add_argument("--rate-per-host", type=float, help="requests per second per host")
     g.add_argument("--concurrency-per-host", type=int, help="requests in flight per host")
@@ -54,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.site == "open" and not a.start_url:
         p.error("--site open needs --start-url")
+    if a.screenshots and not a.raw:
+        p.error("--screenshots records screenshots in the raw trajectories: give --raw too")
     politeness = {
         k: v
         for k, v in {
@@ -91,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
                 submit_allow=a.submit_allow,
                 site_definition_file=a.site_definition,
                 shop_data=a.shop_data,
+                raw=a.raw,
+                screenshots=a.screenshots,
             )
         )
     except (ValueError, OSError) as e:

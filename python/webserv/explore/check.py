@@ -2,9 +2,11 @@
 
 This is the check an explored task must pass to be a usable RL task (the oracle earns reward 1):
 ``url_match`` "GOLD in PRED" as docs/tasks.md defines it (the reference's path is a substring of the
-page's, and each reference query parameter has one of its values) and ``string_match``'s
-``must_include`` on the oracle's answer. It runs on any server, the open site included; on hosted
-sites ``webserv tasks check --sites OUT/sites`` is the server's own check (docs/explore.md).
+page's, and each reference query parameter has one of its values), ``string_match``'s
+``must_include`` on the oracle's answer, and ``state`` through the server's ``state_diff`` (each
+check's value is its ``expect`` after the oracle and was not at the start). It runs on any server,
+the open site included; on hosted sites ``webserv tasks check --sites OUT/sites`` is the server's
+own check (docs/explore.md).
 """
 
 from __future__ import annotations
@@ -36,8 +38,22 @@ def _load(path: Path) -> list[dict[str, Any]]:
     return tasks
 
 
+def _queries(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"sql": c["sql"], "args": list(c.get("args") or [])} for c in checks]
+
+
+def state_holds(checks: list[dict[str, Any]], values: list[dict[str, Any]]) -> bool:
+    """Every state check holds now and did not at the episode's start (the task was not done)."""
+    return len(values) == len(checks) and all(
+        not v.get("error") and v["now"].strip() == str(c["expect"]).strip() != v["base"].strip()
+        for c, v in zip(checks, values, strict=True)
+    )
+
+
 async def _check_one(client: AsyncClient, task: dict[str, Any], site: str) -> dict[str, Any]:
-    env = client.env(site, observe={"axtree": False})
+    ev = task["eval"]
+    checks = ev.get("state") or [] if "state" in ev["eval_types"] else []
+    env = client.env(site, observe={"axtree": False}, state_diff=bool(checks) or None)
     options: dict[str, Any] = {"goal": task["intent"]}
     ph = placeholder(site)
     if site in PLACEHOLDERS:
@@ -59,8 +75,10 @@ async def _check_one(client: AsyncClient, task: dict[str, Any], site: str) -> di
             if obs.get("last_action_error"):
                 error = f"{action}: {obs['last_action_error']}"
                 break
-        ev = task["eval"]
         passed = not error
+        if checks and passed:
+            values = (await env.state_diff(_queries(checks)))["queries"]
+            passed = state_holds(checks, values)
         if "url_match" in ev["eval_types"]:
             ref = ev["reference_url"].replace(ph, origin) if ph else ev["reference_url"]
             passed = passed and url_matches(ref, obs["url"])

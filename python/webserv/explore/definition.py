@@ -69,6 +69,13 @@ def _absolute(p: str, base: Path) -> str:
     return str((base / p).resolve())
 
 
+def start_path(source: str | Path | None) -> str:
+    """Where a site definition's episodes start (its start_path; "/" without one)."""
+    if source is None:
+        return "/"
+    return str(_read(Path(source)).get("start_path") or "/")
+
+
 def site_definition(
     site: str,
     tasks_file: Path,
@@ -94,6 +101,7 @@ def site_definition(
             },
             "ready": {"path": "/healthz", "timeout_ms": 30000},
             "start_path": "/",
+            "state_db": "shop.db",
             "tasks": [tasks_rel],
         }, ""
     if site == "open":

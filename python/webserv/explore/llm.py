@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..models import ChatModel
+from .state import describe
 from .trajectory import Episode, Label, MalformedOutput, obs_text
 
 ACTIONS = """click("id")  type("id", "text", enter=True)  fill("id", "text")  select_option("id", "option")
@@ -83,8 +84,18 @@ def load_prompts(prompts_dir: str | Path | None) -> dict[str, str]:
 
 
 def _steps(episode: Episode) -> str:
+    """The steps as the labeler and reward model read them, with what each changed in the site's
+    database (sites with a state database), like "(changed the site's data: cart_items insert)"."""
+
+    def changed(s: Any) -> str:
+        if not s.changes:
+            return ""
+        return " (changed the site's data: " + ", ".join(sorted({describe(c) for c in s.changes})) + ")"
+
     return (
-        "\n".join(f"{i + 1}. on {s.url} ({s.title}): {s.action}" for i, s in enumerate(episode.steps))
+        "\n".join(
+            f"{i + 1}. on {s.url} ({s.title}): {s.action}{changed(s)}" for i, s in enumerate(episode.steps)
+        )
         or "none"
     )
 

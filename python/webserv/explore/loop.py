@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -14,14 +16,16 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..client import AsyncClient
-from ..errors import WebServError
+from ..errors import NotSupported, WebServError
 from ..handle import AsyncEnv
+from ..launcher import LocalServer, find_binary, missing_binary_message
 from ..models import ChatModel, ModelError
-from .check import _check_one, url_matches
-from .definition import PLACEHOLDERS, placeholder, site_definition, write_definition
+from .check import _check_one, _queries, state_holds, url_matches
+from .definition import PLACEHOLDERS, placeholder, site_definition, start_path, write_definition
 from .frontier import Frontier, FrontierEntry
 from .llm import ModelAttempter, ModelExplorer, ModelLabeler, ModelReward, load_prompts
 from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler, page_key
+from .state import MAX_CHECKS, candidates, signature
 from .trajectory import (
     Demo,
     Episode,
@@ -91,17 +95,47 @@ class _Run:
     first_wave: int
     holders: list[AsyncEnv] = field(default_factory=list)  # finished episodes' envs holding snapshots
     holding: set[int] = field(default_factory=set)  # ids of the envs holding snapshots, running or not
+    # Environments are made with state_diff (the site's state database read after every step) until
+    # the server says the site has none; state_note says why not.
+    state: bool = False
+    state_note: str = ""
+    start_path: str = "/"  # a site definition's start_path
+    # make's record for the exploration episodes (raw=True), None when not recorded.
+    record: dict[str, Any] | None = None
 
     def reset_options(self, start_url: str | None = None) -> dict[str, Any]:
         options: dict[str, Any] = {"goal": "Explore the site."}
-        if start_url or self.start_url:
-            options["start_url"] = start_url or self.start_url
+        start = start_url or self.start_url
+        if not start and self.site not in PLACEHOLDERS and self.site != "open":
+            # A site's own: at its start page, not at one of its tasks (whose setup a replay lacks).
+            start = self.start_path
+        if start:
+            options["start_url"] = start
         if self.site in PLACEHOLDERS and not start_url:
             options["task_id"] = f"{self.site}.0"  # a fixed task for a fixed start (its goal is not pursued)
         return options
 
-    def env(self) -> AsyncEnv:
-        return self.client.env(self.site, **self.make_args)
+    def env(self, *, explore: bool = False) -> AsyncEnv:
+        """An environment of the run; an exploration episode's is recorded when the run is raw (the
+        attempts and replays are not)."""
+        record = self.record if explore else None
+        return self.client.env(
+            self.site, **self.make_args, state_diff=True if self.state else None, record=record
+        )
+
+    async def reset(self, seed: int, options: dict[str, Any]) -> tuple[AsyncEnv, dict[str, Any]]:
+        """A new environment at its first observation; on a site without a state database the first
+        refusal of state_diff turns it off for the run."""
+        env = self.env(explore=True)
+        try:
+            obs, _ = await env.reset(seed=seed, options=options)
+        except NotSupported as e:
+            if not self.state or "state_diff" not in str(e):
+                raise
+            self.state, self.state_note = False, str(e)
+            env = self.env(explore=True)
+            obs, _ = await env.reset(seed=seed, options=options)
+        return env, obs
 
 
 async def _start(run: _Run, index: int, persona: str) -> tuple[AsyncEnv, dict[str, Any], Episode]:
@@ -120,11 +154,10 @@ async def _start(run: _Run, index: int, persona: str) -> tuple[AsyncEnv, dict[st
             return env, obs, ep
         except WebServError:
             entry = None  # the holder is gone: start at the site's start
-    env = run.env()
     if entry is not None:  # the open site: the frontier is URLs
-        obs, _ = await env.reset(seed=run.seed + index, options=run.reset_options(entry.url))
+        env, obs = await run.reset(run.seed + index, run.reset_options(entry.url))
         return env, obs, Episode(index, persona, obs["url"], start_cause="frontier", origin_url=obs["url"])
-    obs, _ = await env.reset(seed=run.seed + index, options=run.reset_options())
+    env, obs = await run.reset(run.seed + index, run.reset_options())
     return env, obs, Episode(index, persona, obs["url"], origin_url=obs["url"])
 
 
@@ -155,8 +188,13 @@ async def _run_episode(run: _Run, index: int, persona: str) -> Episode:
         env, obs, ep = await _start(run, index, persona)
     except WebServError as e:
         return Episode(index, persona, run.start_url or "", status="env_error", error=str(e))
+    ep.env_id = env.id or ""
     run.frontier.reached(obs["url"])
     holds = False
+    # What the steps changed in the site's state (episodes from the site's start: their tasks start
+    # there too); the signatures of the changes seen so far.
+    diffing = run.state and ep.start_cause == "reset"
+    seen: set[str] = set()
     try:
         for t in range(1, run.max_steps + 1):
             action = await run.explorer.act(obs, ep)
@@ -166,11 +204,17 @@ async def _run_episode(run: _Run, index: int, persona: str) -> Episode:
             ep.refused.extend({**r, "step": t} for r in info.get("refused") or [])
             obs = nxt
             run.frontier.reached(obs["url"])
+            if diffing:
+                diffing = await _diff_step(env, ep, seen)
             answer = answer_of(action) if terminated and not err else ""
             if t % run.k == 0 or answer:
                 label = await run.labeler.label(ep, obs)
+                window = [c for s in ep.steps[ep.labeled :] for c in s.changes]
+                ep.labeled = len(ep.steps)
                 if answer:
                     label.answer = answer
+                elif window:
+                    label.state = candidates(window, ep.columns)
                 if await run.reward.score(ep, label, obs) == 0:
                     ep.status, ep.pruned_at = "pruned", t
                     return ep
@@ -193,6 +237,28 @@ async def _run_episode(run: _Run, index: int, persona: str) -> Episode:
         else:
             await env.close()
     return ep
+
+
+async def _diff_step(env: AsyncEnv, ep: Episode, seen: set[str]) -> bool:
+    """Records on the episode's last step the rows it changed in the site's state database (those
+    the diff since the start has that it had not before). False when the diff failed: the episode
+    goes on without it."""
+    try:
+        res = await env.state_diff(max_rows=1000)
+    except WebServError as e:
+        ep.error = ep.error or f"state_diff: {e}"
+        return False
+    diff = res["diff"]
+    new = []
+    for c in diff.get("changes") or []:
+        sig = signature(c)
+        if sig not in seen:
+            seen.add(sig)
+            new.append(c)
+    ep.steps[-1].changes = new
+    ep.columns.update(diff.get("columns") or {})
+    ep.state_db = diff.get("db") or ep.state_db
+    return True
 
 
 def _step(obs: dict[str, Any], action: str, nxt: dict[str, Any]) -> Step:
@@ -252,11 +318,52 @@ async def _attempt(
         given = answer_of(ep.steps[-1].action) if ep.steps else ""
         if demo.label.answer and given not in ("", demo.label.answer):
             return 0, ep.steps  # it answered something else
+        if demo.label.state and run.state:
+            # It must change the site's data as the demonstration did (one of its candidates).
+            values = (await env.state_diff(_queries(demo.label.state)))["queries"]
+            if not any(not v.get("error") and v["now"] != v["base"] for v in values):
+                return 0, ep.steps
         return await run.reward.score(ep, demo.label, obs), ep.steps
     except (ModelError, MalformedOutput, WebServError):
         return 0, ep.steps  # a failed attempt: the demonstration it competes with stays
     finally:
         await env.close()
+
+
+async def _verify_state(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> None:
+    """Each demonstration that changed the site's state, replayed from its task's start in a fresh
+    environment: the candidate checks that hold at the end with a value they did not have at the
+    start become its state checks (their expect the value the replay read), the most specific first."""
+
+    async def one(d: Demo) -> None:
+        if not d.label.state or d.label.answer or d.episode.start_cause != "reset":
+            return
+        async with gate:
+            env = run.env()
+            try:
+                await env.reset(seed=run.seed, options=_options_for(run, d.start_url))
+                for s in d.steps:
+                    nxt, _, terminated, _, _ = await env.step(s.action)
+                    if nxt.get("last_action_error") or terminated:
+                        return  # the replay did not go as the demonstration did: no check
+                values = (await env.state_diff(_queries(d.label.state)))["queries"]
+            except WebServError:
+                return
+            finally:
+                await env.close()
+        ok = [
+            (c, v)
+            for c, v in zip(d.label.state, values, strict=True)
+            if not v.get("error") and v["now"] != v["base"]
+        ]
+        ok.sort(key=lambda cv: -int(cv[0].get("columns", 0)))
+        checks = [
+            {"db": d.episode.state_db, "sql": c["sql"], "args": c["args"], "expect": v["now"]}
+            for c, v in ok[:MAX_CHECKS]
+        ]
+        d.checks = checks if state_holds(checks, [v for _, v in ok[:MAX_CHECKS]]) else []
+
+    await asyncio.gather(*(one(d) for d in demos))
 
 
 def _options_for(run: _Run, start_url: str) -> dict[str, Any]:
@@ -335,6 +442,11 @@ def _task(site: str, task_id: int, demo: Demo) -> dict[str, Any] | None:
             "eval_types": ["string_match"],
             "reference_answers": {"must_include": [label.answer]},
         }
+    elif label.state:
+        if not demo.checks:
+            return None  # what it changed could not be checked: its instruction is about that
+        category = "state"
+        ev = {"eval_types": ["state"], "state": [dict(c) for c in demo.checks]}
     else:
         if url_matches(label.url, demo.start_url):
             return None  # the start page already matches: stopping at once would pass
@@ -419,6 +531,20 @@ def _write(out_dir: Path, site: str, demos: list[Demo]) -> tuple[Path, Path, int
     return demos_path, tasks_path, len(tasks)
 
 
+def _trajectory_dir(out_dir: Path) -> Path:
+    """OUT/trajectories, made, absolute: where the run's own server records (raw=True)."""
+    traj = (out_dir / "trajectories").resolve()
+    traj.mkdir(parents=True, exist_ok=True)
+    return traj
+
+
+def _record_dir(out_dir: Path) -> str:
+    """The run's directory under a given server's --trajectories (a plain name, as make's record.dir
+    must be): explore-NAME, NAME the output directory's."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", out_dir.resolve().name).strip("-")
+    return "explore-" + (name or "run")
+
+
 async def explore(
     *,
     site: str = "shopping",
@@ -444,6 +570,8 @@ async def explore(
     submit_allow: list[str] | None = None,
     site_definition_file: str | Path | None = None,
     shop_data: str | Path | None = None,
+    raw: bool = False,
+    screenshots: bool = False,
 ) -> ExploreResult:
     """Runs ``episodes`` exploration episodes (``concurrency`` at once) on ``site`` and writes
     ``out/demonstrations.jsonl`` (sft rows), ``out/tasks.json`` (a task file), ``out/sites/NAME.json``
@@ -456,7 +584,10 @@ async def explore(
     ``concurrency`` from a state found earlier (Go-Browse); ``seconds`` stops starting episodes after
     that long. ``politeness`` (make's: rate_per_host, concurrency_per_host, max_requests, user_agent,
     robots) applies to every explorer; ``deny_submit`` refuses non-GET requests to live hosts outside
-    ``submit_allow``.
+    ``submit_allow``. ``raw=True`` records every exploration episode, kept or pruned, as a trajectory
+    (``screenshots=True`` with a screenshot per step): in ``out/trajectories`` when the run starts its
+    own server (no ``server`` and no $WEBSERV_URL), else under the server's ``--trajectories``
+    directory in ``explore-NAME`` (``stats["raw"]`` says where and which environment ran each episode).
     """
     if episodes < 1 or max_steps < 1 or k < 1 or best_of < 0:
         raise ValueError(
@@ -469,6 +600,8 @@ async def explore(
         )
     if site == "open" and not start_url:
         raise ValueError("site='open' needs start_url= (the live site's page where episodes start)")
+    if screenshots and not raw:
+        raise ValueError("screenshots=True records screenshots in the raw trajectories: give raw=True too")
     if submit_allow and not deny_submit:
         raise ValueError(
             "submit_allow lists the hosts deny_submit lets submissions through to: give deny_submit=True"
@@ -510,53 +643,78 @@ async def explore(
     gate = asyncio.Semaphore(at_once)
     t0 = time.monotonic()
     fr = Frontier()
-    async with AsyncClient(server) as client:
-        deadline = time.monotonic() + seconds if seconds else None
-        run = _Run(
-            client,
-            site,
-            start_url,
-            max_steps,
-            k,
-            explorer,
-            labeler,
-            rewarder,
-            seed,
-            make_args,
-            fr,
-            frontier,
-            at_once,
-        )
-
-        done: dict[int, Episode] = {}
-        todo = iter(range(episodes))
-
-        async def worker() -> None:
-            # at_once workers take the episodes in order, until none is left or the time is up.
-            for i in todo:
-                if deadline is not None and time.monotonic() >= deadline:
-                    return
-                done[i] = await _run_episode(run, i, assigned[i])
-
-        try:
-            await asyncio.gather(*(worker() for _ in range(at_once)))
-            eps = [done[i] for i in sorted(done)]
-            explored_s = time.monotonic() - t0
-            demos = [
-                Demo(ep, n, label, _clean(ep.path(n)), ep.origin_url or ep.start_url)
-                for ep in eps
-                for n, label in ep.kept
-            ]
-            if best_of:
-                await _best_of(run, demos, best_of, attempter, gate)
-            found = len(demos)
-            if frontier:
-                demos = await _verify_frontier(run, demos, gate)
-            dropped = found - len(demos)
-        finally:
-            await asyncio.gather(*(h.close() for h in run.holders), return_exceptions=True)
-    elapsed = time.monotonic() - t0
     out_dir = Path(out)
+    own: LocalServer | None = None
+    record: dict[str, Any] | None = None
+    raw_where = ""
+    if raw:
+        record = {"screenshots": screenshots}
+        if server is None and not os.environ.get("WEBSERV_URL"):
+            # The run's own server, recording into OUT/trajectories.
+            binary = find_binary()
+            if binary is None:
+                raise ValueError(missing_binary_message())
+            traj = _trajectory_dir(out_dir)
+            own = await asyncio.to_thread(LocalServer, binary, ["--trajectories", str(traj)])
+            server, raw_where = own.url, str(traj)
+        else:
+            record["dir"] = _record_dir(out_dir)
+            raw_where = f"{record['dir']} under the server's --trajectories directory"
+    try:
+        async with AsyncClient(server) as client:
+            deadline = time.monotonic() + seconds if seconds else None
+            run = _Run(
+                client,
+                site,
+                start_url,
+                max_steps,
+                k,
+                explorer,
+                labeler,
+                rewarder,
+                seed,
+                make_args,
+                fr,
+                frontier,
+                at_once,
+            )
+            run.state = site != "open"
+            run.record = record
+            run.start_path = start_path(site_definition_file)
+
+            done: dict[int, Episode] = {}
+            todo = iter(range(episodes))
+
+            async def worker() -> None:
+                # at_once workers take the episodes in order, until none is left or the time is up.
+                for i in todo:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        return
+                    done[i] = await _run_episode(run, i, assigned[i])
+
+            try:
+                await asyncio.gather(*(worker() for _ in range(at_once)))
+                eps = [done[i] for i in sorted(done)]
+                explored_s = time.monotonic() - t0
+                demos = [
+                    Demo(ep, n, label, _clean(ep.path(n)), ep.origin_url or ep.start_url)
+                    for ep in eps
+                    for n, label in ep.kept
+                ]
+                if best_of:
+                    await _best_of(run, demos, best_of, attempter, gate)
+                if run.state:
+                    await _verify_state(run, demos, gate)
+                found = len(demos)
+                if frontier:
+                    demos = await _verify_frontier(run, demos, gate)
+                dropped = found - len(demos)
+            finally:
+                await asyncio.gather(*(h.close() for h in run.holders), return_exceptions=True)
+    finally:
+        if own is not None:
+            own.stop()
+    elapsed = time.monotonic() - t0
     demos_path, tasks_path, n_tasks = _write(out_dir, site, demos)
     definition, why = site_definition(site, tasks_path, source=site_definition_file, shop_data=shop_data)
     def_path = write_definition(out_dir, definition) if definition else None
@@ -591,6 +749,26 @@ async def explore(
         "errors": [{"episode": ep.index, "status": ep.status, "error": ep.error} for ep in eps if ep.error],
         # What the network policy refused (deny_submit, politeness, hosts outside it), by reason.
         "refused": dict(Counter(r.get("reason", "") for ep in eps for r in ep.refused)),
+        # State tasks: demonstrations that changed the site's state database, those whose checks a
+        # replay verified, and why there are none on a site without one.
+        "state": {
+            "db": next((ep.state_db for ep in eps if ep.state_db), None),
+            "changed": sum(1 for d in demos if d.label.state),
+            "verified": sum(1 for d in demos if d.checks),
+            "note": run.state_note,
+        },
+        # raw=True: where the trajectories are, and which environment ran each episode (its file is
+        # ENV/0001.jsonl.gz there).
+        "raw": {
+            "where": raw_where,
+            "screenshots": bool(record and record.get("screenshots")),
+            "episodes": [
+                {"episode": ep.index, "env": ep.env_id, "status": ep.status, "pruned_at": ep.pruned_at}
+                for ep in eps
+            ],
+        }
+        if record is not None
+        else None,
     }
     (out_dir / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
     return ExploreResult(eps, demos_path, tasks_path, stats, demos, def_path)

@@ -17,6 +17,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from .state import candidates, humanize
 from .trajectory import Episode, Label, obs_text
 
 # Elements the explorer leaves alone: signing out or in changes who is browsing, not the site's pages.
@@ -65,12 +66,33 @@ class NoveltyExplorer:
     async def act(self, obs: dict[str, Any], episode: Episode) -> str:
         page = page_key(obs["url"])
         self.seen[page] += 1
+        # A form this episode began filling on this page, or whose button it pressed without leaving
+        # the page (a field missing): its fields not set yet, then its buttons, come first, so a form
+        # started is completed and submitted (add to cart once a size is chosen).
+        last = episode.steps[-1] if episode.steps else None
+        fields = {f.get("id", "") for f in obs.get("selects", []) + obs.get("inputs", [])}
+        form = ""
+        if last is not None and last.next_url == obs["url"] and not last.error:
+            m = re.match(r'(?:select_option|type|fill|click)\("([^".]+)\.', last.action)
+            if m and any(f.startswith(m.group(1) + ".") for f in fields):
+                form = m.group(1)
+        done = {
+            m.group(1)
+            for st in episode.steps
+            if st.url == obs["url"] and (m := re.match(r'(?:select_option|type|fill)\("([^"]*)"', st.action))
+        }
 
         def cost(a: str) -> tuple[float, float]:
-            m = re.match(r'\w+\("([^"]*)"', a)
-            element = m.group(1) if m else a
+            m = re.match(r'(\w+)\("([^"]*)"', a)
+            element = m.group(2) if m else a
             back = 1.5 if a == "go_back()" else 0.0
-            return (self.tried[(page, a)] + self.touched[element] * 0.5 + back, self.rng.random())
+            c = self.tried[(page, a)] + self.touched[element] * 0.5 + back
+            if form and element.startswith(form + "."):
+                if element not in fields:
+                    c -= 2.0  # the form's button
+                elif m and m.group(1) != "click" and element not in done:
+                    c -= 1.0  # a field of it not set yet
+            return (c, self.rng.random())
 
         action = min(self.candidates(obs, episode.persona), key=cost)
         self.tried[(page, action)] += 1
@@ -91,13 +113,27 @@ def shown_answer(obs: dict[str, Any]) -> str:
     return prices.pop() if len(prices) == 1 else ""
 
 
+def page_name(title: str, url: str) -> str:
+    return title.split(" · ")[0].strip() or urlparse(url).path
+
+
 class TrajectoryLabeler:
-    """An instruction from the prefix itself: the search it submitted, else the answer the page shows
-    (its one price), else the page it reached."""
+    """An instruction from the prefix itself: what its last state-changing step did (on sites with a
+    state database), else the search it submitted, else the answer the page shows (its one price),
+    else the page it reached."""
 
     async def label(self, episode: Episode, obs: dict[str, Any]) -> Label:
         url, title = obs["url"], obs.get("title", "")
-        name = title.split(" · ")[0].strip() or urlparse(url).path
+        changed = [
+            s
+            for s in episode.steps[episode.labeled :]
+            if s.changes and candidates(s.changes, episode.columns)
+        ]
+        if changed:
+            s = changed[-1]
+            where = page_name(s.title, s.url)
+            return Label(f"{humanize(s.action)} on the {_q(where)} page.", url, title)
+        name = page_name(title, url)
         last_type = next((s for s in reversed(episode.steps) if s.action.startswith("type(")), None)
         q = parse_qs(urlparse(url).query)
         if last_type is not None and q:
@@ -118,6 +154,8 @@ class PageStateReward:
     async def score(self, episode: Episode, label: Label, obs: dict[str, Any]) -> int:
         if page_key(obs["url"]) != page_key(label.url) or obs["url"] != label.url:
             return 0
+        if label.state:
+            return 1  # the steps changed the site's data: something happened, whatever the page
         t = len(episode.steps)
         before = episode.steps[t - self.k].url if t >= self.k else episode.start_url
         if obs["url"] == before or obs["url"] == episode.start_url:

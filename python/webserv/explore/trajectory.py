@@ -19,6 +19,9 @@ class Step:
     next_url: str
     next_title: str
     error: str = ""
+    # The rows of the site's state database this step inserted, updated or deleted (state_diff's
+    # changes new since the step before; sites with a state database only).
+    changes: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -29,6 +32,8 @@ class Label:
     url: str
     title: str
     answer: str = ""
+    # Candidate state checks of what the labeled steps changed (state.candidates), for a state task.
+    state: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -53,6 +58,13 @@ class Episode:
     start_cause: str = "reset"
     prefix: list[Step] = field(default_factory=list)
     origin_url: str = ""
+    # The state database's columns by table (state_diff's), its file, and how many steps were
+    # labeled so far (the steps after that are the next label's).
+    columns: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    state_db: str = ""
+    labeled: int = 0
+    # The server's id of the episode's environment: its recording (raw=True) is ENV/0001.jsonl.gz.
+    env_id: str = ""
 
     def path(self, n: int) -> list[Step]:
         """The steps from the site's start to the end of the first n steps of this episode."""
@@ -69,6 +81,8 @@ class Demo:
     steps: list[Step]
     start_url: str
     best_of: dict[str, Any] | None = None
+    # The state checks a replay from the task's start verified ({db, sql, args, expect}).
+    checks: list[dict[str, Any]] = field(default_factory=list)
 
 
 class Explorer(Protocol):

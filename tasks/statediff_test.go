@@ -1,0 +1,100 @@
+package tasks
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func execAll(t *testing.T, db *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// A diff names the rows inserted, updated and deleted since the copy, by
+// table, with the columns a check needs (the rowid alias marked), and
+// leaves out full-text indexes; queries run on both states.
+func TestDiffFilesSeesInsertsUpdatesDeletes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cur, base := filepath.Join(dir, "app.db"), filepath.Join(dir, "base.db")
+	db, err := sql.Open("sqlite", "file:"+cur+"?_pragma=journal_mode(wal)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	execAll(t, db,
+		"CREATE TABLE items (id INTEGER PRIMARY KEY, sku TEXT, qty INTEGER, note TEXT)",
+		"CREATE TABLE tags (a TEXT, b TEXT, PRIMARY KEY (a, b)) WITHOUT ROWID",
+		"CREATE VIRTUAL TABLE docs USING fts5(body)",
+		"INSERT INTO items (sku, qty) VALUES ('A', 1), ('B', 2), ('C', 3)",
+		"INSERT INTO tags VALUES ('x', 'y')",
+		"INSERT INTO docs VALUES ('hello')",
+	)
+	if err := copyDBFile(ctx, cur, base); err != nil {
+		t.Fatal(err)
+	}
+	execAll(t, db,
+		"INSERT INTO items (sku, qty) VALUES ('D', 4)",
+		"UPDATE items SET qty = 20 WHERE sku = 'B'",
+		"DELETE FROM items WHERE sku = 'C'",
+		"INSERT INTO tags VALUES ('x', 'z')",
+		"INSERT INTO docs VALUES ('world')",
+	)
+	q := []StateQuery{{SQL: "SELECT COUNT(*) FROM items WHERE sku = ?", Args: []any{"D"}}, {SQL: "SELECT nope FROM items"}}
+	d, vals, err := DiffFiles(ctx, cur, base, q, DiffLimits{MaxRows: 100, MaxBytes: 1 << 20, MaxValue: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ table, op string }
+	seen := map[key]map[string]any{}
+	for _, c := range d.Changes {
+		seen[key{c.Table, c.Op}] = c.Row
+		if c.Op == "update" && (len(c.Old) != 1 || c.Old["qty"] != int64(2)) {
+			t.Errorf("update's old values = %v, want only qty 2", c.Old)
+		}
+	}
+	if d.Total != 4 || len(d.Changes) != 4 || d.Truncated {
+		t.Fatalf("changes = %+v (total %d), want 4: an insert, an update, a delete in items and an insert in tags", d.Changes, d.Total)
+	}
+	if r := seen[key{"items", "insert"}]; r["sku"] != "D" || r["qty"] != int64(4) {
+		t.Errorf("insert = %v", r)
+	}
+	if r := seen[key{"items", "update"}]; r["sku"] != "B" || r["qty"] != int64(20) {
+		t.Errorf("update = %v", r)
+	}
+	if r := seen[key{"items", "delete"}]; r["sku"] != "C" {
+		t.Errorf("delete = %v", r)
+	}
+	if r := seen[key{"tags", "insert"}]; r["b"] != "z" {
+		t.Errorf("WITHOUT ROWID insert = %v", r)
+	}
+	for table := range d.Columns {
+		if strings.HasPrefix(table, "docs") {
+			t.Errorf("the full-text index %s is in the diff", table)
+		}
+	}
+	if c := d.Columns["items"][0]; c.Name != "id" || c.PK != 1 || c.Type != "INTEGER" {
+		t.Errorf("items' first column = %+v, want the INTEGER primary key", c)
+	}
+	if vals[0] != (QueryValues{Base: "0", Now: "1"}) {
+		t.Errorf("query values = %+v, want base 0, now 1", vals[0])
+	}
+	if !strings.Contains(vals[1].Error, "nope") {
+		t.Errorf("a bad query's error = %q", vals[1].Error)
+	}
+	// The limits cut the reply and say so.
+	d, _, err = DiffFiles(ctx, cur, base, nil, DiffLimits{MaxRows: 2, MaxBytes: 1 << 20, MaxValue: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Changes) != 2 || d.Total != 4 || !d.Truncated {
+		t.Errorf("with max 2 rows: %d changes of %d, truncated %v", len(d.Changes), d.Total, d.Truncated)
+	}
+}
