@@ -1,0 +1,363 @@
+"""Runs the fenced blocks of README.md and docs/*.md as a reader would (test_docs.py says the rules).
+
+A document is run top to bottom in a directory of its own (``Doc``): its shell lines and Python
+blocks share that directory, the servers its lines start and the stand-in model endpoints its URLs
+name, and everything is stopped when the document ends.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from standin_model import StandInModel
+
+REPO = Path(__file__).resolve().parents[2]
+
+FENCE_OPEN = re.compile(r"^```(\w*)\s*$")
+MARKER = re.compile(r"<!--\s*docs-test:\s*(.*?)\s*-->", re.S)
+# What a marker may say (test_docs.py's docstring explains each).
+KINDS = ("not run", "output", "continues", "given", "file")
+# How a command that serves says where: "listening on http://A:P" (serve, replay), "shop serving
+# DIR on http://A:P" (shop serve).
+LISTENING = re.compile(r"(?:listening|serving \S+) on (?:http://)?(\d+\.\d+\.\d+\.\d+:\d+)")
+MODEL_URL = re.compile(r"http://127\.0\.0\.1:(\d+)/v1\b")
+SERVER_PORT = 8765  # `webserv serve`'s default --listen port, which the docs' URLs name
+# Shell lines that set up the machine: not run here; CI's `make test` builds and installs.
+SETUP = re.compile(r"^(make|pip install)\b")
+# Shell lines that serve until stopped: started in the background, checked to listen, stopped.
+SERVES = re.compile(r"^(?:bin/)?webserv (?:serve\b|replay (?!.*--rerun))")
+TIMEOUT = 240.0  # one command or block; far above any doc's (a hang fails with what was printed)
+
+
+@dataclass
+class Block:
+    path: Path
+    line: int  # the fence's line, 1-based
+    lang: str
+    code: str
+    marker: str | None  # the docs-test comment above the fence, its text after "docs-test:"
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(REPO)}:{self.line}"
+
+    @property
+    def kind(self) -> str | None:
+        if self.marker is None:
+            return None
+        return next((k for k in KINDS if self.marker.startswith(k)), "unknown")
+
+    @property
+    def argument(self) -> str:
+        """What follows the kind: a reason, a prelude, a path."""
+        assert self.marker is not None and self.kind is not None
+        return self.marker[len(self.kind) :].lstrip(":").strip()
+
+
+def blocks(path: Path) -> list[Block]:
+    """Every fenced block of a markdown file, with the docs-test marker right above it, if any."""
+    lines = path.read_text().split("\n")
+    out: list[Block] = []
+    i = 0
+    while i < len(lines):
+        m = FENCE_OPEN.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j].rstrip() != "```":
+            j += 1
+        marker = None
+        k = i - 1
+        while k >= 0 and not lines[k].strip():
+            k -= 1
+        if k >= 0 and lines[k].rstrip().endswith("-->"):
+            start = k
+            while start > 0 and "<!--" not in lines[start]:
+                start -= 1
+            mm = MARKER.search("\n".join(lines[start : k + 1]))
+            if mm:
+                marker = " ".join(mm.group(1).split())
+        out.append(Block(path, i + 1, m.group(1), "\n".join(lines[i + 1 : j]) + "\n", marker))
+        i = j + 1
+    return out
+
+
+def shell_commands(code: str) -> list[str]:
+    """A shell block's command lines: continuations joined; blank lines and comments dropped."""
+    out: list[str] = []
+    cur = ""
+    for raw in code.splitlines():
+        line = raw.rstrip()
+        if line.endswith("\\"):
+            cur += line[:-1] + " "
+            continue
+        cur += line
+        if cur.strip() and not cur.strip().startswith("#"):
+            out.append(cur.strip())
+        cur = ""
+    return out
+
+
+def transcript(code: str) -> list[tuple[str, list[str]]]:
+    """A `$ `-prefixed transcript: each command with the output lines shown under it."""
+    out: list[tuple[str, list[str]]] = []
+    for line in code.splitlines():
+        if line.startswith("$ "):
+            out.append((line[2:].strip(), []))
+        elif out:
+            out[-1][1].append(line)
+    return out
+
+
+PROMPT = re.compile(r"^\w+> (.+)$")  # `action> click("x")`: a prompt and what the reader typed
+
+
+def typed(shown: list[str]) -> str:
+    """What the reader typed at a transcript's prompts, as the command's stdin."""
+    return "".join(m.group(1) + "\n" for ln in shown if (m := PROMPT.match(ln)))
+
+
+def check_shape(shown: list[str], printed: str, where: str) -> None:
+    """Every shown line's first word starts a printed line (a header, a row's key): the shape of
+    the output, not its timings. `...` stands for lines left out."""
+    firsts = {ln.split()[0] for ln in printed.splitlines() if ln.split()}
+    for ln in shown:
+        words = ln.split()
+        if not words or words[0].startswith("..."):
+            continue
+        assert words[0] in firsts, (
+            f"{where}: the doc shows a line starting {words[0]!r} ({ln.strip()!r}), but the run "
+            f"printed no such line; it printed:\n{printed[-3000:]}\nFix the doc's output (or the code)."
+        )
+
+
+def python_program(parts: list[tuple[int, str]], where: str) -> str:
+    """The source the runner executes: each part at its line of the doc (so tracebacks name the
+    doc's lines); top-level await runs inside asyncio.run."""
+    src: list[str] = []
+    for line, code in parts:
+        pad = line - 1 - len(src)
+        src.extend([""] * max(pad, 0))
+        src.extend(code.rstrip("\n").split("\n"))
+    body = "\n".join(src) + "\n"
+    return (
+        "import ast, asyncio, inspect\n"
+        f"src = {body!r}\n"
+        f"code = compile(src, {where!r}, 'exec', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)\n"
+        "g = {'__name__': '__main__'}\n"
+        "if code.co_flags & inspect.CO_COROUTINE:\n"
+        "    asyncio.run(eval(code, g))\n"
+        "else:\n"
+        "    exec(code, g)\n"
+    )
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+class Background:
+    """A command that serves until stopped, started in its own process group."""
+
+    def __init__(self, command: str, cwd: Path, env: dict[str, str], where: str):
+        self.command, self.where = command, where
+        self.log = tempfile.NamedTemporaryFile(prefix="docs-bg-", suffix=".log", delete=False, dir=cwd)
+        self.proc = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.addr = ""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            m = LISTENING.search(self.output())
+            if m:
+                self.addr = m.group(1)
+                return
+            time.sleep(0.1)
+        self.stop()
+        raise AssertionError(
+            f"{where}: `{command}` did not come up (no 'listening on' within 60 s, exit "
+            f"{self.proc.returncode}); it printed:\n{self.output()[-3000:]}"
+        )
+
+    def output(self) -> str:
+        return Path(self.log.name).read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=15)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait()
+
+
+def console_script(dirname: Path) -> None:
+    """The `webserv` command `pip install .` puts on the PATH, written from pyproject.toml's
+    [project.scripts] as pip writes it, running this checkout's package."""
+    text = (REPO / "pyproject.toml").read_text()
+    section = text.split("[project.scripts]", 1)[1].split("\n[", 1)[0]  # tomllib is 3.11's
+    scripts = dict(re.findall(r'^(\S+)\s*=\s*"([\w.]+:\w+)"', section, re.M))
+    assert scripts, "pyproject.toml has no [project.scripts] entry"
+    dirname.mkdir(parents=True, exist_ok=True)
+    for name, target in scripts.items():
+        module, func = target.split(":")
+        p = dirname / name
+        p.write_text(f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\nsys.exit({func}())\n")
+        p.chmod(0o755)
+
+
+@dataclass
+class Doc:
+    """One document's run: its directory, environment, servers and the output of its last block."""
+
+    path: Path
+    binary: str
+    shared_url: str  # a `webserv serve` for Python blocks when the doc started none
+    root: Path
+    env: dict[str, str] = field(default_factory=dict)
+    server_url: str = ""  # the doc's own `webserv serve`, once a line started one
+    background: list[Background] = field(default_factory=list)
+    models: dict[int, StandInModel] = field(default_factory=dict)
+    last_output: str | None = None
+    last_python: list[tuple[int, str]] = field(default_factory=list)
+    ran: int = 0
+
+    def __post_init__(self) -> None:
+        # The doc's commands run in a directory that looks like the repository's root (bin/webserv,
+        # sites/, examples/ as in a checkout) but is the test's own: what they write stays here.
+        for entry in REPO.iterdir():
+            if entry.name not in ("bin", ".git") and not entry.name.startswith("."):
+                (self.root / entry.name).symlink_to(entry)
+        (self.root / "bin").mkdir()
+        (self.root / "bin" / "webserv").symlink_to(self.binary)
+        scripts = self.root / ".docs-test" / "scripts"
+        console_script(scripts)
+        env = {k: v for k, v in os.environ.items() if k not in ("WEBSERV_URL", "PYTHONPATH")}
+        env["PATH"] = os.pathsep.join([str(scripts), str(Path(sys.executable).parent), env.get("PATH", "")])
+        env["PYTHONPATH"] = str(REPO / "python")
+        env["WEBSERV_BIN"] = self.binary
+        env.setdefault("OPENAI_API_KEY", "docs-test")
+        self.env = env
+
+    # -- what the doc's URLs point at ----------------------------------------------------------
+
+    def _models_for(self, text: str, where: str) -> None:
+        for port in {int(p) for p in MODEL_URL.findall(text)}:
+            if port in self.models:
+                continue
+            assert _port_free(port), (
+                f"{where}: the doc names a model endpoint on 127.0.0.1:{port}, which the test "
+                "serves with the stand-in model, but something else listens there"
+            )
+            self.models[port] = StandInModel(
+                [{"reply": "The page changed: the stand-in model's reply.", "keep": True}], port=port
+            )
+
+    def _server_for(self, text: str, where: str) -> None:
+        if f"127.0.0.1:{SERVER_PORT}" in text and not self.server_url:
+            self.start(f"bin/webserv serve --listen 127.0.0.1:{SERVER_PORT}", where)
+
+    def start(self, command: str, where: str) -> Background:
+        if f"127.0.0.1:{SERVER_PORT}" in command or "--listen" not in command:
+            assert _port_free(SERVER_PORT), (
+                f"{where}: `{command}` listens on 127.0.0.1:{SERVER_PORT} as the doc says, but something "
+                "else listens there; stop it and run the test again"
+            )
+        bg = Background(command, self.root, self.env, where)
+        self.background.append(bg)
+        if re.search(r"webserv serve\b", command):
+            self.server_url = f"ws://{bg.addr}/v1/ws"
+        return bg
+
+    # -- running blocks ------------------------------------------------------------------------
+
+    def run_python(self, block: Block, prelude: str = "", continued: bool = False) -> None:
+        parts = list(self.last_python) if continued else []
+        if prelude:
+            parts.append((block.line, prelude))
+        parts.append((block.line + 1, block.code))
+        self._models_for(block.code + prelude, block.where)
+        self._server_for(block.code + prelude, block.where)
+        env = dict(self.env, WEBSERV_URL=self.server_url or self.shared_url)
+        r = subprocess.run(
+            [sys.executable, "-c", python_program(parts, str(block.path.relative_to(REPO)))],
+            cwd=self.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        assert r.returncode == 0, (
+            f"{block.where}: the Python example failed (exit {r.returncode}).\nstdout:\n{r.stdout[-3000:]}\n"
+            f"stderr:\n{r.stderr[-5000:]}\nFix the example (or the code), or mark it "
+            "`<!-- docs-test: not run: WHY -->` if it cannot run here."
+        )
+        print(f"--- {block.where}: ran; it printed:\n{r.stdout[-2000:]}")
+        self.last_output = r.stdout
+        self.last_python = parts
+        self.ran += 1
+
+    def run_shell(self, command: str, where: str, stdin: str = "") -> str:
+        """One command line: `make`/`pip install` skipped, servers started in the background,
+        anything else run to its end with status 0 asserted. Returns what it printed."""
+        if SETUP.match(command):
+            return ""
+        self._models_for(command, where)
+        if SERVES.match(command) or command.endswith("&"):
+            self.start(command.rstrip("&").strip(), where)
+            return ""
+        env = dict(self.env)
+        if self.server_url:
+            env["WEBSERV_URL"] = self.server_url
+        r = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", command],
+            cwd=self.root,
+            env=env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        out = r.stdout + r.stderr
+        assert r.returncode == 0, (
+            f"{where}: `{command}` exited {r.returncode}; it printed:\n{out[-4000:]}\n"
+            "Fix the command in the doc (or the code)."
+        )
+        print(f"--- {where}: `{command}` ran; it printed:\n{out[-2000:]}")
+        self.ran += 1
+        return out
+
+    def close(self) -> None:
+        for bg in reversed(self.background):
+            bg.stop()
+        for m in self.models.values():
+            m.stop()
+
+
+def runnable_commands(code: str) -> list[str]:
+    return [c for c in shell_commands(code) if not SETUP.match(c)]
