@@ -7,8 +7,10 @@ name, and everything is stopped when the document ends.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -25,11 +27,12 @@ REPO = Path(__file__).resolve().parents[2]
 FENCE_OPEN = re.compile(r"^```(\w*)\s*$")
 MARKER = re.compile(r"<!--\s*docs-test:\s*(.*?)\s*-->", re.S)
 # What a marker may say (test_docs.py's docstring explains each).
-KINDS = ("not run", "output", "continues", "given", "file")
+KINDS = ("not run", "output", "continues", "given", "file", "needs")
+NEEDS_EPISODES = re.compile(r"^recorded episodes in (.+)$")
 # How a command that serves says where: "listening on http://A:P" (serve, replay), "shop serving
 # DIR on http://A:P" (shop serve).
 LISTENING = re.compile(r"(?:listening|serving \S+) on (?:http://)?(\d+\.\d+\.\d+\.\d+:\d+)")
-MODEL_URL = re.compile(r"http://127\.0\.0\.1:(\d+)/v1\b")
+MODEL_URL = re.compile(r"http://127\.0\.0\.1:(\d+)/v1(?![/\w])")  # an OpenAI-compatible base URL
 SERVER_PORT = 8765  # `webserv serve`'s default --listen port, which the docs' URLs name
 # Shell lines that set up the machine: not run here; CI's `make test` builds and installs.
 SETUP = re.compile(r"^(make|pip install)\b")
@@ -130,12 +133,14 @@ def typed(shown: list[str]) -> str:
 def check_shape(shown: list[str], printed: str, where: str) -> None:
     """Every shown line's first word starts a printed line (a header, a row's key): the shape of
     the output, not its timings. `...` stands for lines left out."""
-    firsts = {ln.split()[0] for ln in printed.splitlines() if ln.split()}
+    firsts = [ln.split()[0] for ln in printed.splitlines() if ln.split()]
     for ln in shown:
         words = ln.split()
         if not words or words[0].startswith("..."):
             continue
-        assert words[0] in firsts, (
+        # `env-1c0e...` in a shown word stands for the rest of a name that differs run to run.
+        word = re.compile(".*".join(re.escape(w) for w in words[0].split("...")) + "$")
+        assert any(word.match(f) for f in firsts), (
             f"{where}: the doc shows a line starting {words[0]!r} ({ln.strip()!r}), but the run "
             f"printed no such line; it printed:\n{printed[-3000:]}\nFix the doc's output (or the code)."
         )
@@ -162,8 +167,60 @@ def python_program(parts: list[tuple[int, str]], where: str) -> str:
     )
 
 
+_recorded: list[Path] = []
+
+
+def recorded_episodes(binary: str) -> Path:
+    """A trajectories directory holding the bundled shop's task shopping.0 played by its oracle
+    (recorded once per test session): what a doc's `runs/` or `trajectories/` holds after a run."""
+    if _recorded:
+        return _recorded[0]
+    root = Path(tempfile.mkdtemp(prefix="docs-recorded-"))
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), WEBSERV_BIN=binary)
+    env.pop("WEBSERV_URL", None)
+    program = (
+        "import asyncio, sys, webserv\n"
+        "from webserv.launcher import LocalServer\n"
+        "async def main(url):\n"
+        "    async with webserv.AsyncClient(url) as c:\n"
+        "        for task in (await c.request('tasks', site='shopping'))['tasks'][:2]:\n"
+        "            e = c.env('shopping', task=task['id'], record={})\n"
+        "            await e.reset()\n"
+        "            for a in task['oracle']:\n"
+        "                await e.step(a)\n"
+        "            await e.close()\n"
+        "s = LocalServer(sys.argv[1], ['--trajectories', sys.argv[2]])\n"
+        "try:\n"
+        "    asyncio.run(main(s.url))\n"
+        "finally:\n"
+        "    s.stop()\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", program, binary, str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert r.returncode == 0, f"recording the shop's oracle episodes failed:\n{r.stderr[-4000:]}"
+    assert list(root.glob("*/0001.jsonl.gz")), f"no episode recorded in {root}"
+    _recorded.append(root)
+    return root
+
+
 def _port_free(port: int) -> bool:
+    """Whether port is free on 127.0.0.1, waiting a while for a server stopped just now."""
+    deadline = time.monotonic() + 20
+    while not _bindable(port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind: TIME_WAIT is free
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -262,6 +319,9 @@ class Doc:
         env["PYTHONPATH"] = str(REPO / "python")
         env["WEBSERV_BIN"] = self.binary
         env.setdefault("OPENAI_API_KEY", "docs-test")
+        # The Python the server's Verified grader and `webserv regrade` run: the repository's .venv
+        # beside bin/webserv in a checkout, this test's interpreter here.
+        env.setdefault("WEBSERV_PYTHON", sys.executable)
         self.env = env
 
     # -- what the doc's URLs point at ----------------------------------------------------------
@@ -274,9 +334,11 @@ class Doc:
                 f"{where}: the doc names a model endpoint on 127.0.0.1:{port}, which the test "
                 "serves with the stand-in model, but something else listens there"
             )
-            self.models[port] = StandInModel(
-                [{"reply": "The page changed: the stand-in model's reply.", "keep": True}], port=port
+            # One answer for every request, in the shape the describer and the judge ask for.
+            reply = json.dumps(
+                {"reasoning": "the stand-in's reply", "description": "the page changes", "success": True}
             )
+            self.models[port] = StandInModel([{"reply": reply, "keep": True}], port=port)
 
     def _server_for(self, text: str, where: str) -> None:
         if f"127.0.0.1:{SERVER_PORT}" in text and not self.server_url:
@@ -294,6 +356,17 @@ class Doc:
             self.server_url = f"ws://{bg.addr}/v1/ws"
         return bg
 
+    def prepare(self, block: Block) -> None:
+        """A `needs:` marker: what the block's commands read, made here before it runs."""
+        m = NEEDS_EPISODES.match(block.argument)
+        assert m, (
+            f"{block.where}: `docs-test: needs: {block.argument}`: the test knows how to make "
+            "`recorded episodes in DIR[, DIR...]` only"
+        )
+        source = recorded_episodes(self.binary)
+        for d in m.group(1).split(","):
+            shutil.copytree(source, self.root / d.strip(), dirs_exist_ok=True)
+
     # -- running blocks ------------------------------------------------------------------------
 
     def run_python(self, block: Block, prelude: str = "", continued: bool = False) -> None:
@@ -304,6 +377,7 @@ class Doc:
         self._models_for(block.code + prelude, block.where)
         self._server_for(block.code + prelude, block.where)
         env = dict(self.env, WEBSERV_URL=self.server_url or self.shared_url)
+        t0 = time.monotonic()
         r = subprocess.run(
             [sys.executable, "-c", python_program(parts, str(block.path.relative_to(REPO)))],
             cwd=self.root,
@@ -317,7 +391,7 @@ class Doc:
             f"stderr:\n{r.stderr[-5000:]}\nFix the example (or the code), or mark it "
             "`<!-- docs-test: not run: WHY -->` if it cannot run here."
         )
-        print(f"--- {block.where}: ran; it printed:\n{r.stdout[-2000:]}")
+        print(f"--- {block.where}: ran in {time.monotonic() - t0:.1f} s; it printed:\n{r.stdout[-2000:]}")
         self.last_output = r.stdout
         self.last_python = parts
         self.ran += 1
@@ -334,6 +408,7 @@ class Doc:
         env = dict(self.env)
         if self.server_url:
             env["WEBSERV_URL"] = self.server_url
+        t0 = time.monotonic()
         r = subprocess.run(
             ["bash", "-o", "pipefail", "-c", command],
             cwd=self.root,
@@ -348,7 +423,7 @@ class Doc:
             f"{where}: `{command}` exited {r.returncode}; it printed:\n{out[-4000:]}\n"
             "Fix the command in the doc (or the code)."
         )
-        print(f"--- {where}: `{command}` ran; it printed:\n{out[-2000:]}")
+        print(f"--- {where}: `{command}` ran in {time.monotonic() - t0:.1f} s; it printed:\n{out[-2000:]}")
         self.ran += 1
         return out
 

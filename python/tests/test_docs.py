@@ -16,7 +16,8 @@ blocks write (`runs/`, `transitions.jsonl`) stays there for its later blocks.
   the background, must print their listening address, and are stopped when the document ends.
 - An untagged or ```text block of `$ `-prefixed commands is a transcript: each command runs as
   above and the lines shown under it must match what it printed by their first word (a header, a
-  row's key; not timings). `...` stands for lines left out; a shown `PROMPT> TEXT` line
+  row's key; not timings). `...` stands for lines left out, and within a word for a part that
+  differs run to run (`env-1c0e...`); a shown `PROMPT> TEXT` line
   (`action> click("x")`) is TEXT typed at the command's prompt, given to it on stdin.
 - A URL a block names is served where it points: `http://127.0.0.1:PORT/v1` by the stand-in model
   (standin_model.py), `127.0.0.1:8765` by a `webserv serve` there (the default --listen).
@@ -33,6 +34,11 @@ comment on the line(s) right above its fence:
                                           CODE (one line, the test's values) runs first
     <!-- docs-test: file: PATH -->        the block is (an excerpt of) the repository file PATH:
                                           its lines are PATH's lines, in order
+    <!-- docs-test: needs: recorded episodes in DIR[, DIR] -->
+                                          the block reads recorded episodes (`webserv export
+                                          runs/`): the test records the bundled shop's first two
+                                          oracle episodes and copies them into each DIR; the
+                                          block then runs as written
 
 A block without a marker that cannot run fails, naming its file, line and what to do.
 """
@@ -51,7 +57,7 @@ from docsrun import Block, Doc, blocks, check_shape, runnable_commands, transcri
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-COMMAND = re.compile(r"(?:^|[\s`$(])(?:bin/)?webserv ([a-z]+(?: [a-z]+)?)((?: +[^\s`|#;)]+)*)")
+COMMAND = re.compile(r"(?:^|[\s`$(])(?:bin/)?webserv ([a-z]+(?: [a-z]+)?)((?: +[^\s`|#;)&]+)*)")
 SHELL = ("sh", "bash", "shell", "console")
 
 
@@ -143,6 +149,9 @@ def _run(doc: Doc, b: Block) -> None:
         )
         check_shape(b.code.splitlines(), doc.last_output, b.where)
         return
+    if kind == "needs":
+        doc.prepare(b)
+        kind = None
     doc.last_output = None
     if b.lang == "python":
         if kind == "given":
