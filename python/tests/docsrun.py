@@ -7,6 +7,7 @@ name, and everything is stopped when the document ends.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from standin_model import StandInModel
 
@@ -302,6 +304,7 @@ class Doc:
     models: dict[int, StandInModel] = field(default_factory=dict)
     last_output: str | None = None
     last_python: list[tuple[int, str]] = field(default_factory=list)
+    wire: Wire | None = None
     ran: int = 0
 
     def __post_init__(self) -> None:
@@ -345,14 +348,15 @@ class Doc:
             self.start(f"bin/webserv serve --listen 127.0.0.1:{SERVER_PORT}", where)
 
     def start(self, command: str, where: str) -> Background:
-        if f"127.0.0.1:{SERVER_PORT}" in command or "--listen" not in command:
+        serves = re.search(r"webserv serve\b", command)
+        if serves and (f"127.0.0.1:{SERVER_PORT}" in command or "--listen" not in command):
             assert _port_free(SERVER_PORT), (
                 f"{where}: `{command}` listens on 127.0.0.1:{SERVER_PORT} as the doc says, but something "
                 "else listens there; stop it and run the test again"
             )
         bg = Background(command, self.root, self.env, where)
         self.background.append(bg)
-        if re.search(r"webserv serve\b", command):
+        if serves:
             self.server_url = f"ws://{bg.addr}/v1/ws"
         return bg
 
@@ -427,7 +431,17 @@ class Doc:
         self.ran += 1
         return out
 
+    def replay_wire(self, block: Block) -> None:
+        """A wire transcript: its requests sent to the doc's server, its replies' shapes checked;
+        one connection for the whole doc, as a client keeps one."""
+        if self.wire is None:
+            self.wire = Wire(self.server_url or self.shared_url)
+        self.wire.replay(block.code, block.where)
+        self.ran += 1
+
     def close(self) -> None:
+        if self.wire is not None:
+            self.wire.close()
         for bg in reversed(self.background):
             bg.stop()
         for m in self.models.values():
@@ -436,3 +450,149 @@ class Doc:
 
 def runnable_commands(code: str) -> list[str]:
     return [c for c in shell_commands(code) if not SETUP.match(c)]
+
+
+# -- wire transcripts (docs/protocol.md) -----------------------------------------------------------
+
+ENV_ID = re.compile(r"^env-[0-9a-f]+(?:\.\.\.)?$")
+FIELD = re.compile(r"^[a-z_][a-z0-9_]*$")  # a key that names a field (not an element id, a mark)
+# Values the shape check compares too: whether it succeeded, and whose failure.
+COMPARED = ("ok", "type", "error.code", "error.fault", "error.retryable")
+
+
+def wire_frames(code: str) -> list[tuple[str, str]]:
+    """A transcript's frames: ("→" or "←", its text); an indented line continues a frame."""
+    out: list[tuple[str, str]] = []
+    for line in code.splitlines():
+        if line[:2] in ("→ ", "← "):
+            out.append((line[0], line[2:]))
+        elif line.startswith(" ") and out:
+            out[-1] = (out[-1][0], out[-1][1] + "\n" + line)
+    return out
+
+
+def is_wire(code: str) -> bool:
+    frames = wire_frames(code)
+    return bool(frames) and frames[0][0] == "→"
+
+
+def elided_json(text: str) -> object:
+    """A frame as the doc writes it: JSON with `...` for what it leaves out (`{...}`, `[...]`,
+    `..., ` and `, ...`) and `<bin N bytes>` for bytes; anything after the JSON is a comment."""
+    t = re.sub(r"<bin[^>]*>", '"<bin>"', text)
+    t = t.replace("{...}", "{}").replace("[...]", "[]")
+    t = re.sub(r"(?<=[{\[,])(\s*)\.\.\.,\s*", r"\1", t)
+    t = re.sub(r",\s*\.\.\.(?=\s*[}\]])", "", t)
+    obj, _ = json.JSONDecoder().raw_decode(t.strip())
+    return obj
+
+
+def check_reply(doc: object, real: object, where: str, path: str = "") -> None:
+    """The shape of a reply: every field the doc shows is in the real reply (recursively; a
+    list's first element stands for all), and ok, an error's code and fault agree."""
+    if isinstance(doc, dict):
+        assert isinstance(real, dict), (
+            f"{where}: the doc shows a map at {path or 'the reply'}, the server sent {real!r:.300}"
+        )
+        for k, v in doc.items():
+            if not FIELD.match(k):
+                continue  # data keys (element ids, mark numbers) differ run to run
+            assert k in real, (
+                f"{where}: the doc shows {path + k!r} in the reply, which the server's has not "
+                f"(it has {sorted(real)}); fix the doc"
+            )
+            if path + k in COMPARED:
+                assert real[k] == v, f"{where}: the doc shows {path + k} = {v!r}, the server sent {real[k]!r}"
+            check_reply(v, real[k], where, f"{path}{k}.")
+    elif isinstance(doc, list) and doc and isinstance(real, list) and real:
+        check_reply(doc[0], real[0], where, f"{path}0.")
+
+
+class Wire:
+    """One connection to a `webserv serve`, replaying a doc's frames; the env ids the doc shows
+    are mapped to the ones the server gave (a doc's `env-3f9a...` is its `env-3f9a1c0d...`)."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.ws: Any = None
+        self.openenv: Any = None
+        self.ids: dict[str, str] = {}
+        self.stack = contextlib.ExitStack()
+
+    def close(self) -> None:
+        self.stack.close()
+
+    def _conn(self, openenv: bool) -> Any:
+        from websockets.sync.client import connect
+
+        if openenv:  # OpenEnv's protocol: JSON text frames at /openenv/ws
+            if self.openenv is None:
+                url = self.url.replace("/v1/ws", "/openenv/ws")
+                self.openenv = self.stack.enter_context(connect(url, max_size=None, open_timeout=30))
+            return self.openenv
+        if self.ws is None:
+            self.ws = self.stack.enter_context(connect(self.url, max_size=None, open_timeout=30))
+        return self.ws
+
+    def _real(self, doc_id: str) -> str:
+        key = doc_id.removesuffix("...")
+        for d, r in self.ids.items():
+            if d.startswith(key):
+                return r
+        return doc_id
+
+    def _map_request(self, x: object) -> object:
+        if isinstance(x, str) and ENV_ID.match(x):
+            return self._real(x)
+        if isinstance(x, dict):
+            return {k: self._map_request(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [self._map_request(v) for v in x]
+        return x
+
+    def _learn(self, doc: object, real: object) -> None:
+        if isinstance(doc, str) and ENV_ID.match(doc) and isinstance(real, str):
+            self.ids.setdefault(doc.removesuffix("..."), real)
+        elif isinstance(doc, dict) and isinstance(real, dict):
+            for k, v in doc.items():
+                if k in real:
+                    self._learn(v, real[k])
+        elif isinstance(doc, list) and doc and isinstance(real, list) and real:
+            self._learn(doc[0], real[0])
+
+    def replay(self, code: str, where: str) -> None:
+        import msgpack
+
+        frames = wire_frames(code)
+        for i, (arrow, text) in enumerate(frames):
+            if arrow != "→":
+                continue
+            shown = frames[i + 1][1] if i + 1 < len(frames) and frames[i + 1][0] == "←" else None
+            openenv = False
+            if text.startswith("<binary frame 0x"):
+                data: bytes | str = bytes([int(text[len("<binary frame 0x") :].split(">")[0], 16)])
+                want = 0
+            else:
+                req = self._map_request(elided_json(text))
+                assert isinstance(req, dict), f"{where}: a request frame that is not a map: {text}"
+                openenv = "op" not in req and "type" in req
+                data = json.dumps(req) if openenv else msgpack.packb(req)
+                want = req.get("id")
+            ws = self._conn(openenv)
+            ws.send(data)
+            if openenv and shown is None:
+                continue  # OpenEnv's close has no reply
+            while True:
+                try:
+                    msg = ws.recv(timeout=TIMEOUT)
+                except TimeoutError:
+                    raise AssertionError(
+                        f"{where}: no reply to {text.strip()[:200]} in {TIMEOUT:.0f} s"
+                    ) from None
+                reply = msgpack.unpackb(msg) if isinstance(msg, bytes) else json.loads(msg)
+                if openenv or reply.get("id") == want:
+                    break
+            if shown is not None:
+                doc = elided_json(shown)
+                check_reply(doc, reply, f"{where} (the reply to {text.strip()[:80]})")
+                self._learn(doc, reply)

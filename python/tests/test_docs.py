@@ -53,7 +53,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from docsrun import Block, Doc, blocks, check_shape, runnable_commands, transcript, typed
+from docsrun import Block, Doc, blocks, check_shape, is_wire, runnable_commands, transcript, typed
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
@@ -167,6 +167,9 @@ def _run(doc: Doc, b: Block) -> None:
             "which the test does not run: mark it `<!-- docs-test: not run: WHY -->`"
         )
         doc.last_output = "".join(doc.run_shell(c, b.where) for c in commands)
+        return
+    if b.lang == "json" and is_wire(b.code):
+        doc.replay_wire(b)
         return
     if _is_transcript(b):
         for command, shown in transcript(b.code):
