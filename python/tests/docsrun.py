@@ -7,6 +7,7 @@ name, and everything is stopped when the document ends.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -178,6 +179,7 @@ def recorded_episodes(binary: str) -> Path:
     if _recorded:
         return _recorded[0]
     root = Path(tempfile.mkdtemp(prefix="docs-recorded-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"), WEBSERV_BIN=binary)
     env.pop("WEBSERV_URL", None)
     program = (
