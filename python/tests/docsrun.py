@@ -307,7 +307,6 @@ class Doc:
     last_output: str | None = None
     last_python: list[tuple[int, str]] = field(default_factory=list)
     wire: Wire | None = None
-    ran: int = 0
 
     def __post_init__(self) -> None:
         # The doc's commands run in a directory that looks like the repository's root (bin/webserv,
@@ -400,17 +399,16 @@ class Doc:
         print(f"--- {block.where}: ran in {time.monotonic() - t0:.1f} s; it printed:\n{r.stdout[-2000:]}")
         self.last_output = r.stdout
         self.last_python = parts
-        self.ran += 1
 
-    def run_shell(self, command: str, where: str, stdin: str = "") -> str:
-        """One command line: `make`/`pip install` skipped, servers started in the background,
-        anything else run to its end with status 0 asserted. Returns what it printed."""
+    def run_shell(self, command: str, where: str, stdin: str = "") -> str | None:
+        """One command line: `make`/`pip install` skipped, servers started in the background
+        (None), anything else run to its end with status 0 asserted: what it printed."""
         if SETUP.match(command):
-            return ""
+            return None
         self._models_for(command, where)
         if SERVES.match(command) or command.endswith("&"):
             self.start(command.rstrip("&").strip(), where)
-            return ""
+            return None
         env = dict(self.env)
         if self.server_url:
             env["WEBSERV_URL"] = self.server_url
@@ -430,7 +428,6 @@ class Doc:
             "Fix the command in the doc (or the code)."
         )
         print(f"--- {where}: `{command}` ran in {time.monotonic() - t0:.1f} s; it printed:\n{out[-2000:]}")
-        self.ran += 1
         return out
 
     def replay_wire(self, block: Block) -> None:
@@ -439,7 +436,6 @@ class Doc:
         if self.wire is None:
             self.wire = Wire(self.server_url or self.shared_url)
         self.wire.replay(block.code, block.where)
-        self.ran += 1
 
     def close(self) -> None:
         if self.wire is not None:

@@ -19,6 +19,11 @@ blocks write (`runs/`, `transitions.jsonl`) stays there for its later blocks.
   row's key; not timings). `...` stands for lines left out, and within a word for a part that
   differs run to run (`env-1c0e...`); a shown `PROMPT> TEXT` line
   (`action> click("x")`) is TEXT typed at the command's prompt, given to it on stdin.
+- A ```json block of `→ ` requests and `← ` replies is a wire transcript (docs/protocol.md): each
+  request is sent, as MessagePack on one connection (JSON text to /openenv/ws for OpenEnv's
+  frames), to the doc's server; each reply shown must have every field the doc shows (`...` is
+  what it leaves out), and the same `ok`, error `code` and `fault`. The env ids the doc shows
+  stand for the ones the server gave.
 - A URL a block names is served where it points: `http://127.0.0.1:PORT/v1` by the stand-in model
   (standin_model.py), `127.0.0.1:8765` by a `webserv serve` there (the default --listen).
 
@@ -114,12 +119,12 @@ def _check_file_excerpt(b: Block) -> None:
     path = REPO / b.argument
     assert path.is_file(), f"{b.where}: the marker names {b.argument}, which is not a file of the repository"
     lines = [ln.rstrip() for ln in path.read_text().splitlines()]
+    shown = [ln.rstrip() for ln in b.code.splitlines()]
+    if shown and shown[0].startswith("# " + b.argument):  # the block's caption naming the file
+        shown = shown[1:]
     at = 0
-    for ln in b.code.splitlines():
-        ln = ln.rstrip()
-        if not ln.strip() or ln.lstrip().startswith("# " + b.argument.rsplit("/", 1)[-1]):
-            continue
-        if ln.strip().startswith("# examples/"):  # the block's own caption naming the file
+    for ln in shown:
+        if not ln:
             continue
         try:
             at = lines.index(ln, at) + 1
@@ -166,7 +171,7 @@ def _run(doc: Doc, b: Block) -> None:
             f"{b.where}: every line of this shell block sets up the machine (make, pip install), "
             "which the test does not run: mark it `<!-- docs-test: not run: WHY -->`"
         )
-        doc.last_output = "".join(doc.run_shell(c, b.where) for c in commands)
+        doc.last_output = "".join(doc.run_shell(c, b.where) or "" for c in commands)
         return
     if b.lang == "json" and is_wire(b.code):
         doc.replay_wire(b)
@@ -174,7 +179,7 @@ def _run(doc: Doc, b: Block) -> None:
     if _is_transcript(b):
         for command, shown in transcript(b.code):
             out = doc.run_shell(command, b.where, stdin=typed(shown))
-            if shown and out:
+            if out is not None:
                 check_shape(shown, out, b.where)
         return
     raise AssertionError(
