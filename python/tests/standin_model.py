@@ -4,7 +4,9 @@ from a recorded script. It is not a model; every reply says it stands in for one
 The script is a list of entries, each consumed by the first request it matches:
 ``{"match": "substring of the last user message" (optional), "reply": "text"}`` or
 ``{"status": 503}`` (an error answer, to exercise retries) or ``{"die": true}``
-(the server stops: an endpoint that dies mid-run). ``requests`` records every request body.
+(the server stops: an endpoint that dies mid-run); an entry with ``"keep": true`` answers every
+request it matches and is never used up. ``requests`` records every request body. ``port``: where
+to listen on 127.0.0.1 (0, the default, picks a free port).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ NOTE = "[stand-in for the user's model: a recorded script, not a model] "
 
 
 class StandInModel:
-    def __init__(self, script: list[dict[str, Any]]):
+    def __init__(self, script: list[dict[str, Any]], port: int = 0):
         self.script = list(script)
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -73,7 +75,7 @@ class StandInModel:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
@@ -81,7 +83,7 @@ class StandInModel:
         last = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
         for i, e in enumerate(self.script):
             if e.get("match", "") in last:
-                return self.script.pop(i)
+                return e if e.get("keep") else self.script.pop(i)
         return None
 
     def stop(self) -> None:
