@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from standin_model import StandInModel
+
+from webserv.launcher import stop_group
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -265,16 +266,7 @@ class Background:
         return Path(self.log.name).read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=15)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.proc.wait()
+        stop_group(self.proc, 15)
 
 
 def console_script(dirname: Path) -> None:

@@ -164,15 +164,23 @@ class LocalServer:
             return "(no log)"
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=10)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        stop_group(self.proc, 10)
+
+
+def stop_group(proc: subprocess.Popen, timeout: float) -> None:
+    """Stop ``proc``, started as the leader of its own process group, and everything it started:
+    SIGTERM to the group, then SIGKILL once ``timeout`` seconds have passed."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=timeout)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
 
 
 def server_url() -> str:
