@@ -286,11 +286,11 @@ func diffTables(ctx context.Context, db *sql.DB, d *StateDiff, lim DiffLimits) e
 			d.SchemaChanged = append(d.SchemaChanged, name)
 			continue
 		}
-		changes, err := diffTable(ctx, db, name, t)
+		total, changes, err := diffTable(ctx, db, name, t, max(lim.MaxRows-len(d.Changes), 0))
 		if err != nil {
 			return fmt.Errorf("table %s: %w", name, err)
 		}
-		d.Total += len(changes)
+		d.Total += total
 		for _, c := range changes {
 			if d.Truncated || len(d.Changes) >= lim.MaxRows {
 				d.Truncated = true
@@ -305,13 +305,20 @@ func diffTables(ctx context.Context, db *sql.DB, d *StateDiff, lim DiffLimits) e
 			d.Changes = append(d.Changes, c)
 			d.Columns[name] = t.cols
 		}
+		if len(changes) < total {
+			d.Truncated = true // rows past MaxRows were not read
+		}
 	}
 	return nil
 }
 
 // diffTable is one table's changes: the rows only one side has (by key,
-// insert or delete) and those both have with other values (update).
-func diffTable(ctx context.Context, db *sql.DB, name string, t tableInfo) ([]RowChange, error) {
+// insert or delete) and those both have with other values (update). It
+// returns how many rows changed and, of them, at most keep, in reply order
+// (updates and inserts by key order of the current state, then deletes):
+// a table rewritten by the episode costs the server the changed rows' keys,
+// not their values.
+func diffTable(ctx context.Context, db *sql.DB, name string, t tableInfo, keep int) (int, []RowChange, error) {
 	key := "rowid"
 	nkey := 1
 	if !t.rowid {
@@ -324,7 +331,9 @@ func diffTable(ctx context.Context, db *sql.DB, name string, t tableInfo) ([]Row
 		key, nkey = strings.Join(pk, ", "), len(pk)
 	}
 	q := quoteIdent(name)
-	read := func(from, except string) (map[string][]any, []string, error) {
+	// read scans the rows of from that except lacks, keeping every key in
+	// order and the values of those want says to keep.
+	read := func(from, except string, want func(k string) bool) (map[string][]any, []string, error) {
 		rows, err := db.QueryContext(ctx, fmt.Sprintf("SELECT %s, * FROM %s.%s EXCEPT SELECT %s, * FROM %s.%s", key, from, q, key, except, q))
 		if err != nil {
 			return nil, nil, err
@@ -332,28 +341,55 @@ func diffTable(ctx context.Context, db *sql.DB, name string, t tableInfo) ([]Row
 		defer rows.Close()
 		out := map[string][]any{}
 		var order []string
+		vals := make([]any, nkey+len(t.cols))
+		ptrs := make([]any, len(vals))
 		for rows.Next() {
-			vals := make([]any, nkey+len(t.cols))
-			ptrs := make([]any, len(vals))
 			for i := range vals {
+				vals[i] = nil
 				ptrs[i] = &vals[i]
 			}
 			if err := rows.Scan(ptrs...); err != nil {
 				return nil, nil, err
 			}
 			k := fmt.Sprint(vals[:nkey]...)
-			out[k] = vals[nkey:]
 			order = append(order, k)
+			if want(k) {
+				out[k] = append([]any(nil), vals[nkey:]...)
+			}
 		}
 		return out, order, rows.Err()
 	}
-	added, addOrder, err := read("main", "base")
+	// Only the first keep rows of the current state can be in the reply.
+	kept := 0
+	added, addOrder, err := read("main", "base", func(string) bool {
+		kept++
+		return kept <= keep
+	})
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
-	gone, goneOrder, err := read("base", "main")
+	kept = 0
+	gone, goneOrder, err := read("base", "main", func(k string) bool {
+		if _, ok := added[k]; ok {
+			return true // an update's old values
+		}
+		kept++
+		return kept <= keep // a delete, if it can be in the reply
+	})
 	if err != nil {
-		return nil, err
+		return 0, nil, err
+	}
+	both := map[string]bool{}
+	for _, k := range addOrder {
+		both[k] = false
+	}
+	total := len(addOrder)
+	for _, k := range goneOrder {
+		if _, ok := both[k]; ok {
+			both[k] = true
+			continue
+		}
+		total++
 	}
 	row := func(vals []any) map[string]any {
 		m := make(map[string]any, len(vals))
@@ -364,7 +400,11 @@ func diffTable(ctx context.Context, db *sql.DB, name string, t tableInfo) ([]Row
 	}
 	var out []RowChange
 	for _, k := range addOrder {
-		if old, ok := gone[k]; ok {
+		if len(out) >= keep {
+			return total, out, nil
+		}
+		if both[k] {
+			old := gone[k]
 			ch := RowChange{Table: name, Op: "update", Row: row(added[k]), Old: map[string]any{}}
 			for i, c := range t.cols {
 				if fmt.Sprint(value(old[i])) != fmt.Sprint(value(added[k][i])) {
@@ -377,11 +417,14 @@ func diffTable(ctx context.Context, db *sql.DB, name string, t tableInfo) ([]Row
 		out = append(out, RowChange{Table: name, Op: "insert", Row: row(added[k])})
 	}
 	for _, k := range goneOrder {
-		if _, ok := added[k]; !ok {
+		if len(out) >= keep {
+			break
+		}
+		if _, isAdded := both[k]; !isAdded {
 			out = append(out, RowChange{Table: name, Op: "delete", Row: row(gone[k])})
 		}
 	}
-	return out, nil
+	return total, out, nil
 }
 
 // value is a column's value for the wire: text for valid UTF-8 blobs.

@@ -98,3 +98,54 @@ func TestDiffFilesSeesInsertsUpdatesDeletes(t *testing.T) {
 		t.Errorf("with max 2 rows: %d changes of %d, truncated %v", len(d.Changes), d.Total, d.Truncated)
 	}
 }
+
+// A table the episode rewrote wholesale is counted whole, but only the
+// rows the reply can carry are read with their values: the first ones in
+// reply order, updates with their old values, then deletes.
+func TestDiffOfAWholesaleRewriteReadsOnlyWhatTheReplyCarries(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cur, base := filepath.Join(dir, "app.db"), filepath.Join(dir, "base.db")
+	db, err := sql.Open("sqlite", "file:"+cur+"?_pragma=journal_mode(wal)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	execAll(t, db,
+		"CREATE TABLE log (id INTEGER PRIMARY KEY, body TEXT)",
+		"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) INSERT INTO log (id, body) SELECT i, 'was ' || i FROM n",
+	)
+	if err := copyDBFile(ctx, cur, base); err != nil {
+		t.Fatal(err)
+	}
+	execAll(t, db,
+		"UPDATE log SET body = 'now ' || id WHERE id <= 2000",
+		"DELETE FROM log WHERE id > 2000",
+		"WITH RECURSIVE n(i) AS (SELECT 5001 UNION ALL SELECT i + 1 FROM n WHERE i < 9000) INSERT INTO log (id, body) SELECT i, 'new' FROM n",
+	)
+	lim := DiffLimits{MaxRows: 5, MaxBytes: 1 << 20, MaxValue: 1024}
+	d, _, err := DiffFiles(ctx, cur, base, nil, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Total != 2000+1000+4000 || len(d.Changes) != 5 || !d.Truncated {
+		t.Fatalf("total %d (want 7000), %d changes (want 5), truncated %v", d.Total, len(d.Changes), d.Truncated)
+	}
+	for _, c := range d.Changes {
+		if c.Op != "update" || c.Old["body"] != "was "+strings.TrimPrefix(c.Row["body"].(string), "now ") {
+			t.Errorf("change %+v: want an update with its old body", c)
+		}
+	}
+	// With room for everything, every change is there, each kind counted.
+	d, _, err = DiffFiles(ctx, cur, base, nil, DiffLimits{MaxRows: 10000, MaxBytes: 64 << 20, MaxValue: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]int{}
+	for _, c := range d.Changes {
+		ops[c.Op]++
+	}
+	if d.Total != 7000 || len(d.Changes) != 7000 || d.Truncated || ops["update"] != 2000 || ops["delete"] != 1000 || ops["insert"] != 4000 {
+		t.Fatalf("total %d, changes %v, truncated %v", d.Total, ops, d.Truncated)
+	}
+}
