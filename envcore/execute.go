@@ -84,7 +84,7 @@ func (e *Env) execute(ctx context.Context, a Action) (int, error) {
 }
 
 // evaluatesFirst reports whether a's first command to the page, if any, is
-// an evaluation (act.prepare, act.selectOptions, the settle poll), or whether
+// an evaluation (act.prepare, act.selectOptions, the settle question), or whether
 // a replaces the document anyway, so that settle.begin may be pipelined
 // ahead of it (see beginAction).
 func evaluatesFirst(a Action) bool {

@@ -472,7 +472,7 @@
     enterAction: function () {
       if (acting) enter(latest);
     },
-    // state(k, longMs) answers the Go side's settle poll for action k and
+    // state(k, longMs) answers the Go side's settle question for action k and
     // closes the action window: what k caused that is still pending, in this
     // document and its same-origin frames (a document that never saw k
     // reports its start-up work instead); requests open longer than longMs
