@@ -324,6 +324,11 @@
       } else {
         watched.delete(a); // finished, cancelled or paused: this poll is its last
         if (a.playState === 'paused') continue;
+        // Its end event (transitionend, animationend) and finished promise
+        // come with the next rendered frame, which on a loaded host can be
+        // later than any fixed wait: that frame is pending, as the frames
+        // after an action are.
+        framesAfter('the frame after an animation ended', ANIMATION_FRAMES_OVERDUE);
       }
       n++;
       acc.wake = Math.min(acc.wake, left);
@@ -344,10 +349,16 @@
   // work "caused". A document that renders no frames (hidden) lets them go
   // past FRAMES_OVERDUE, as overdue work.
   const FRAMES_OVERDUE = 100;
-  function afterFrames() {
+  // An animation that ran was rendering, so its document renders frames:
+  // the frame after its end is let go only on a host starved that long.
+  const ANIMATION_FRAMES_OVERDUE = 1000;
+  function framesAfter(what, overdue) {
     if (typeof oRAF !== 'function') return;
-    const id = track(latest, { kind: 'frames', what: 'the frames after the action', quiet: true, expires: now() + FRAMES_OVERDUE });
+    const id = track(latest, { kind: 'frames', what: what, quiet: true, expires: now() + overdue });
     oRAF.call(window, function () { oRAF.call(window, function () { untrack(id); }); });
+  }
+  function afterFrames() {
+    framesAfter('the frames after the action', FRAMES_OVERDUE);
   }
 
   // Frames of another origin. This document cannot read their trackers,

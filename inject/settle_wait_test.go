@@ -86,3 +86,22 @@ func TestWaitHoldsForWorkStartedDuringTheHold(t *testing.T) {
 		t.Fatalf("the hold ended before the work started in it was done: out = %q", got)
 	}
 }
+
+// A finished transition's end event comes with the next rendered frame,
+// however late it is: on a page whose frames each take 60 ms (a busy
+// animation loop), the wait answers only once transitionend has run.
+func TestWaitHoldsForTheFrameThatEndsATransition(t *testing.T) {
+	p := open(t, `<!DOCTYPE html><style>#panel { width: 10px; transition: width 200ms linear; } #panel.open { width: 200px; }</style>
+		<div id="panel">panel</div><p id="out"></p><script>
+		const busy = () => { const until = performance.now() + 60; while (performance.now() < until) {} requestAnimationFrame(busy); };
+		requestAnimationFrame(busy);
+		panel.addEventListener('transitionend', () => { out.textContent = 'ended'; });
+	</script>`)
+	for i := 1; i <= 5; i++ {
+		eval(t, p, fmt.Sprintf(`() => { document.getElementById('out').textContent = ''; __webserv.settle.begin(%d); document.getElementById('panel').classList.toggle('open'); }`, i))
+		st := settleWait(t, p, i, 0, 30, 60000, 20*time.Second)
+		if got := eval(t, p, `() => document.getElementById('out').textContent`); got != "ended" {
+			t.Fatalf("round %d: the wait answered before transitionend ran: %v", i, st)
+		}
+	}
+}
