@@ -295,8 +295,8 @@
   // Animations. A finite CSS transition, CSS animation or Web Animation
   // that started after the action began (in a document newer than the
   // action: any) and lasts at most BUDGET ms is pending until it has
-  // finished and one more poll has passed, so what its end event or
-  // finished promise does is seen; infinite ones never are.
+  // finished and the two frames after its end have rendered, so what its
+  // end event or finished promise does is seen; infinite ones never are.
   const hasAnimations = typeof document.getAnimations === 'function';
   let beganTimeline = 0; // document.timeline's time when the latest action began
   const watched = new Set(); // animations seen pending, reported once more after they end
