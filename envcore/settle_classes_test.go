@@ -198,10 +198,14 @@ func TestStepFollowsEverythingTheActionCauses(t *testing.T) {
 		{"a frame of another origin that fetches on a message", "classes.html", `click("ask-the-frame")`, "FRAME-DONE"},
 		{"a form POST answered 303", "classes.html", `click("send-the-form")`, "FORM-DONE"},
 	}
+	// One case at a time: run 26 at once, the cases starve each other's
+	// network service on a 2-core host (CI runs the Python suite beside),
+	// and a request the route only sees once it arrives (a dynamic
+	// import) can reach it later than any grace; that limit is documented
+	// (docs/envcore.md, "Settling"), not what this test is about.
 	for _, speed := range []int{1, 3} {
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("x%d/%s", speed, c.name), func(t *testing.T) {
-				t.Parallel()
 				env, base := newRoutedEnv(t, envcore.Config{}) // the default idle window
 				page := fmt.Sprintf("%s/x%d/%s", base, speed, c.page)
 				if _, info, err := env.Reset(testCtx(t), page); err != nil || info.ActionError != "" {
