@@ -17,19 +17,31 @@ func execAll(t *testing.T, db *sql.DB, stmts ...string) {
 	}
 }
 
+// startState makes a SQLite file with the statements start, copies it as
+// the start state, and returns the file's database (to change it) and both
+// paths.
+func startState(t *testing.T, start ...string) (db *sql.DB, cur, base string) {
+	t.Helper()
+	dir := t.TempDir()
+	cur, base = filepath.Join(dir, "app.db"), filepath.Join(dir, "base.db")
+	db, err := sql.Open("sqlite", "file:"+cur+"?_pragma=journal_mode(wal)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	execAll(t, db, start...)
+	if err := copyDBFile(context.Background(), cur, base); err != nil {
+		t.Fatal(err)
+	}
+	return db, cur, base
+}
+
 // A diff names the rows inserted, updated and deleted since the copy, by
 // table, with the columns a check needs (the rowid alias marked), and
 // leaves out full-text indexes; queries run on both states.
 func TestDiffFilesSeesInsertsUpdatesDeletes(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	cur, base := filepath.Join(dir, "app.db"), filepath.Join(dir, "base.db")
-	db, err := sql.Open("sqlite", "file:"+cur+"?_pragma=journal_mode(wal)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	execAll(t, db,
+	db, cur, base := startState(t,
 		"CREATE TABLE items (id INTEGER PRIMARY KEY, sku TEXT, qty INTEGER, note TEXT)",
 		"CREATE TABLE tags (a TEXT, b TEXT, PRIMARY KEY (a, b)) WITHOUT ROWID",
 		"CREATE VIRTUAL TABLE docs USING fts5(body)",
@@ -37,9 +49,6 @@ func TestDiffFilesSeesInsertsUpdatesDeletes(t *testing.T) {
 		"INSERT INTO tags VALUES ('x', 'y')",
 		"INSERT INTO docs VALUES ('hello')",
 	)
-	if err := copyDBFile(ctx, cur, base); err != nil {
-		t.Fatal(err)
-	}
 	execAll(t, db,
 		"INSERT INTO items (sku, qty) VALUES ('D', 4)",
 		"UPDATE items SET qty = 20 WHERE sku = 'B'",
@@ -104,20 +113,10 @@ func TestDiffFilesSeesInsertsUpdatesDeletes(t *testing.T) {
 // reply order, updates with their old values, then deletes.
 func TestDiffOfAWholesaleRewriteReadsOnlyWhatTheReplyCarries(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	cur, base := filepath.Join(dir, "app.db"), filepath.Join(dir, "base.db")
-	db, err := sql.Open("sqlite", "file:"+cur+"?_pragma=journal_mode(wal)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	execAll(t, db,
+	db, cur, base := startState(t,
 		"CREATE TABLE log (id INTEGER PRIMARY KEY, body TEXT)",
 		"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000) INSERT INTO log (id, body) SELECT i, 'was ' || i FROM n",
 	)
-	if err := copyDBFile(ctx, cur, base); err != nil {
-		t.Fatal(err)
-	}
 	execAll(t, db,
 		"UPDATE log SET body = 'now ' || id WHERE id <= 2000",
 		"DELETE FROM log WHERE id > 2000",
