@@ -160,7 +160,7 @@ func (r *Router) NewRoute() (*Route, error) {
 	r.routes[rt] = struct{}{}
 	r.routePorts[port] = true
 	r.mu.Unlock()
-	go rt.srv.Serve(ln)
+	go rt.serveOn(ln)
 	r.log.Debug("route opened", zap.String("addr", addr))
 	return rt, nil
 }
