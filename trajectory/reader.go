@@ -29,6 +29,19 @@ type Episode struct {
 	Partial bool
 }
 
+// InfraFailure is the infrastructure's fault that ended the episode (a
+// site instance that died, a browser that crashed), nil when none did:
+// such an episode says nothing about the policy, and exports leave it out
+// unless asked (ExportOptions.IncludeFailed).
+func (e *Episode) InfraFailure() *Failure {
+	for _, s := range e.Steps {
+		if s.Error != nil && s.Error.Fault == FaultInfrastructure {
+			return s.Error
+		}
+	}
+	return nil
+}
+
 // Reward is the sum of the steps' rewards.
 func (e *Episode) Reward() float64 {
 	total := 0.0
@@ -157,6 +170,9 @@ type Summary struct {
 	Rejected int       `json:"rejected"` // actions a person rejected
 	Done     bool      `json:"done"`     // terminated or truncated
 	Partial  bool      `json:"partial"`
+	// Failed is the infrastructure's fault that ended the episode ("" when
+	// none did), as "code: message".
+	Failed string `json:"failed,omitempty"`
 	Time     time.Time `json:"time"`
 }
 
@@ -173,6 +189,9 @@ func (e *Episode) Summarize() Summary {
 			s.Rejected++
 		}
 		s.Done = s.Done || l.Terminated || l.Truncated
+	}
+	if f := e.InfraFailure(); f != nil {
+		s.Failed = f.Code + ": " + f.Message
 	}
 	return s
 }
