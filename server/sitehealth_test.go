@@ -3,16 +3,19 @@ package server_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/lxc/incus/v6/shared/api"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
+	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/catalog"
 )
@@ -217,6 +220,85 @@ func TestSiteDownLocalProcessKilled(t *testing.T) {
 	notGraded(t, cl.call("step", env, map[string]any{"action": `stop("")`}), "stop at once on the dead instance")
 	stepOK(neighbour, `goto("/")`, "state=n1")
 
+	if err := srv.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
+
+// siteContainers are the running containers of site the Incus backend
+// made for environments.
+func siteContainers(t *testing.T, site string) map[string]bool {
+	t.Helper()
+	c, err := incusmgr.Client(incusmgr.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.GetInstances(api.InstanceTypeContainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, in := range list {
+		if in.Config["user.webserv.site"] == site && in.Config["user.webserv.role"] == "instance" && in.StatusCode == api.Running {
+			out[in.Name] = true
+		}
+	}
+	return out
+}
+
+// An Incus site's container stopped with force mid-episode (as a person
+// would: `incus stop --force`): the next step answers site_down naming
+// the container, a stop is not graded, a reset brings a fresh container
+// whose stop earns 1, the neighbour's container serves on, the server
+// closes.
+func TestSiteDownIncusContainerStopped(t *testing.T) {
+	t.Parallel()
+	img, err := hostingtest.SiteImage(hostingtest.BuildTestSite(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const alias = "webserv-test-sitedown"
+	m := incusWith(t, img, alias)
+	site, st := healthSite(t, "name: sitedown\nincus: {image: "+alias+"}\nport: 8080\nready: {path: /ready}\n")
+	srv, cl := healthServer(t, site, st, m, server.Config{})
+
+	before := siteContainers(t, "sitedown")
+	env := cl.call("make", "", map[string]any{"site": "sitedown", "task": "sitedown.1"})["env"].(string)
+	var victim string
+	for name := range siteContainers(t, "sitedown") {
+		if !before[name] {
+			victim = name
+		}
+	}
+	if victim == "" {
+		t.Fatal("no container for the environment")
+	}
+	neighbour := cl.call("make", "", map[string]any{"site": "sitedown", "task": "sitedown.1"})["env"].(string)
+
+	if out, err := exec.Command("incus", "stop", "--force", victim).CombinedOutput(); err != nil {
+		t.Fatalf("incus stop --force %s: %v: %s", victim, err, out)
+	}
+	e := cl.fail("step", env, map[string]any{"action": `goto("/")`}, server.CodeSiteDown)
+	if msg := e["message"].(string); !strings.Contains(msg, victim) || e["fault"] != "infrastructure" {
+		t.Errorf("site_down = %v; want the infrastructure's, naming container %s", e, victim)
+	}
+	r := cl.call("step", neighbour, map[string]any{"action": `goto("/set?v=n1")`})
+	if html, _ := obsOf(r)["html"].(string); !strings.Contains(html, "ok") {
+		t.Errorf("neighbour: %q", html)
+	}
+	notGraded(t, cl.call("step", env, map[string]any{"action": `stop("")`}), "stop on the stopped container")
+
+	reset := cl.call("reset", env, nil)
+	if html, _ := obsOf(reset)["html"].(string); !strings.Contains(html, "state=base") {
+		t.Fatalf("after reset: %q, want a fresh container's base page", html)
+	}
+	if r := cl.call("step", env, map[string]any{"action": `stop("")`}); r["reward"] != 1.0 {
+		t.Fatalf("stop on the fresh container: reward %v, info %v; want 1", r["reward"], r["info"])
+	}
+	r = cl.call("step", neighbour, map[string]any{"action": `goto("/")`})
+	if html, _ := obsOf(r)["html"].(string); !strings.Contains(html, "state=n1") {
+		t.Errorf("neighbour after: %q", html)
+	}
 	if err := srv.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
