@@ -63,6 +63,7 @@ func (rt *Route) Err() error {
 // serveOn serves the route's listener and records why it stopped when
 // nobody closed it.
 func (rt *Route) serveOn(ln net.Listener) {
+	defer close(rt.stopped)
 	err := rt.srv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return

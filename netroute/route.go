@@ -31,7 +31,8 @@ type Route struct {
 	long   map[*longLived]struct{} // tunnels and upgraded connections of the current binding
 	closed bool
 
-	failed atomic.Pointer[error] // why the listener stopped serving by itself (health.go)
+	failed  atomic.Pointer[error] // why the listener stopped serving by itself (health.go)
+	stopped chan struct{}         // closed when the listener is no longer served
 }
 
 // longLived is a connection that outlives its request (a CONNECT tunnel, a

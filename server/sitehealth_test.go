@@ -303,3 +303,42 @@ func TestSiteDownIncusContainerStopped(t *testing.T) {
 		t.Errorf("close: %v", err)
 	}
 }
+
+// The route that carries an environment's browser requests closed under
+// it: the next step answers site_down saying so, not the browser's proxy
+// error page; the neighbour is untouched; a reset gives the environment a
+// new route, and it steps on.
+func TestSiteDownRouteClosed(t *testing.T) {
+	t.Parallel()
+	srv, cl := healthServer(t, hostingtest.LocalSite(t), nil, localBackend(t), server.Config{})
+	env := cl.call("make", "", map[string]any{"site": "testsite"})["env"].(string)
+	neighbour := cl.call("make", "", map[string]any{"site": "testsite"})["env"].(string)
+	rt := server.EnvRoute(srv, env)
+	if rt == nil {
+		t.Fatal("the environment has no route")
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e := cl.fail("step", env, map[string]any{"action": `goto("/")`}, server.CodeSiteDown)
+	if msg := e["message"].(string); !strings.Contains(msg, "route") || !strings.Contains(msg, rt.Addr()) || e["fault"] != "infrastructure" {
+		t.Errorf("site_down = %v; want the infrastructure's, naming the route", e)
+	}
+	stepPage := func(env, action, want string) {
+		t.Helper()
+		r := cl.call("step", env, map[string]any{"action": action})
+		if html, _ := obsOf(r)["html"].(string); !strings.Contains(html, want) {
+			t.Fatalf("%s: page %q, want %q", action, html, want)
+		}
+	}
+	stepPage(neighbour, `goto("/set?v=n")`, "ok")
+	cl.call("reset", env, nil)
+	if now := server.EnvRoute(srv, env); now == nil || now == rt {
+		t.Fatalf("after reset the route is %p (was %p): want a new one", now, rt)
+	}
+	stepPage(env, `goto("/")`, "state=base")
+	stepPage(neighbour, `goto("/")`, "state=n")
+	if err := srv.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
