@@ -62,6 +62,22 @@ func healthSite(t *testing.T, def string) (*hosting.Site, *catalog.TaskSet) {
 	return site, st
 }
 
+// testsiteBin is internal/testsite, built for the test.
+func testsiteBin(t *testing.T) string { return hostingtest.BuildTestSite(t, t.TempDir()) }
+
+// baseData is a testsite data directory in state "base".
+func baseData(t *testing.T) string {
+	t.Helper()
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "state"), []byte("base"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // healthServer serves site on backend b.
 func healthServer(t *testing.T, site *hosting.Site, st *catalog.TaskSet, b hosting.Backend, cfg server.Config) (*server.Server, *client) {
 	t.Helper()
@@ -148,15 +164,7 @@ func notGraded(t *testing.T, r map[string]any, what string) {
 // instance steps on throughout; the server closes.
 func TestSiteDownLocalProcessKilled(t *testing.T) {
 	t.Parallel()
-	bin := hostingtest.BuildTestSite(t, t.TempDir())
-	data := filepath.Join(t.TempDir(), "data")
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(data, "state"), []byte("base"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	site, st := healthSite(t, "name: mortal\nlocal: {command: ["+bin+"], data_dir: "+data+"}\nready: {path: /ready}\n")
+	site, st := healthSite(t, "name: mortal\nlocal: {command: ["+testsiteBin(t)+"], data_dir: "+baseData(t)+"}\nready: {path: /ready}\n")
 	root := filepath.Join(t.TempDir(), "instances")
 	local, err := hosting.NewLocal(nil, root)
 	if err != nil {
