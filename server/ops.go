@@ -98,6 +98,9 @@ var ops = []op{
 			}
 			return map[string]any{"obs": x.dream.Obs()}, nil
 		}
+		if x.down == nil {
+			x.down = s.siteHealth(ctx, x, false)
+		}
 		if x.down != nil {
 			return nil, x.down // no observation of a dead site to act on
 		}
