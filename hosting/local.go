@@ -276,6 +276,7 @@ func (in *localInstance) kill() {
 	}
 	pgid := in.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	_ = syscall.Kill(-pgid, syscall.SIGCONT) // a stopped (hung) site takes its SIGTERM now
 	select {
 	case <-in.done:
 	case <-time.After(5 * time.Second):

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lxc/incus/v6/shared/api"
 	"go.uber.org/zap"
@@ -186,18 +187,21 @@ func TestSiteDownLocalProcessKilled(t *testing.T) {
 	stepOK(env, `goto("/")`, "state=base")
 
 	killAndWait(t, victim)
+	died := time.Now()
 	e := cl.fail("step", env, map[string]any{"action": `goto("/")`}, server.CodeSiteDown)
+	t.Logf("site_down %v after the process exited", time.Since(died))
 	msg := e["message"].(string)
 	if e["fault"] != "infrastructure" || e["retryable"] != true || !strings.Contains(msg, "mortal-") || !strings.Contains(msg, "reset") {
 		t.Errorf("site_down = %v; want the infrastructure's, retryable, naming the instance and the reset", e)
 	}
-	t.Log(msg)
 	cl.fail("step", env, map[string]any{"action": `refresh()`}, server.CodeSiteDown)
 	cl.fail("observe", env, nil, server.CodeSiteDown)
 	stepOK(neighbour, `goto("/set?v=n1")`, "ok")
 	notGraded(t, cl.call("step", env, map[string]any{"action": `stop("")`}), "stop on the dead instance")
 
+	began := time.Now()
 	reset := cl.call("reset", env, nil)
+	t.Logf("the reset onto a fresh instance took %v", time.Since(began))
 	if html, _ := obsOf(reset)["html"].(string); !strings.Contains(html, "state=base") {
 		t.Fatalf("after reset: %q, want a fresh instance's base page", html)
 	}
@@ -286,7 +290,9 @@ func TestSiteDownIncusContainerStopped(t *testing.T) {
 	if out, err := exec.Command("incus", "stop", "--force", victim).CombinedOutput(); err != nil {
 		t.Fatalf("incus stop --force %s: %v: %s", victim, err, out)
 	}
+	stopped := time.Now()
 	e := cl.fail("step", env, map[string]any{"action": `goto("/")`}, server.CodeSiteDown)
+	t.Logf("site_down %v after the container stopped", time.Since(stopped))
 	if msg := e["message"].(string); !strings.Contains(msg, victim) || e["fault"] != "infrastructure" {
 		t.Errorf("site_down = %v; want the infrastructure's, naming container %s", e, victim)
 	}
@@ -296,7 +302,9 @@ func TestSiteDownIncusContainerStopped(t *testing.T) {
 	}
 	notGraded(t, cl.call("step", env, map[string]any{"action": `stop("")`}), "stop on the stopped container")
 
+	began := time.Now()
 	reset := cl.call("reset", env, nil)
+	t.Logf("the reset onto a fresh container took %v", time.Since(began))
 	if html, _ := obsOf(reset)["html"].(string); !strings.Contains(html, "state=base") {
 		t.Fatalf("after reset: %q, want a fresh container's base page", html)
 	}
@@ -346,6 +354,40 @@ func TestSiteDownRouteClosed(t *testing.T) {
 	}
 	stepPage(env, `goto("/")`, "state=base")
 	stepPage(neighbour, `goto("/")`, "state=n")
+	if err := srv.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
+
+// A local site that stops answering (its process stopped with SIGSTOP:
+// alive, its port still accepting connections, nothing answered): the
+// process watcher sees nothing, and the look before grading (one
+// readiness probe, 10 s) finds it, so the stop is not graded; a reset
+// brings a fresh process.
+func TestSiteDownHungSiteNotGraded(t *testing.T) {
+	t.Parallel()
+	site, st := healthSite(t, "name: hung\nlocal: {command: ["+testsiteBin(t)+"], data_dir: "+baseData(t)+"}\nready: {path: /ready}\n")
+	root := filepath.Join(t.TempDir(), "instances")
+	local, err := hosting.NewLocal(nil, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, cl := healthServer(t, site, st, local, server.Config{})
+	env := cl.call("make", "", map[string]any{"site": "hung", "task": "hung.1"})["env"].(string)
+	for pid := range sitePids(t, root) {
+		if err := unix.Kill(pid, unix.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := cl.call("step", env, map[string]any{"action": `stop("")`})
+	notGraded(t, r, "stop on a site that does not answer")
+	if msg := fmt.Sprint(r["info"].(map[string]any)["site_down"]); !strings.Contains(msg, "readiness probe") {
+		t.Errorf("site_down = %q, want what the probe saw", msg)
+	}
+	cl.call("reset", env, nil)
+	if r := cl.call("step", env, map[string]any{"action": `stop("")`}); r["reward"] != 1.0 {
+		t.Fatalf("stop on the fresh instance: %v", r)
+	}
 	if err := srv.Close(); err != nil {
 		t.Errorf("close: %v", err)
 	}
