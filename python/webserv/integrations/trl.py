@@ -214,30 +214,34 @@ def _docstring(doc: ActionDoc) -> str:
 
 def _tool(doc: ActionDoc) -> Callable[..., str]:
     """The method that offers one action of the table as a tool: its name, a typed signature
-    (optional arguments default to None), and a docstring with every argument."""
+    (optional arguments default to None), and a docstring with every argument. Arguments after
+    an optional one (press's key, after its optional bid) are keyword-only, as Python requires."""
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     annotations: dict[str, Any] = {}
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    positional: list[str] = []
     for a in doc.args:
         typ = _PY_TYPES[a.type]
         if a.required:
-            params.append(inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typ))
+            params.append(inspect.Parameter(a.name, kind, annotation=typ))
+            if kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+                positional.append(a.name)
         else:
             # transformers' schema reads typing.Optional (a Union), not X | None, on Python 3.10-3.13.
             typ = Optional[typ]  # noqa: UP045  # ty: ignore[invalid-type-form]
-            params.append(
-                inspect.Parameter(
-                    a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=typ
-                )
-            )
+            params.append(inspect.Parameter(a.name, kind, default=None, annotation=typ))
+            if kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+                positional.append(a.name)
+            kind = inspect.Parameter.KEYWORD_ONLY
         annotations[a.name] = typ
     annotations["return"] = str
-    names = [a.name for a in doc.args]
 
     def tool(self: WebEnvironment, *args: Any, **kwargs: Any) -> str:
-        if len(args) > len(names):
-            takes = ", ".join(names)
-            return f"Error: {doc.name} takes at most {len(names)} arguments ({takes}), not {len(args)}."
-        values = dict(zip(names, args, strict=False))
+        if len(args) > len(positional):
+            takes = ", ".join(positional)
+            n = len(positional)
+            return f"Error: {doc.name} takes at most {n} positional arguments ({takes}), not {len(args)}."
+        values = dict(zip(positional, args, strict=False))
         twice = sorted(set(values) & set(kwargs))
         if twice:
             return f"Error: {doc.name}: {', '.join(twice)} given twice."
