@@ -43,7 +43,7 @@ func mcpCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader
 		fmt.Fprintln(fs.Output(), "usage: webserv mcp [flags]\n\nServes one Model Context Protocol session over stdin and stdout (docs/mcp.md).")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

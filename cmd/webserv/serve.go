@@ -37,7 +37,7 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	fs.BoolVar(&cfg.NoUI, "no-ui", false, "do not serve the web UI at /ui (live view, approval, replayer)")
 	fs.Lookup("warm-contexts").DefValue = "4"
 	ef.warm = 4
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	cfg.Token = *token

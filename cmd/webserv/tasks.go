@@ -75,7 +75,7 @@ func tasksValidateCmd(args []string, stdout io.Writer) error {
 			"fields, oracle and wrong actions, and (local backend) setup and check programs.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	sites, err := taskSites(*dir, *only)
@@ -120,7 +120,7 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 			"It takes serve's browser and hosting flags (the bundled shop is never served):")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if log == nil {
