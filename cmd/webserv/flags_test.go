@@ -63,3 +63,19 @@ func TestExportTakesFlagsAfterTheDirectory(t *testing.T) {
 		t.Fatalf("exported %d transition rows, want the episode's 3 (output %q)", len(rows), out.String())
 	}
 }
+
+// --log-level sets the level of the command's logger and refuses a level
+// it does not know, naming the ones it does.
+func TestLogLevelFlag(t *testing.T) {
+	defer logLevel.SetLevel(logLevel.Level())
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	logLevelFlag(fs)
+	if err := parseArgs(fs, []string{"--log-level", "warn"}); err != nil || logLevel.Level() != zap.WarnLevel {
+		t.Fatalf("--log-level warn: %v, level %s", err, logLevel.Level())
+	}
+	err := parseArgs(fs, []string{"--log-level=verbose"})
+	if err == nil || !strings.Contains(err.Error(), "debug, info, warn or error") {
+		t.Errorf("--log-level=verbose: %v", err)
+	}
+}
