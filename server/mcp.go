@@ -734,6 +734,7 @@ func (m *mcpSession) result(a map[string]any, obs Observation, st mcpState, step
 		head = append(head, "The action failed: "+obs.LastActionError)
 	}
 	var b strings.Builder
+	b.WriteString(GoalHeader(st.Goal)) // the goal first, as every model-facing text has it (prompt.go)
 	for _, h := range head {
 		b.WriteString(h + "\n")
 	}
@@ -749,9 +750,6 @@ func (m *mcpSession) result(a map[string]any, obs Observation, st mcpState, step
 	}
 	for _, d := range obs.Dialogs {
 		fmt.Fprintf(&b, "dialog: %+v\n", d)
-	}
-	if step == nil || st.Step == 0 {
-		fmt.Fprintf(&b, "goal: %s\n", st.Goal)
 	}
 	b.WriteString("\n")
 	if a["view"] == "html" {
