@@ -65,7 +65,8 @@ func TestTasksCheckFailsOnAWrongVerifier(t *testing.T) {
 	if err == nil || err.Error() != "1 of 6 task(s) failed" {
 		t.Errorf("tasks check with a wrong verifier returned %v", err)
 	}
-	for _, want := range []string{"tracker.4  -       -           5", "tracker.4: oracle: could not be graded:", "exited 2", "no issue titled 'Crash when the title is blank'", "6 task(s), 5 passed, 1 failed"} {
+	for _, want := range []string{"tracker.4  -       -       -           5", "tracker.4: verifier: the grading failed on the oracle's final state (the verifier's",
+		"tracker.4: verifier: the grading failed on the start state", "exit status 2", "no issue titled 'Crash when the title is blank'", "6 task(s), 5 passed, 1 failed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())
 		}
