@@ -53,6 +53,7 @@ from ..env import WebEnv
 from ..errors import InfrastructureError, ResourceLimit
 from ..mixing import Mix, Source, member_options
 from ..options import EnvOptions
+from ..prompt import render
 
 #: The Python type of each argument type of the table (what TRL turns back into the JSON schema).
 _PY_TYPES: dict[str, Any] = {
@@ -109,7 +110,8 @@ class WebEnvironment:
     # -- the trainer's side ---------------------------------------------------
 
     def reset(self, **row: Any) -> str | None:
-        """Starts the episode the dataset row describes and returns the first page."""
+        """Starts the episode the dataset row describes and returns what the model reads first:
+        the goal (the task's, for a row naming only ``task_id``) and the first page."""
         self.source = self._next_source(row.get("uid"))
         if self.source not in self._envs:
             group = EnvOptions(
@@ -194,10 +196,7 @@ class WebEnvironment:
 
     @staticmethod
     def _render(obs: dict[str, Any]) -> str:
-        out = obs.get("axtree_txt") or obs.get("pruned_html", "")
-        if obs.get("last_action_error"):
-            out = f"Error: {obs['last_action_error']}\n\n{out}"
-        return out
+        return render(obs)  # the goal first, then the page: every path's one format
 
 
 def _docstring(doc: ActionDoc) -> str:

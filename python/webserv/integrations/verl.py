@@ -45,10 +45,14 @@ from ..client import AsyncClient, AsyncEnv, Obs
 from ..errors import InfrastructureError
 from ..mixing import Demonstration, Demonstrations, Mix, Source, member_options
 from ..options import EnvOptions
+from ..prompt import refuse_unknown, render
 
 Policy = Callable[[Obs, list[dict[str, Any]]], Awaitable[str]]
 
 _clients: dict[tuple[str | None, str | None], AsyncClient] = {}
+
+#: Keywords verl's AgentLoopWorker passes to an agent loop that this loop has no use for.
+_VERL_KEYWORDS = ("trainer_config", "processor", "dataset_cls", "dataset_config")
 
 
 def _client(url: str | None, token: str | None = None) -> AsyncClient:
@@ -76,8 +80,27 @@ class WebAgentLoop:
         on_infrastructure_error: Literal["raise", "report"] = "raise",
         mix: Mix | None = None,
         group_size: int | None = None,
-        **_: Any,
+        **verl_keywords: Any,
     ):
+        # verl passes these to every agent loop; anything else is a misspelt setting.
+        refuse_unknown(
+            "WebAgentLoop",
+            {k: v for k, v in verl_keywords.items() if k not in _VERL_KEYWORDS},
+            [
+                "config",
+                "server_manager",
+                "tokenizer",
+                "site",
+                "server_url",
+                "server_token",
+                "max_turns",
+                "policy",
+                "on_infrastructure_error",
+                "mix",
+                "group_size",
+                *_VERL_KEYWORDS,
+            ],
+        )
         if on_infrastructure_error not in ("raise", "report"):
             raise ValueError("on_infrastructure_error is 'raise' or 'report'")
         if mix is not None and (group_size is None or group_size < 1):
@@ -88,7 +111,7 @@ class WebAgentLoop:
         self._demos: Demonstrations | None = None
         self.server_url, self.server_token = server_url, server_token
         self.on_infrastructure_error = on_infrastructure_error
-        self.config = config
+        self.config = config if config is not None else verl_keywords.get("trainer_config")
         self.server_manager = server_manager
         self.tokenizer = tokenizer
         self.site = site
@@ -97,8 +120,15 @@ class WebAgentLoop:
         self.client = _client(server_url, server_token)
         self.sessions: dict[str, str] = {}  # request id -> environment id (resumed rollouts)
 
+    @staticmethod
+    def render(obs: Obs) -> str:
+        """What the model reads of an observation: the goal first, then the page
+        (``webserv.prompt.render``, every adapter's one format). ``generate`` builds its
+        prompt from it."""
+        return render(obs)
+
     async def generate(self, obs: Obs, history: list[dict[str, Any]], sampling_params: dict[str, Any]) -> str:
-        """The model's next action for this observation."""
+        """The model's next action for this observation (its text: ``self.render(obs)``)."""
         if self.policy is None:
             raise NotImplementedError(
                 "subclass WebAgentLoop and generate with verl's server_manager, or pass policy="
@@ -170,6 +200,8 @@ class WebAgentLoop:
             "metrics": {
                 "terminated": outcome.terminated,
                 "truncated": outcome.truncated,
+                "end_reason": outcome.end_reason,
+                "grade": outcome.grade,
                 "group_role": outcome.group_role,
                 "source": source,
             },
@@ -245,6 +277,8 @@ class WebTool:
         if env is None:
             env = self.envs[instance_id] = AsyncEnv(self.client, self.site)
         options = {k: row[k] for k in ("start_url", "goal") if k in row}
+        if row.get("task_id") is not None:
+            options["task"] = str(row["task_id"])
         if "uid" in row:
             options["group_key"] = str(row["uid"])
         self.failures.pop(instance_id, None)
@@ -268,11 +302,8 @@ class WebTool:
         except InfrastructureError as e:
             self._fail(instance_id, e, agent_data)
         self.rewards[instance_id] = self.rewards.get(instance_id, 0.0) + reward
-        text = obs["axtree_txt"] or obs["pruned_html"]
-        if obs["last_action_error"]:
-            text = f"Error: {obs['last_action_error']}\n\n{text}"
         return (
-            text,
+            render(obs),  # the goal first, then the page
             reward,
             {"terminated": terminated, "truncated": truncated, "settled": info.get("settled")},
         )
@@ -293,7 +324,7 @@ class WebTool:
             self.envs[new_id] = child
             self.rewards[new_id] = self.rewards.get(instance_id, 0.0)
             obs = child.last_obs or {}
-            texts.append(obs.get("axtree_txt") or obs.get("pruned_html", ""))
+            texts.append(render(obs))
         return texts
 
     async def release(self, instance_id: str, **_: Any) -> None:
