@@ -16,7 +16,8 @@ An episode without a goal (a bare ``start_url``) has no ``Goal:`` line.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+import inspect
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 #: What precedes the goal.
@@ -55,3 +56,12 @@ def refuse_unknown(owner: str, given: Mapping[str, Any], known: Iterable[str]) -
         near = difflib.get_close_matches(k, names, n=1)
         parts.append(f"{k!r}" + (f" (did you mean {near[0]!r}?)" if near else ""))
     raise TypeError(f"{owner} has no argument {', '.join(parts)}; it takes {', '.join(names)}")
+
+
+def keywords_of(fn: Callable[..., Any]) -> list[str]:
+    """The named parameters of ``fn`` (not ``self``, ``*args`` or ``**kwargs``)."""
+    return [
+        p.name
+        for p in inspect.signature(fn).parameters.values()
+        if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]

@@ -78,6 +78,8 @@ class WebEnvironment:
     server_url: str | None = None
     server_token: str | None = None
     max_steps: int | None = 30
+    #: Further arguments of the protocol's ``make`` (``evaluate_every_step``, ``record``, ...).
+    make_args: dict[str, Any] = {}  # noqa: RUF012 (a class's setting, replaced by web_environment)
     #: Mixed groups (``web_environment(mix=...)``): each member's source, and per ``uid`` how many
     #: members began (shared by the class's instances, as TRL resets a group's members one by one).
     sources: tuple[Source, ...] = ("real",)
@@ -115,7 +117,11 @@ class WebEnvironment:
         self.source = self._next_source(row.get("uid"))
         if self.source not in self._envs:
             group = EnvOptions(
-                self.site, url=self.server_url, token=self.server_token, max_steps=self.max_steps
+                self.site,
+                url=self.server_url,
+                token=self.server_token,
+                max_steps=self.max_steps,
+                make_args=self.make_args,
             )
             if self.source == "dream":
                 assert self.mix is not None
@@ -276,6 +282,7 @@ def web_environment(
     tools: Iterable[str] | None = None,
     mix: Mix | None = None,
     group_size: int | None = None,
+    make_args: dict[str, Any] | None = None,
 ) -> type[WebEnvironment]:
     """A WebEnvironment class bound to a site and server, for ``environment_factory``.
 
@@ -288,12 +295,17 @@ def web_environment(
     and ``env.source`` says which. Expert members are refused: TRL trains on the model's own
     tool calls, and an expert member has none (train on the demonstrations with SFT, or mix
     them in with the verl adapter or the vector environment; docs/dream.md, "Mixing").
+
+    ``make_args`` are further arguments of the protocol's ``make``, such as
+    ``{"evaluate_every_step": True}`` (then each tool call's reward is the change in the task's
+    grade, so ``get_reward()``, their sum, is the final grade; docs/protocol.md, "Rewards").
     """
     attrs: dict[str, Any] = {
         "site": site,
         "server_url": server_url,
         "server_token": server_token,
         "max_steps": max_steps,
+        "make_args": dict(make_args or {}),
     }
     if mix is not None:
         if group_size is None or group_size < 1:

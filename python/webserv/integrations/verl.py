@@ -45,7 +45,7 @@ from ..client import AsyncClient, AsyncEnv, Obs
 from ..errors import InfrastructureError
 from ..mixing import Demonstration, Demonstrations, Mix, Source, member_options
 from ..options import EnvOptions
-from ..prompt import refuse_unknown, render
+from ..prompt import keywords_of, refuse_unknown, render
 
 Policy = Callable[[Obs, list[dict[str, Any]]], Awaitable[str]]
 
@@ -80,26 +80,14 @@ class WebAgentLoop:
         on_infrastructure_error: Literal["raise", "report"] = "raise",
         mix: Mix | None = None,
         group_size: int | None = None,
+        make_args: dict[str, Any] | None = None,
         **verl_keywords: Any,
     ):
         # verl passes these to every agent loop; anything else is a misspelt setting.
         refuse_unknown(
             "WebAgentLoop",
             {k: v for k, v in verl_keywords.items() if k not in _VERL_KEYWORDS},
-            [
-                "config",
-                "server_manager",
-                "tokenizer",
-                "site",
-                "server_url",
-                "server_token",
-                "max_turns",
-                "policy",
-                "on_infrastructure_error",
-                "mix",
-                "group_size",
-                *_VERL_KEYWORDS,
-            ],
+            [*keywords_of(WebAgentLoop.__init__), *_VERL_KEYWORDS],
         )
         if on_infrastructure_error not in ("raise", "report"):
             raise ValueError("on_infrastructure_error is 'raise' or 'report'")
@@ -110,6 +98,7 @@ class WebAgentLoop:
         self._slots: dict[str, int] = {}  # uid -> rollouts of it begun so far (mixed groups)
         self._demos: Demonstrations | None = None
         self.server_url, self.server_token = server_url, server_token
+        self.make_args = dict(make_args or {})  # further make arguments (evaluate_every_step, ...)
         self.on_infrastructure_error = on_infrastructure_error
         self.config = config if config is not None else verl_keywords.get("trainer_config")
         self.server_manager = server_manager
@@ -160,7 +149,7 @@ class WebAgentLoop:
             return await self.generate(obs, history, sampling_params)
 
         source = self._source(uid)
-        env = AsyncEnv(self.client, self.site)
+        env = AsyncEnv(self.client, self.site, **self.make_args)
         policy: rollout.Policy = generate
         max_turns = self.max_turns
         demo: Demonstration | None = None

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from .. import rollout
 from ..client import AsyncClient
 from ..handle import AsyncEnv, Obs
-from ..prompt import page_text, refuse_unknown, render
+from ..prompt import keywords_of, page_text, refuse_unknown, render
 from .fleet import Fleet
 
 AGENT_NAME = "webserv"
@@ -143,17 +143,7 @@ class WebServAgentLoop:
         refuse_unknown(
             "WebServAgentLoop",
             {k: v for k, v in verl_keywords.items() if k not in _VERL_KEYWORDS},
-            [
-                "trainer_config",
-                "server_manager",
-                "tokenizer",
-                "processor",
-                "fleet",
-                "site",
-                "max_turns",
-                "on_infrastructure_error",
-                *_VERL_KEYWORDS,
-            ],
+            [*keywords_of(WebServAgentLoop.__init__), *_VERL_KEYWORDS],
         )
         if on_infrastructure_error not in ("raise", "report"):
             raise ValueError("on_infrastructure_error is 'raise' or 'report'")
