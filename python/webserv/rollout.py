@@ -138,11 +138,12 @@ async def run(
                 break
             out.env_seconds += time.monotonic() - t
             out.history.append({"action": str(action), "error": obs["last_action_error"], "url": obs["url"]})
+            if out.terminated or out.truncated:
+                out.end_reason = str(out.info.get("end_reason", ""))
             reward += graded(r, out.info)
             if out.info.get("grade") is not None:
                 out.grade = float(out.info["grade"])
             if out.terminated or out.truncated:
-                out.end_reason = str(out.info.get("end_reason", ""))
                 break
         else:
             if max_turns > 0:  # the turns ran out, not the task: a truncation

@@ -98,11 +98,27 @@ class WebEnvironment:
         self._reward = 0.0
         self._done = False
         self._failure: InfrastructureError | None = None
+        self._ended: tuple[bool, bool, str] = (False, False, "")
 
     @property
     def failure(self) -> InfrastructureError | None:
         """The infrastructure failure that ended this episode, if one did (then get_reward() is None)."""
         return self._failure
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the task ended (the agent stopped): docs/protocol.md, "How an episode ends"."""
+        return self._ended[0]
+
+    @property
+    def truncated(self) -> bool:
+        """Whether something else ended the episode (a step limit, a resource limit)."""
+        return self._ended[1]
+
+    @property
+    def end_reason(self) -> str:
+        """How the episode ended (``agent``, ``max_steps``, ``resource_limit``, ...), "" while it runs."""
+        return self._ended[2]
 
     @property
     def web_env(self) -> WebEnv | None:
@@ -128,7 +144,7 @@ class WebEnvironment:
                 group = self.mix.dream_options(group)
             self._envs[self.source] = WebEnv(options=group)
         self._env = self._envs[self.source]
-        self._reward, self._done, self._failure = 0.0, False, None
+        self._reward, self._done, self._failure, self._ended = 0.0, False, None, (False, False, "")
         options: dict[str, Any] = {}
         for key in ("start_url", "goal"):
             if row.get(key):
@@ -181,10 +197,12 @@ class WebEnvironment:
         except InfrastructureError as e:
             return self._fail(e)
         except ResourceLimit as e:  # the pages this policy opened: its episode ends, its reward stands
-            self._done = True
+            self._done, self._ended = True, (False, True, e.code)
             return f"Error: {e.message}\n\nThe episode has ended."
         self._reward += reward
         self._done = terminated or truncated
+        if self._done:
+            self._ended = (terminated, truncated, str(info.get("end_reason", "")))
         text = self._render(obs)
         if terminated:
             text += "\n\nThe episode has ended."

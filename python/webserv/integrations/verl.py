@@ -294,7 +294,12 @@ class WebTool:
         return (
             render(obs),  # the goal first, then the page
             reward,
-            {"terminated": terminated, "truncated": truncated, "settled": info.get("settled")},
+            {
+                "terminated": terminated,
+                "truncated": truncated,
+                "end_reason": info.get("end_reason", ""),
+                "settled": info.get("settled"),
+            },
         )
 
     async def calc_reward(self, instance_id: str, **_: Any) -> float:
