@@ -193,6 +193,8 @@ class WebEnvironment:
             return "The episode is over."
         try:
             obs, reward, terminated, truncated, info = self._env.step(action)
+            if terminated or truncated:  # said even when the grading then fails
+                self._ended = (terminated, truncated, str(info.get("end_reason", "")))
             reward = rollout.graded(reward, info)
         except InfrastructureError as e:
             return self._fail(e)
@@ -201,8 +203,6 @@ class WebEnvironment:
             return f"Error: {e.message}\n\nThe episode has ended."
         self._reward += reward
         self._done = terminated or truncated
-        if self._done:
-            self._ended = (terminated, truncated, str(info.get("end_reason", "")))
         text = self._render(obs)
         if terminated:
             text += "\n\nThe episode has ended."
