@@ -285,28 +285,21 @@ def via_verl_loop(url: str, case: Case) -> Played:
 
 def via_verl_tool(url: str, case: Case) -> Played:
     async def main() -> Played:
-        tool = WebTool(site=SITE, server_url=url)
-        # WebTool's make arguments are the site's defaults: the limit and dense cases are the loop's.
+        tool = WebTool(site=SITE, server_url=url, make_args=case.make_args)
         await tool.create("r1", task_id=case.task_id)
         text, extra, error = "", {}, ""
+        steps: list[float | None] = []
         try:
             for a in case.actions:
-                page, _, extra = await tool.execute("r1", {"action": a})
-                text = text or page
+                page, r, extra = await tool.execute("r1", {"action": a})
+                text, steps = text or page, [*steps, r]
             reward: float | None = await tool.calc_reward("r1")
         except EvaluationError as e:
             reward, error = None, str(e)
         finally:
             await tool.release("r1")
-        return Played(
-            reward,
-            extra.get("terminated"),
-            extra.get("truncated"),
-            extra.get("end_reason"),
-            error,
-            None,
-            text,
-        )
+        end = (extra.get("terminated"), extra.get("truncated"), extra.get("end_reason"))
+        return Played(reward, *end, error, steps if reward is not None else None, text)
 
     return asyncio.run(main())
 
@@ -409,70 +402,61 @@ PATHS: dict[str, Callable[[str, Case], Played]] = {
     "mcp": via_mcp,
 }
 
-#: Paths that cannot set make's arguments per episode (so play the default-setting cases only).
-DEFAULTS_ONLY = {"verl_tool"}
+
+def expect_oracle(path: str, p: Played) -> None:
+    assert (p.reward, p.terminated, p.truncated, p.end_reason, p.error) == (1.0, True, False, "agent", ""), p
+    expect_goal(path, p, GOAL_COUNT)
 
 
-@pytest.mark.parametrize("path", list(PATHS))
-def test_every_path_gives_the_same_rewards_flags_and_errors(site_server: LocalServer, path: str) -> None:
-    play = PATHS[path]
-    url = site_server.url
+def expect_wrong(path: str, p: Played) -> None:
+    assert (p.reward, p.terminated, p.truncated, p.end_reason, p.error) == (0.0, True, False, "agent", ""), p
 
-    oracle = play(url, ORACLE)
-    assert (oracle.reward, oracle.terminated, oracle.truncated, oracle.end_reason, oracle.error) == (
-        1.0,
-        True,
-        False,
-        "agent",
-        "",
-    ), oracle
-    if oracle.text:  # started from the task id alone: the goal is what the model reads first
-        assert oracle.text.startswith(f"Goal: {GOAL_COUNT}\n\n"), oracle.text[:200]
-    elif path not in ("websocket", "ray_episode"):  # those hand the policy the observation itself
-        pytest.fail(f"{path} showed the model no text")
 
-    wrong = play(url, WRONG)
-    assert (wrong.reward, wrong.terminated, wrong.truncated, wrong.end_reason, wrong.error) == (
-        0.0,
-        True,
-        False,
-        "agent",
-        "",
-    ), wrong
+def expect_crash(path: str, p: Played) -> None:
+    """A crashed verifier: no reward, its traceback in the error; never a 0."""
+    assert p.reward is None, p
+    assert "OperationalError" in p.error and "exit status 1" in p.error, p
+    if p.terminated is not None:  # the adapters that raise say no flags
+        assert (p.terminated, p.truncated, p.end_reason) == (True, False, "agent"), p
 
-    # A crashed verifier: no reward, the traceback in the error; never 0.
-    crash = play(url, CRASH)
-    assert crash.reward is None, crash
-    assert "OperationalError" in crash.error and "exit status 1" in crash.error, crash
-    if crash.terminated is not None:
-        assert (crash.terminated, crash.truncated, crash.end_reason) == (True, False, "agent"), crash
 
-    if path in DEFAULTS_ONLY:
-        return
-
-    # A step limit is a truncation, saying why (the Ray runner's limit is its turn budget).
-    limit = play(url, LIMIT)
+def expect_limit(path: str, p: Played) -> None:
+    """A step limit is a truncation, saying why (the Ray runner's limit is its turn budget)."""
     reason = "max_turns" if path == "ray_episode" else "max_steps"
-    assert (limit.reward, limit.terminated, limit.truncated, limit.end_reason, limit.error) == (
-        0.0,
-        False,
-        True,
-        reason,
-        "",
-    ), limit
-    if limit.text:
-        assert limit.text.startswith(f"Goal: {GOAL_STATE}\n\n"), limit.text[:200]
+    assert (p.reward, p.terminated, p.truncated, p.end_reason, p.error) == (0.0, False, True, reason, ""), p
+    expect_goal(path, p, GOAL_STATE)
 
-    # Dense rewards add up to the final grade: 0, 1, 0, 0 (not 0, 1, 1, 1).
-    dense = play(url, DENSE)
-    assert (dense.reward, dense.terminated, dense.truncated, dense.end_reason) == (
-        1.0,
-        True,
-        False,
-        "agent",
-    ), dense
-    if dense.steps is not None:
-        assert dense.steps == [0.0, 1.0, 0.0, 0.0], dense
+
+def expect_dense(path: str, p: Played) -> None:
+    """Dense rewards add up to the final grade: 0, 1, 0, 0 (not 0, 1, 1, 1)."""
+    assert (p.reward, p.terminated, p.truncated, p.end_reason) == (1.0, True, False, "agent"), p
+    if p.steps is not None:
+        assert p.steps == [0.0, 1.0, 0.0, 0.0], p
+
+
+def expect_goal(path: str, p: Played, goal: str) -> None:
+    """Started from the task id alone, the model reads the task's goal first."""
+    if path in ("websocket", "ray_episode"):  # they hand the policy the observation itself
+        return
+    assert p.text.startswith(f"Goal: {goal}\n\n"), f"{path}: {p.text[:300]!r}"
+
+
+CASES: dict[str, tuple[Case, Callable[[str, Played], None]]] = {
+    "oracle": (ORACLE, expect_oracle),
+    "wrong": (WRONG, expect_wrong),
+    "verifier_crash": (CRASH, expect_crash),
+    "step_limit": (LIMIT, expect_limit),
+    "dense": (DENSE, expect_dense),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("path", list(PATHS))
+def test_every_path_gives_the_same_rewards_flags_and_errors(
+    site_server: LocalServer, path: str, case: str
+) -> None:
+    c, expect = CASES[case]
+    expect(path, PATHS[path](site_server.url, c))
 
 
 def test_a_verifier_crash_is_never_a_zero_through_gymnasium_info(site_server: LocalServer) -> None:

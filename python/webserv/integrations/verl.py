@@ -254,8 +254,10 @@ class WebTool:
         site: str = "open",
         server_url: str | None = None,
         server_token: str | None = None,
+        make_args: dict[str, Any] | None = None,
     ):
         self.config, self.tool_schema, self.site = config, tool_schema, site
+        self.make_args = dict(make_args or {})  # further make arguments (evaluate_every_step, ...)
         self.client = _client(server_url, server_token)
         self.envs: dict[str, AsyncEnv] = {}
         self.rewards: dict[str, float] = {}
@@ -264,7 +266,7 @@ class WebTool:
     async def create(self, instance_id: str, **row: Any) -> str:
         env = self.envs.get(instance_id)
         if env is None:
-            env = self.envs[instance_id] = AsyncEnv(self.client, self.site)
+            env = self.envs[instance_id] = AsyncEnv(self.client, self.site, **self.make_args)
         options = {k: row[k] for k in ("start_url", "goal") if k in row}
         if row.get("task_id") is not None:
             options["task"] = str(row["task_id"])
