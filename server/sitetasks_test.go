@@ -496,7 +496,7 @@ func TestSiteTaskCheckOnEachGroupMember(t *testing.T) {
 // With evaluate_every_step, each step's reward is the change in the
 // task's grade since the last step (info.grade is the grade), so an
 // episode's rewards add up to its final grade however long it stays in
-// the goal state; max_steps truncates, saying why.
+// the goal state; max_steps and episode_timeout_ms truncate, saying why.
 func TestDenseRewardsAddUpToTheGrade(t *testing.T) {
 	t.Parallel()
 	_, _, cl := trackerServer(t, filepath.Join(trackerDir(t), "tracker.yaml"))
@@ -515,6 +515,12 @@ func TestDenseRewardsAddUpToTheGrade(t *testing.T) {
 	info := last["info"].(map[string]any)
 	if last["terminated"] != false || last["truncated"] != true || info["end_reason"] != "max_steps" {
 		t.Errorf("the 4th step of max_steps 4: terminated %v, truncated %v, info %v", last["terminated"], last["truncated"], info)
+	}
+	// An episode past its time limit is truncated, saying so (1 ms: the first step is past it).
+	made = cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.6", "episode_timeout_ms": 1})
+	late := cl.call("step", made["env"].(string), map[string]any{"action": `scroll(0, 100)`})
+	if late["terminated"] != false || late["truncated"] != true || late["info"].(map[string]any)["end_reason"] != "episode_timeout" {
+		t.Errorf("a step past episode_timeout_ms: %v", late)
 	}
 	// Graded only where the agent stops: the reward is the grade itself.
 	made = cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.6"})
