@@ -37,6 +37,7 @@ from webserv.errors import EvaluationError
 from webserv.integrations.trl import web_environment
 from webserv.integrations.verl import WebAgentLoop, WebTool
 from webserv.launcher import LocalServer
+from webserv.prompt import render
 from webserv.ray.episode import EpisodeSpec, run_episode
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sites"
@@ -334,7 +335,11 @@ def via_openenv(url: str, case: Case) -> Played:
             )
             first = json.loads(await c.recv())
             assert first["type"] == "observation", first
-            text = first["data"]["observation"]["text"]
+            o = first["data"]["observation"]
+            text = o["text"]
+            # The server's text (Go) and the Python adapters' are one format, word for word.
+            same = {"goal": o["goal"], "axtree_txt": o.get("axtree", ""), "pruned_html": o.get("html", "")}
+            assert text == render({**same, "last_action_error": o.get("last_action_error", "")})
             steps: list[float | None] = []
             for a in case.actions:
                 await c.send(json.dumps({"type": "step", "data": {"action": a}}))
