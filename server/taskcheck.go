@@ -59,6 +59,7 @@ func (s *Server) CheckTasks(ctx context.Context, scripts []TaskScripts, workers 
 	}
 	var out []TaskCheck
 	var runs []run
+	var startIsWrong []int
 	for _, t := range scripts {
 		c := TaskCheck{Task: t.Task, Oracle: math.NaN(), Wrong: math.NaN(), Start: math.NaN(), Steps: len(t.Oracle)}
 		if len(t.Oracle) == 0 {
@@ -71,7 +72,11 @@ func (s *Server) CheckTasks(ctx context.Context, scripts []TaskScripts, workers 
 		} else {
 			runs = append(runs, run{len(out), t.Task, t.Site, "wrong", t.Wrong})
 		}
-		runs = append(runs, run{len(out), t.Task, t.Site, "start", []string{startScript}})
+		if slices.Equal(t.Wrong, []string{startScript}) {
+			startIsWrong = append(startIsWrong, len(out)) // the wrong run is the start run
+		} else {
+			runs = append(runs, run{len(out), t.Task, t.Site, "start", []string{startScript}})
+		}
 		out = append(out, c)
 	}
 	workers = max(1, workers)
@@ -120,6 +125,9 @@ func (s *Server) CheckTasks(ctx context.Context, scripts []TaskScripts, workers 
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return out, err
+	}
+	for _, i := range startIsWrong {
+		out[i].Start = out[i].Wrong
 	}
 	for i := range out {
 		slices.Sort(out[i].Problems)
