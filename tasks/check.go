@@ -82,10 +82,10 @@ func runCheck(ctx context.Context, t *Task, page Page, answer string, sites map[
 		Command: t.Eval.Check.Command, Stdin: stdin, Timeout: t.Eval.Check.timeout(), MaxOutput: CheckOutputLimit,
 		Env: map[string]string{"WEBSERV_ANSWER": answer, "WEBSERV_URL": final, "WEBSERV_TASK_ID": id},
 	})
-	if err != nil {
-		return 0, nil, fmt.Errorf("verifier: %w", err)
-	}
 	line := hosting.ExecLine(t.Eval.Check.Command)
+	if err != nil { // a timeout, too much output, a command that would not start
+		return 0, nil, fmt.Errorf("verifier %q: %w", line, err)
+	}
 	if res.ExitCode != 0 {
 		return 0, nil, fmt.Errorf("verifier %q failed: exit status %d (a verifier exits 0 and prints its verdict; any other exit is its own failure, not a score): %s", line, res.ExitCode, lastLines(res.Stderr))
 	}
