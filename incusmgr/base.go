@@ -72,6 +72,11 @@ func (m *Manager) base(ctx context.Context, site *hosting.Site) (string, error) 
 	// instead of rebuilding, and so deleting, the other's under it.
 	name := "webserv-base-" + site.Name + "-" + hash[:12]
 	src = name + "/" + baseSnap
+	unlock, err := lockBase(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	if in, _, err := m.c.GetInstance(name); err == nil {
 		if in.Config[labelHash] == hash {
 			if _, _, err := m.c.GetInstanceSnapshot(name, baseSnap); err == nil {

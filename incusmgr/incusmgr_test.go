@@ -362,3 +362,62 @@ func TestIncusInstanceReportsItsDeath(t *testing.T) {
 		}
 	})
 }
+
+// Servers of one host share the Incus daemon and so a site's base: four
+// managers (as four servers, or test packages run side by side) starting a
+// site whose base does not exist yet all get an instance, and one base is
+// prepared, none deleted under another's preparation.
+func TestManagersOfOneHostShareABase(t *testing.T) {
+	s := site(dockerAlias)
+	s.Name = unique("t-shared")
+	t.Cleanup(func() {
+		list, err := client.GetInstances(api.InstanceTypeContainer)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for _, in := range list {
+			if in.Config["user.webserv.site"] == s.Name && in.Config["user.webserv.role"] == "base" {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				if err := deleteContainer(ctx, in.Name); err != nil {
+					t.Errorf("delete the test's base %s: %v", in.Name, err)
+				}
+				cancel()
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		m := connect(t, incusmgr.Config{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in, err := m.Start(t.Context(), s)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			errs[i] = in.Stop(t.Context())
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("manager %d: %v", i, err)
+		}
+	}
+	list, err := client.GetInstances(api.InstanceTypeContainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bases := 0
+	for _, in := range list {
+		if in.Config["user.webserv.site"] == s.Name && in.Config["user.webserv.role"] == "base" {
+			bases++
+		}
+	}
+	if bases != 1 {
+		t.Errorf("%d base containers of site %s, want 1", bases, s.Name)
+	}
+}
