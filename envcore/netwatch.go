@@ -119,9 +119,9 @@ func (b *Browser) onNetwork(rest, msg []byte) {
 		if p.Response != nil {
 			mime = p.Response.MimeType
 		}
-		t.net.head(ev.SessionID, p.RequestID, mime)
+		t.net.head(p.RequestID, mime)
 	case netEnd:
-		t.net.end(ev.SessionID, p.RequestID)
+		t.net.end(p.RequestID)
 	}
 }
 
@@ -184,18 +184,19 @@ type netWatch struct {
 	open map[netKey]*netReq
 }
 
-type netKey struct {
-	session proto.TargetSessionID
-	id      string
-}
+// netKey is a request's id: unique in the browser, and the same in every
+// session that reports on the request (a worker's script is asked for in
+// the tab's session and reported loaded in the worker's).
+type netKey string
 
 type netReq struct {
 	r             *traffic.Request
+	session       proto.TargetSessionID
 	frame, loader string
 }
 
 func (n *netWatch) begin(session proto.TargetSessionID, id, method, url, typ, frame, loader string) {
-	k := netKey{session, id}
+	k := netKey(id)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, ok := n.open[k]; ok {
@@ -204,20 +205,20 @@ func (n *netWatch) begin(session proto.TargetSessionID, id, method, url, typ, fr
 	if n.open == nil {
 		n.open = map[netKey]*netReq{}
 	}
-	n.open[k] = &netReq{r: n.log.Open(method, url, strings.ToLower(typ)), frame: frame, loader: loader}
+	n.open[k] = &netReq{r: n.log.Open(method, url, strings.ToLower(typ)), session: session, frame: frame, loader: loader}
 }
 
-func (n *netWatch) head(session proto.TargetSessionID, id, mime string) {
+func (n *netWatch) head(id, mime string) {
 	n.mu.Lock()
-	q := n.open[netKey{session, id}]
+	q := n.open[netKey(id)]
 	n.mu.Unlock()
 	if q != nil {
 		n.log.Head(q.r, mime)
 	}
 }
 
-func (n *netWatch) end(session proto.TargetSessionID, id string) {
-	k := netKey{session, id}
+func (n *netWatch) end(id string) {
+	k := netKey(id)
 	n.mu.Lock()
 	q := n.open[k]
 	delete(n.open, k)
@@ -231,19 +232,19 @@ func (n *netWatch) end(session proto.TargetSessionID, id string) {
 // loader's: a document that went away takes its requests with it, and
 // their end is not always reported (a beacon sent as it unloads).
 func (n *netWatch) endFrame(frame, loader string) {
-	n.endWhere(func(k netKey, q *netReq) bool { return q.frame == frame && q.loader != loader })
+	n.endWhere(func(q *netReq) bool { return q.frame == frame && q.loader != loader })
 }
 
 // endSession ends what a worker or frame session had in flight.
 func (n *netWatch) endSession(session proto.TargetSessionID) {
-	n.endWhere(func(k netKey, q *netReq) bool { return k.session == session })
+	n.endWhere(func(q *netReq) bool { return q.session == session })
 }
 
-func (n *netWatch) endWhere(gone func(netKey, *netReq) bool) {
+func (n *netWatch) endWhere(gone func(*netReq) bool) {
 	var ended []*traffic.Request
 	n.mu.Lock()
 	for k, q := range n.open {
-		if gone(k, q) {
+		if gone(q) {
 			ended = append(ended, q.r)
 			delete(n.open, k)
 		}

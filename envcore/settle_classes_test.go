@@ -230,10 +230,14 @@ func TestStepFollowsEverythingTheActionCauses(t *testing.T) {
 					if err != nil || info.ActionError != "" {
 						t.Fatalf("round %d: load %s: %v %s", round, page, err, info.ActionError)
 					}
+					if !info.Settled {
+						t.Errorf("round %d: the page's load did not settle: %s", round, info.SettleError)
+					}
 					obs, info := mustStep(t, env, c.action)
 					if info.ActionError != "" {
 						t.Fatalf("round %d: %s failed: %s\n%s", round, c.action, info.ActionError, obs.HTML)
 					}
+					t.Logf("round %d: settled after %s (%s)", round, info.Settle, info.SettleReason)
 					if !info.Settled {
 						t.Errorf("round %d: did not settle: %s", round, info.SettleError)
 					}
