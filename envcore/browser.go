@@ -106,7 +106,10 @@ type Browser struct {
 	poolWake chan struct{}
 	proxy    func() (ContextProxy, error)
 	busy     atomic.Int32 // environment operations in progress (see working)
-	lastTake atomic.Int64 // when the pool was last drawn from, in Unix ns
+	// unreported: tabs get no Network reports (netwatch.go), for the
+	// benchmark that weighs what they cost.
+	unreported bool
+	lastTake   atomic.Int64 // when the pool was last drawn from, in Unix ns
 
 	mu       sync.RWMutex
 	sessions map[proto.TargetSessionID]*tab

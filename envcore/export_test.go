@@ -52,3 +52,13 @@ func ReportedRequests(env *Env) []string {
 	}
 	return out
 }
+
+// LaunchUnreported is Launch for a browser whose tabs get no Network
+// reports (netwatch.go): the benchmark that weighs them.
+func LaunchUnreported(ctx context.Context) (*Browser, error) {
+	b, err := Launch(ctx, zap.NewNop(), BrowserOptions{})
+	if err == nil {
+		b.unreported = true
+	}
+	return b, err
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,7 +75,7 @@ func newTab(env *Env, session proto.TargetSessionID, info *proto.TargetTargetInf
 // until all of it has been handled.
 func (t *tab) install(ctx context.Context, vp Viewport) error {
 	c := t.client(ctx)
-	for _, r := range []proto.Request{
+	reqs := []proto.Request{
 		proto.PageEnable{},
 		proto.PageAddScriptToEvaluateOnNewDocument{Source: inject.Bundle()},
 		proto.EmulationSetDeviceMetricsOverride{Width: vp.Width, Height: vp.Height, DeviceScaleFactor: 1},
@@ -85,7 +86,14 @@ func (t *tab) install(ctx context.Context, vp Viewport) error {
 		netEnable,
 		proto.TargetSetAutoAttach{AutoAttach: true, WaitForDebuggerOnStart: true, Flatten: true},
 		proto.RuntimeRunIfWaitingForDebugger{},
-	} {
+	}
+	if t.b.unreported {
+		reqs = slices.DeleteFunc(reqs, func(r proto.Request) bool {
+			m := r.ProtoReq()
+			return m == "Network.enable" || m == "Target.setAutoAttach"
+		})
+	}
+	for _, r := range reqs {
 		if err := c.send(r); err != nil {
 			return fmt.Errorf("prepare tab (%s): %w", r.ProtoReq(), err)
 		}
