@@ -200,54 +200,78 @@ var settleClasses = []struct {
 }
 
 // classRounds is how many times each class runs in
-// TestStepFollowsEverythingTheActionCauses.
-const classRounds = 5
+// TestStepFollowsEverythingTheActionCauses, and classesAtOnce how many
+// cases run at a time there.
+const (
+	classRounds   = 5
+	classesAtOnce = 8
+)
 
 // Every class, at both speeds, settles with its content in the
-// observation, every round of classRounds, with all the cases running at
-// once while two more processes keep two cores busy: on a saturated host
-// (an RL run's, a CI runner's) the browser's network service passes a
-// request on late, and a step must not return before it.
+// observation, every round of classRounds, with classesAtOnce cases
+// running at once while two more processes keep two cores busy: on a
+// saturated host (an RL run's, a CI runner's) the browser's network
+// service passes a request on late, and a step must not return before it.
+// The cases run in goroutines of one test, not as parallel subtests, so
+// that go test's -parallel (the number of cores) does not serialise them.
 func TestStepFollowsEverythingTheActionCauses(t *testing.T) {
 	t.Parallel()
 	saturate(t, 2)
+	type job struct {
+		name, page, action, want string
+		env                      *envcore.Env
+	}
+	var jobs []job
 	for _, speed := range []int{1, 3} {
 		for _, c := range settleClasses {
-			t.Run(fmt.Sprintf("x%d/%s", speed, c.name), func(t *testing.T) {
-				t.Parallel()
-				env, base := newRoutedEnv(t, envcore.Config{}) // the default idle window
-				page := fmt.Sprintf("%s/x%d/%s", base, speed, c.page)
-				for round := 1; round <= classRounds; round++ {
-					// The first round starts the episode; the next load the
-					// page again in the same context (cheaper than a new one).
-					var info envcore.StepInfo
-					var err error
-					if round == 1 {
-						_, info, err = env.Reset(testCtx(t), page)
-					} else {
-						_, info, err = env.StepText(testCtx(t), fmt.Sprintf("goto(%q)", page))
-					}
-					if err != nil || info.ActionError != "" {
-						t.Fatalf("round %d: load %s: %v %s", round, page, err, info.ActionError)
-					}
-					if !info.Settled {
-						t.Errorf("round %d: the page's load did not settle: %s", round, info.SettleError)
-					}
-					obs, info := mustStep(t, env, c.action)
-					if info.ActionError != "" {
-						t.Fatalf("round %d: %s failed: %s\n%s", round, c.action, info.ActionError, obs.HTML)
-					}
-					t.Logf("round %d: settled after %s (%s)", round, info.Settle, info.SettleReason)
-					if !info.Settled {
-						t.Errorf("round %d: did not settle: %s", round, info.SettleError)
-					}
-					if !strings.Contains(obs.HTML, c.want) {
-						t.Errorf("round %d: settled after %s (%s), and the observation lacks %s:\n%s", round, info.Settle, info.SettleReason, c.want, obs.HTML)
-					}
-				}
-			})
+			env, base := newRoutedEnv(t, envcore.Config{}) // the default idle window
+			jobs = append(jobs, job{fmt.Sprintf("x%d/%s", speed, c.name), fmt.Sprintf("%s/x%d/%s", base, speed, c.page), c.action, c.want, env})
 		}
 	}
+	// Each load and step is bounded by the settle timeout; this bounds
+	// the whole.
+	ctx, cancel := context.WithTimeout(context.Background(), maxSaturation)
+	defer cancel()
+	slots := make(chan struct{}, classesAtOnce)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			for round := 1; round <= classRounds; round++ {
+				// The first round starts the episode; the next load the
+				// page again in the same context (cheaper than a new one).
+				var info envcore.StepInfo
+				var err error
+				if round == 1 {
+					_, info, err = j.env.Reset(ctx, j.page)
+				} else {
+					_, info, err = j.env.StepText(ctx, fmt.Sprintf("goto(%q)", j.page))
+				}
+				if err != nil || info.ActionError != "" {
+					t.Errorf("%s: round %d: load %s: %v %s", j.name, round, j.page, err, info.ActionError)
+					return
+				}
+				if !info.Settled {
+					t.Errorf("%s: round %d: the page's load did not settle: %s", j.name, round, info.SettleError)
+				}
+				obs, info, err := j.env.StepText(ctx, j.action)
+				if err != nil || info.ActionError != "" {
+					t.Errorf("%s: round %d: %s failed: %v %s\n%s", j.name, round, j.action, err, info.ActionError, obs.HTML)
+					return
+				}
+				if !info.Settled {
+					t.Errorf("%s: round %d: did not settle: %s", j.name, round, info.SettleError)
+				}
+				if !strings.Contains(obs.HTML, j.want) {
+					t.Errorf("%s: round %d: settled after %s (%s), and the observation lacks %s:\n%s", j.name, round, info.Settle, info.SettleReason, j.want, obs.HTML)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // A click that causes nothing returns on the idle window alone, and says
