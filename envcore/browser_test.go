@@ -57,11 +57,11 @@ func TestPagesCannotOpenMoreTabsThanAllowed(t *testing.T) {
 	other := newEnv(t, envcore.Config{IdleWindow: 300 * time.Millisecond})
 	mustReset(t, other, "/a.html")
 	chain := newEnv(t, envcore.Config{MaxTabs: 3, IdleWindow: 300 * time.Millisecond})
-	mustReset(t, chain, "/popups.html?chain=0")
+	obs = mustReset(t, chain, "/popups.html?chain=0")
 	// Each page opens the next 50 ms after it loads: wait until the chain
 	// has been refused a tab (it reached the limit), however long the
-	// host takes to get there.
-	for deadline, blocked := time.Now().Add(30*time.Second), 0; blocked == 0; {
+	// host takes to get there (the reset may have waited for all of it).
+	for deadline, blocked := time.Now().Add(30*time.Second), obs.BlockedTabs; blocked == 0; {
 		var err error
 		if obs, err = chain.Observe(testCtx(t), envcore.ObserveOptions{}); err != nil {
 			t.Fatal(err)
