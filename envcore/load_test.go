@@ -16,7 +16,7 @@ const spinEnv = "WEBSERV_TEST_SPIN_UNTIL"
 
 // maxSaturation bounds how long a spinner runs whatever happens to the
 // test that started it.
-const maxSaturation = 5 * time.Minute
+const maxSaturation = 10 * time.Minute
 
 // saturate keeps n cores busy until t and its subtests end: n processes
 // that spin, each stopping by itself at maxSaturation or once its parent

@@ -224,7 +224,10 @@ func TestStepFollowsEverythingTheActionCauses(t *testing.T) {
 	var jobs []job
 	for _, speed := range []int{1, 3} {
 		for _, c := range settleClasses {
-			env, base := newRoutedEnv(t, envcore.Config{}) // the default idle window
+			// The default idle window. What is asserted is the content,
+			// not how long a starved host takes to get there: the settle
+			// timeout is far beyond any round's.
+			env, base := newRoutedEnv(t, envcore.Config{SettleTimeout: time.Minute})
 			jobs = append(jobs, job{fmt.Sprintf("x%d/%s", speed, c.name), fmt.Sprintf("%s/x%d/%s", base, speed, c.page), c.action, c.want, env})
 		}
 	}
@@ -321,7 +324,9 @@ func TestPendingNamesTheKind(t *testing.T) {
 // settles within a settle timeout longer than the bound.
 func TestUnansweredChannelIsLetGo(t *testing.T) {
 	t.Parallel()
-	env, base := newRoutedEnv(t, envcore.Config{SettleTimeout: 4 * time.Second})
+	// The bound is 2 s of the page's time; the timeout, far beyond it, only
+	// stops a step that would wait for ever.
+	env, base := newRoutedEnv(t, envcore.Config{SettleTimeout: time.Minute})
 	if _, _, err := env.Reset(testCtx(t), base+"/x1/classes-channels.html"); err != nil {
 		t.Fatal(err)
 	}
