@@ -204,7 +204,7 @@ var settleClasses = []struct {
 // cases run at a time there.
 const (
 	classRounds   = 5
-	classesAtOnce = 8
+	classesAtOnce = 4
 )
 
 // Every class, at both speeds, settles with its content in the
