@@ -27,6 +27,18 @@ not comparable), Playwright's goto(wait_until="networkidle").
 --slow F makes every delay of the cases' server F times longer (a slower
 site: the content times scale with it, pages.content_ms).
 
+--load N measures every strategy twice: on a quiet host (load 0), then
+with N environments stepping beside the measured one (load N). The N run
+in a process of their own (`--load-worker`, with its own copy of the case
+site), on the `webserv` server, so the measured WebServ step shares its
+browser with them; webserv-before and Playwright run beside the same load
+on the same host. Each of the N resets to a click case and clicks, case
+after case, until the measurement ends. The summary then gives, per
+strategy and load, the share of correct observations and the median and
+worst overhead (`load` in the JSON, a table in the Markdown); the rest of
+the report is the load-0 run's. Run it at --slow 1 and --slow 3 for x1 and
+x3.
+
 Reported per strategy and case: the fraction of steps whose observation
 contains the final content, the mean step latency, and the overhead: the
 median step time minus the time the content was complete (known per case);
@@ -44,7 +56,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import contextlib
+import signal
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -149,6 +164,96 @@ async def webserv_step(
         return f"DONE-{case}" in obs["html"], (time.perf_counter() - t0) * 1000
 
 
+async def load_worker(url: str, n: int, factor: float) -> None:
+    """N environments on the server at url, each resetting to a click case and clicking, case after
+    case, until SIGTERM; prints "ready" once all have reset, and the steps taken at the end."""
+    base, srv = pages.serve(factor)
+    allow = ["localhost:" + base.rsplit(":", 1)[1]]
+    cases = [c for c in pages.CASES if c not in pages.RESET_CASES]
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    steps = 0
+    started = 0
+    ready = asyncio.Event()
+
+    async def one(client: webserv.AsyncClient, k: int) -> None:
+        nonlocal steps, started
+        async with client.env(start_url=f"{base}/{cases[k % len(cases)]}", allow=allow) as env:
+            i = k
+            first = True
+            while not stop.is_set():
+                await env.reset(options={"start_url": f"{base}/{cases[i % len(cases)]}"})
+                if first:
+                    first, started = False, started + 1
+                    if started == n:
+                        ready.set()
+                await env.step('click("go")')
+                steps += 1
+                i += 1
+
+    async with webserv.AsyncClient(url=url) as client:
+        tasks = [asyncio.create_task(one(client, k)) for k in range(n)]
+        await ready.wait()
+        print("ready", flush=True)
+        await stop.wait()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    srv.shutdown()
+    print(f"steps {steps}", flush=True)
+
+
+@contextlib.contextmanager
+def load(url: str, n: int, factor: float) -> Any:
+    """N environments stepping on the server at url (load_worker, in a process of its own) while the
+    block runs; yields a dict that holds "steps" and "seconds" once it ends."""
+    if n == 0:
+        yield {}
+        return
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--load-worker", url, "--load", str(n), "--slow", str(factor)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    got: dict[str, Any] = {}
+    try:
+        line = proc.stdout.readline()
+        if line.strip() != "ready":
+            raise SystemExit(f"the load of {n} environments did not start (it printed {line!r})")
+        t0 = time.perf_counter()
+        yield got
+        got["seconds"] = time.perf_counter() - t0
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+        got["steps"] = int(out.split()[-1]) if out.split() else 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def summarize(
+    strategies: list[str], cases: list[str], results: dict[str, dict[str, dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
+    """Per strategy: the share of correct observations and of cases always correct, the mean step, and
+    the median and worst overhead over the click cases."""
+    summary = {}
+    for s in strategies:
+        rows = list(results[s].values())
+        # The overhead of the reset case counts BrowserGym's browser launch:
+        # judged on the click cases.
+        over = [results[s][c]["overhead_ms"] for c in cases if c not in pages.RESET_CASES]
+        summary[s] = {
+            "correct": statistics.mean(r["correct"] for r in rows),
+            "cases_correct": sum(r["correct"] == 1.0 for r in rows) / len(rows),
+            "mean_ms": statistics.mean(r["mean_ms"] for r in rows),
+            "median_overhead_ms": statistics.median(over) if over else None,
+            "worst_overhead_ms": max(over) if over else None,
+        }
+    return summary
+
+
 def targets(
     cases: list[str], results: dict[str, dict[str, dict[str, Any]]], baseline: bool, factor: float, idle: int
 ) -> dict[str, dict[str, Any]]:
@@ -184,7 +289,14 @@ async def main() -> None:
     ap.add_argument(
         "--no-browsergym", action="store_true", help="leave BrowserGym out (it launches a browser per step)"
     )
+    ap.add_argument(
+        "--load", type=int, default=0, help="also measure with this many environments stepping beside"
+    )
+    ap.add_argument("--load-worker", metavar="URL", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.load_worker:
+        await load_worker(args.load_worker, args.load, args.slow)
+        return
     idle = args.idle_ms if args.idle_ms else IDLE_MS
     factor = args.slow
     cases = args.cases.split(",") if args.cases else list(pages.CASES)
@@ -215,42 +327,54 @@ async def main() -> None:
     from playwright.async_api import async_playwright
     from tqdm import tqdm
 
-    results: dict[str, dict[str, dict[str, Any]]] = {s: {} for s in strategies}
+    levels = [0, args.load] if args.load > 0 else [0]
+    by_load: dict[int, dict[str, dict[str, dict[str, Any]]]] = {
+        lv: {s: {} for s in strategies} for lv in levels
+    }
+    load_rate: dict[int, dict[str, Any]] = {}
+    results = by_load[0]
     # BrowserGym keeps one synchronous Playwright for the process, bound to
     # the thread that started it: every BrowserGym call runs on this one.
     gym_thread = concurrent.futures.ThreadPoolExecutor(max_workers=1)
     loop = asyncio.get_running_loop()
-    bar = tqdm(total=len(cases) * reps * len(strategies), desc="settle", file=sys.stderr)
+    bar = tqdm(total=len(cases) * reps * len(strategies) * len(levels), desc="settle", file=sys.stderr)
     clients = {name: webserv.AsyncClient(url=s.url) for name, s in servers.items()}
     try:
         async with async_playwright() as pw:
             browser = await benchlib.launch_playwright(pw)
-            for case in cases:
-                url = f"{base}/{case}"
-                # Strategies alternate within each repetition, so a noisy
-                # moment of the shared machine falls on all of them.
-                samples: dict[str, list[tuple[bool, float]]] = {s: [] for s in strategies}
-                for _ in range(reps):
-                    for strategy in strategies:
-                        if strategy in clients:
-                            sample = await webserv_step(clients[strategy], url, case, args.idle_ms)
-                        elif strategy == "browsergym":
-                            sample = await loop.run_in_executor(gym_thread, browsergym_step, url, case, None)
-                        elif strategy == "browsergym-slowmo0":
-                            sample = await loop.run_in_executor(gym_thread, browsergym_step, url, case, 0)
-                        else:
-                            sample = await networkidle_step(browser, url, case)
-                        samples[strategy].append(sample)
-                        bar.update()
-                for strategy, got in samples.items():
-                    median = statistics.median(ms for _, ms in got)
-                    results[strategy][case] = {
-                        "correct": sum(ok for ok, _ in got) / len(got),
-                        "mean_ms": statistics.mean(ms for _, ms in got),
-                        "median_ms": median,
-                        "overhead_ms": median - pages.content_ms(case, factor),
-                        "n": len(got),
-                    }
+            for level in levels:
+                with load(servers["webserv"].url, level, factor) as rate:
+                    for case in cases:
+                        url = f"{base}/{case}"
+                        # Strategies alternate within each repetition, so a noisy
+                        # moment of the shared machine falls on all of them.
+                        samples: dict[str, list[tuple[bool, float]]] = {s: [] for s in strategies}
+                        for _ in range(reps):
+                            for strategy in strategies:
+                                if strategy in clients:
+                                    sample = await webserv_step(clients[strategy], url, case, args.idle_ms)
+                                elif strategy == "browsergym":
+                                    sample = await loop.run_in_executor(
+                                        gym_thread, browsergym_step, url, case, None
+                                    )
+                                elif strategy == "browsergym-slowmo0":
+                                    sample = await loop.run_in_executor(
+                                        gym_thread, browsergym_step, url, case, 0
+                                    )
+                                else:
+                                    sample = await networkidle_step(browser, url, case)
+                                samples[strategy].append(sample)
+                                bar.update()
+                        for strategy, got in samples.items():
+                            median = statistics.median(ms for _, ms in got)
+                            by_load[level][strategy][case] = {
+                                "correct": sum(ok for ok, _ in got) / len(got),
+                                "mean_ms": statistics.mean(ms for _, ms in got),
+                                "median_ms": median,
+                                "overhead_ms": median - pages.content_ms(case, factor),
+                                "n": len(got),
+                            }
+                load_rate[level] = rate
             await browser.close()
     finally:
         for c in clients.values():
@@ -260,19 +384,17 @@ async def main() -> None:
         gym_thread.shutdown()
         bar.close()
         srv.shutdown()
-    summary = {}
-    for s in strategies:
-        rows = list(results[s].values())
-        # The overhead of the reset case counts BrowserGym's browser launch:
-        # judged on the click cases.
-        over = [results[s][c]["overhead_ms"] for c in cases if c not in pages.RESET_CASES]
-        summary[s] = {
-            "correct": statistics.mean(r["correct"] for r in rows),
-            "cases_correct": sum(r["correct"] == 1.0 for r in rows) / len(rows),
-            "mean_ms": statistics.mean(r["mean_ms"] for r in rows),
-            "median_overhead_ms": statistics.median(over) if over else None,
-            "worst_overhead_ms": max(over) if over else None,
+    summary = summarize(strategies, cases, results)
+    loaded = {
+        level: {
+            "summary": summarize(strategies, cases, by_load[level]),
+            "results": by_load[level],
+            "load_steps_per_s": (
+                load_rate[level]["steps"] / load_rate[level]["seconds"] if load_rate[level] else None
+            ),
         }
+        for level in levels
+    }
     judged = targets(cases, results, bool(args.baseline_bin), factor, idle)
     ws = summary["webserv"]
     overhead_met = (
@@ -291,6 +413,7 @@ async def main() -> None:
         slow=factor,
         idle_ms=idle,
         content_ms={c: pages.content_ms(c, factor) for c in cases},
+        load={str(level): v for level, v in loaded.items()},
     )
 
     def cell(r: dict[str, Any], bold: str = "") -> str:
@@ -324,6 +447,21 @@ async def main() -> None:
             f"| {s} | {r['cases_correct'] * 100:.0f}% "
             f"| {r['median_overhead_ms']:.0f} | {r['worst_overhead_ms']:.0f} |"
         )
+    if args.load > 0:
+        md.append("\n| strategy | load | correct | median overhead ms | worst overhead ms |")
+        md.append("|---|---|---|---|---|")
+        for s in strategies:
+            for level in levels:
+                r = loaded[level]["summary"][s]
+                md.append(
+                    f"| {s} | {level} | {r['correct'] * 100:.0f}% "
+                    f"| {r['median_overhead_ms']:.0f} | {r['worst_overhead_ms']:.0f} |"
+                )
+        rate = loaded[args.load]["load_steps_per_s"]
+        md.append(
+            f"\nLoad {args.load}: {args.load} environments stepping on the webserv server beside the "
+            f"measured step ({rate:.1f} steps/s in all)."
+        )
     md.append(
         f"\nServer delays x{factor:g}; WebServ idle window {idle} ms. "
         f"{reps} repetitions per case and strategy, alternating; latency from the click (for "
@@ -337,10 +475,21 @@ async def main() -> None:
     )
     out = Path(args.out)
     name = "settle" if factor == 1 else f"settle-slow{factor:g}"
+    if args.load > 0:
+        name += f"-load{args.load}"
     rep["suite"] = name
     benchlib.write(out, rep, "\n".join(md))
     plot(out, cases, strategies, results, name)
     print(rep["headline"])
+    for level in levels[1:]:
+        print(
+            f"at load {level}: "
+            + ", ".join(
+                f"{s} {v['correct'] * 100:.0f}% (median overhead {v['median_overhead_ms']:.0f} ms,"
+                f" worst {v['worst_overhead_ms']:.0f} ms)"
+                for s, v in loaded[level]["summary"].items()
+            )
+        )
     print(
         "targets met"
         if rep["targets_met"]

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-rod/rod"
+	"github.com/go-rod/rod/lib/cdp"
 	"github.com/go-rod/rod/lib/launcher"
 	"github.com/go-rod/rod/lib/launcher/flags"
 	"github.com/go-rod/rod/lib/proto"
@@ -105,10 +106,14 @@ type Browser struct {
 	poolWake chan struct{}
 	proxy    func() (ContextProxy, error)
 	busy     atomic.Int32 // environment operations in progress (see working)
-	lastTake atomic.Int64 // when the pool was last drawn from, in Unix ns
+	// unreported: tabs get no Network reports (netwatch.go), for the
+	// benchmark that weighs what they cost.
+	unreported bool
+	lastTake   atomic.Int64 // when the pool was last drawn from, in Unix ns
 
 	mu       sync.RWMutex
 	sessions map[proto.TargetSessionID]*tab
+	children map[proto.TargetSessionID]*tab // workers' and frames' sessions, by the tab that started them
 	targets  map[proto.TargetTargetID]*tab
 	contexts map[proto.BrowserBrowserContextID]*Env
 	proxies  map[proto.BrowserBrowserContextID]ContextProxy
@@ -131,7 +136,14 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 		return nil, err
 	}
 	bctx, cancel := context.WithCancel(context.Background())
-	rb := rod.New().ControlURL(u).Context(bctx)
+	ws := &cdp.WebSocket{}
+	if err := ws.Connect(bctx, u, nil); err != nil {
+		cancel()
+		_ = proc.stop(0)
+		return nil, fmt.Errorf("connect to chromium: %w", err)
+	}
+	tap := &netTap{ws: ws} // reads the tabs' Network events (netwatch.go)
+	rb := rod.New().Client(cdp.New().Start(tap)).Context(bctx)
 	if err := rb.Connect(); err != nil {
 		cancel()
 		_ = proc.stop(0)
@@ -145,11 +157,13 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 		cancel:   cancel,
 		done:     make(chan struct{}),
 		sessions: map[proto.TargetSessionID]*tab{},
+		children: map[proto.TargetSessionID]*tab{},
 		targets:  map[proto.TargetTargetID]*tab{},
 		contexts: map[proto.BrowserBrowserContextID]*Env{},
 		proxies:  map[proto.BrowserBrowserContextID]ContextProxy{},
 		proxy:    opts.Proxy,
 	}
+	tap.b = b
 	events := rb.Event() // subscribe before auto-attach so no attach is missed
 	go b.loop(events)
 
@@ -293,15 +307,22 @@ func (b *Browser) loop(events <-chan *rod.Message) {
 	for msg := range events {
 		switch msg.Method {
 		case "Target.attachedToTarget":
-			if msg.SessionID != "" {
-				continue // nested auto-attach of a page's own children
-			}
 			var ev proto.TargetAttachedToTarget
 			msg.Load(&ev)
+			if msg.SessionID != "" {
+				// A worker or frame a tab started (auto-attached to the
+				// tab's session): its requests are the tab's.
+				b.onChildAttached(msg.SessionID, ev)
+				continue
+			}
 			go b.onAttached(ev)
 		case "Target.detachedFromTarget":
 			var ev proto.TargetDetachedFromTarget
 			msg.Load(&ev)
+			if msg.SessionID != "" {
+				b.onChildDetached(ev.SessionID)
+				continue
+			}
 			b.forget(b.tabBySession(ev.SessionID))
 		case "Target.targetDestroyed":
 			var ev proto.TargetTargetDestroyed
@@ -343,6 +364,11 @@ func (b *Browser) forget(t *tab) {
 	b.mu.Lock()
 	delete(b.sessions, t.session)
 	delete(b.targets, t.id)
+	for id, x := range b.children {
+		if x == t {
+			delete(b.children, id)
+		}
+	}
 	b.mu.Unlock()
 	t.owner().dropTab(t)
 }
@@ -420,6 +446,11 @@ func (b *Browser) disposeContext(ctx context.Context, id proto.BrowserBrowserCon
 		if t.ctxID == id {
 			delete(b.sessions, sid)
 			delete(b.targets, t.id)
+		}
+	}
+	for sid, t := range b.children {
+		if t.ctxID == id {
+			delete(b.children, sid)
 		}
 	}
 	b.mu.Unlock()

@@ -57,11 +57,20 @@ func TestPagesCannotOpenMoreTabsThanAllowed(t *testing.T) {
 	other := newEnv(t, envcore.Config{IdleWindow: 300 * time.Millisecond})
 	mustReset(t, other, "/a.html")
 	chain := newEnv(t, envcore.Config{MaxTabs: 3, IdleWindow: 300 * time.Millisecond})
-	mustReset(t, chain, "/popups.html?chain=0")
-	time.Sleep(time.Second) // each page opens the next 50 ms after it loads
-	obs, err := chain.Observe(testCtx(t), envcore.ObserveOptions{})
-	if err != nil {
-		t.Fatal(err)
+	obs = mustReset(t, chain, "/popups.html?chain=0")
+	// Each page opens the next 50 ms after it loads: wait until the chain
+	// has been refused a tab (it reached the limit), however long the
+	// host takes to get there (the reset may have waited for all of it).
+	for deadline, blocked := time.Now().Add(30*time.Second), obs.BlockedTabs; blocked == 0; {
+		var err error
+		if obs, err = chain.Observe(testCtx(t), envcore.ObserveOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		blocked += obs.BlockedTabs
+		if blocked == 0 && time.Now().After(deadline) {
+			t.Fatalf("a self-reopening page was never refused a tab: %d tabs", len(obs.Tabs))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if len(obs.Tabs) != 3 {
 		t.Errorf("a self-reopening page: %d tabs, want 3", len(obs.Tabs))

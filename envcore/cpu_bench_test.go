@@ -76,6 +76,28 @@ func BenchmarkChromiumFloor(b *testing.B) {
 	b.ReportMetric(ms[0]/ms[1], "ratio")
 }
 
+// BenchmarkRequestReportsCPU weighs the browser's reports of every
+// request (netwatch.go): the scale workload's loop in the browser as
+// launched and, side by side, in one whose tabs get no Network events.
+// It reports both browsers' CPU per step and their ratio
+// (reported/unreported). The Go side's share (reading the events off the
+// connection) is in this process, which drives both: scale's Go profile
+// (`webserv-bench scale`, "Go CPU ms per step") shows it.
+//
+//	go test ./envcore -run '^$' -bench RequestReportsCPU -benchtime 4x -count 3
+func BenchmarkRequestReportsCPU(b *testing.B) {
+	other, err := envcore.LaunchUnreported(testCtx(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer other.Close()
+	sides := []*cpuSide{newShopSide(b, browser, envcore.BrowserPID(browser)), newShopSide(b, other, envcore.BrowserPID(other))}
+	ms := sideBySide(b, sides)
+	b.ReportMetric(ms[0]/6, "reported-cpu-ms/step")
+	b.ReportMetric(ms[1]/6, "unreported-cpu-ms/step")
+	b.ReportMetric(ms[0]/ms[1], "ratio")
+}
+
 // cpuSide is one browser of a side-by-side benchmark: its process tree and
 // one loop of its workload.
 type cpuSide struct {

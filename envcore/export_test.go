@@ -2,6 +2,7 @@ package envcore
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-rod/rod"
 	"go.uber.org/zap"
@@ -36,4 +37,28 @@ func AccountFor(name string, euid int) (uid int, err error) {
 		return 0, err
 	}
 	return int(a.uid), nil
+}
+
+// ReportedRequests names the requests the browser reported the active
+// tab of env creating (netwatch.go), "METHOD URL (kind)", oldest first.
+func ReportedRequests(env *Env) []string {
+	t := env.activeTab()
+	if t == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range t.net.log.Since(time.Time{}) {
+		out = append(out, r.Method+" "+r.URL+" ("+r.Dest+")")
+	}
+	return out
+}
+
+// LaunchUnreported is Launch for a browser whose tabs get no Network
+// reports (netwatch.go): the benchmark that weighs them.
+func LaunchUnreported(ctx context.Context) (*Browser, error) {
+	b, err := Launch(ctx, zap.NewNop(), BrowserOptions{})
+	if err == nil {
+		b.unreported = true
+	}
+	return b, err
 }

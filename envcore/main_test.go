@@ -27,6 +27,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	spinIfAsked()
 	ctx := context.Background()
 	var err error
 	lg := zap.NewNop()

@@ -75,7 +75,9 @@ func (e *NotSettledError) Error() string {
 //     onwards (in a document newer than the action: its start-up work),
 //     and in a routed context every request of the route's log that
 //     started since actionStart and that the page does not track itself
-//     (settle_route.go);
+//     (settle_route.go), and so is every request the browser reported the
+//     tab's documents, workers and frames creating since then
+//     (netwatch.go);
 //  3. the idle window has passed since the latest of actionEnd, the last
 //     navigation event and the last start or end of a caused request.
 //
@@ -115,7 +117,8 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 		idle := e.cfg.IdleWindow + t.lag.get()
 		now := time.Now()
 		wait := pollEvery
-		var changed <-chan struct{} // the route's log changed: ask again
+		// The tab's or the route's log of requests changed: ask again.
+		var reported, changed <-chan struct{}
 		loading, lastEvent, crashed := t.loadState()
 		if crashed {
 			return SettleIdle, nil // observe reports the crash
@@ -202,11 +205,14 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 					busy = true
 				}
 			}
+			// The requests the browser reported created (any frame,
+			// worker or document of the tab), and those the route saw.
+			busy, wait, reported = e.routeRound(&t.net.log, known, actionStart, now, busy, wait, &last, &quiet, &caused)
 			if logs != nil {
 				busy, wait, changed = e.routeRound(logs, known, actionStart, now, busy, wait, &last, &quiet, &caused)
-				if len(last.Pending) > 0 {
-					seen = last
-				}
+			}
+			if len(last.Pending) > 0 {
+				seen = last
 			}
 		}
 		if !busy && quiet >= idle {
@@ -233,6 +239,8 @@ func (e *Env) settle(ctx context.Context, act uint64, actionStart, actionEnd tim
 		select {
 		case <-timer.C:
 		case <-changed:
+			timer.Stop()
+		case <-reported:
 			timer.Stop()
 		case <-ctx.Done():
 			timer.Stop()

@@ -2,6 +2,8 @@ package envcore
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/webserv-rl/webserv/internal/traffic"
@@ -89,8 +91,9 @@ func routeItem(r traffic.Request, now time.Time) string {
 	return fmt.Sprintf("%s %s (%s, for %.1fs)", r.Method, clipStr(r.URL, 120), r.Dest, now.Sub(r.Start).Seconds())
 }
 
-// routeRound adds the route's view to one round of settle: requests the
-// route saw start since actionStart that the page does not track itself
+// routeRound adds a log's view to one round of settle (the route's, or the
+// tab's requests as the browser reported them): requests the
+// log saw start since actionStart that the page does not track itself
 // (known) make the action's work caused, hold the step while they are
 // pending, and restart the idle window when they start or end. It returns
 // the round's busy and wait, and while the route's requests are pending a
@@ -121,8 +124,13 @@ func (e *Env) routeRound(logs *traffic.Log, known []string, actionStart, now tim
 	if busy {
 		w = min(w, wait)
 	}
-	last.Inflight += len(rs.pending)
 	for _, r := range rs.pending {
+		// Both logs may hold the same request: it is named and counted
+		// once.
+		if slices.ContainsFunc(last.Pending, func(s string) bool { return strings.HasPrefix(s, r.Method+" "+clipStr(r.URL, 120)+" (") }) {
+			continue
+		}
+		last.Inflight++
 		if len(last.Pending) < 8 {
 			last.Pending = append(last.Pending, routeItem(r, now))
 		}

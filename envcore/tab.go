@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ type tab struct {
 	lag     lagWatch // how late the browser answers (settle.go)
 
 	load *loadWatch // documents loading, for settle
+	net  netWatch   // requests as the browser reports them, for settle (netwatch.go)
 
 	mu      sync.Mutex
 	env     *Env // the owner; changes when a warm context is taken
@@ -59,7 +61,8 @@ func newTab(env *Env, session proto.TargetSessionID, info *proto.TargetTargetInf
 	}
 }
 
-// install prepares a new target that Chromium holds paused: page events on,
+// install prepares a new target that Chromium holds paused: page and
+// network events on (the workers and frames it starts attached, for theirs),
 // the injected bundle registered for every new document, the viewport
 // fixed, focus emulated (so background tabs behave like the focused one),
 // and then the target resumed.
@@ -72,14 +75,25 @@ func newTab(env *Env, session proto.TargetSessionID, info *proto.TargetTargetInf
 // until all of it has been handled.
 func (t *tab) install(ctx context.Context, vp Viewport) error {
 	c := t.client(ctx)
-	for _, r := range []proto.Request{
+	reqs := []proto.Request{
 		proto.PageEnable{},
 		proto.PageAddScriptToEvaluateOnNewDocument{Source: inject.Bundle()},
 		proto.EmulationSetDeviceMetricsOverride{Width: vp.Width, Height: vp.Height, DeviceScaleFactor: 1},
 		proto.EmulationSetFocusEmulationEnabled{Enabled: true},
 		proto.PerformanceEnable{}, // the resource watch reads its metrics (resources.go)
+		// Every request the tab's documents, workers and frames create is
+		// reported as it is created (netwatch.go).
+		netEnable,
+		proto.TargetSetAutoAttach{AutoAttach: true, WaitForDebuggerOnStart: true, Flatten: true},
 		proto.RuntimeRunIfWaitingForDebugger{},
-	} {
+	}
+	if t.b.unreported {
+		reqs = slices.DeleteFunc(reqs, func(r proto.Request) bool {
+			m := r.ProtoReq()
+			return m == "Network.enable" || m == "Target.setAutoAttach"
+		})
+	}
+	for _, r := range reqs {
 		if err := c.send(r); err != nil {
 			return fmt.Errorf("prepare tab (%s): %w", r.ProtoReq(), err)
 		}
@@ -126,6 +140,12 @@ func (t *tab) refreshInfo(ctx context.Context, b *Browser) (url, title string) {
 
 // onEvent is called by the browser's event loop for this tab's session.
 func (t *tab) onEvent(msg *rod.Message) {
+	if msg.Method == "Page.frameNavigated" {
+		var ev proto.PageFrameNavigated
+		if msg.Load(&ev) {
+			t.net.onFrameNavigated(&ev)
+		}
+	}
 	if t.load.onEvent(msg) {
 		return
 	}

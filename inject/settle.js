@@ -88,7 +88,7 @@
   const OVERDUE = 1000; // a timer, frame or idle callback this late (a throttled document) may stop counting
   const MESSAGE_OVERDUE = 100; // a message undelivered this long (its port never started) may stop counting
   const REPLY = BUDGET; // ms a reply is waited for on a channel the action sent on (a WebSocket, a worker)
-  const CHANNEL_REPLY = 1000; // ms an open EventSource or WebSocket is waited on after the action sent a request that changes something
+  const CHANNEL_REPLY = 1000; // ms an open EventSource or WebSocket is waited on after the answer to a request of the action that changes something
 
   // The originals this file uses, before any page script can replace them.
   const origAdd = EventTarget.prototype.addEventListener;
@@ -185,6 +185,13 @@
     if (!item) return;
     pending.delete(id);
     if (item.kind === 'request' && item.live) lastRequest.set(item.act, now());
+    if (item.replies) { // the channel waits a change started: from its answer on
+      const until = now() + CHANNEL_REPLY;
+      for (const r of item.replies) {
+        const w = pending.get(r);
+        if (w) w.expires = Math.max(w.expires, until);
+      }
+    }
     poke();
   }
 
@@ -286,10 +293,19 @@
   // function that makes one wait for its next message: when the action
   // sends a request that changes something (not GET or HEAD), its answer
   // may come over one of them (a chat message posted, the reply pushed).
+  // changed(c) answers the pending ids of those waits; they last until
+  // CHANNEL_REPLY ms after the request that changed something is answered
+  // (untrack), not after it was sent: on a starved host its answer is late,
+  // and the push that follows it as late.
   const channels = new Set();
   function changed(c) {
-    if (!c.live) return;
-    for (const expect of channels) expect(c, CHANNEL_REPLY);
+    const ids = [];
+    if (!c.live) return ids;
+    for (const expect of channels) {
+      const id = expect(c, CHANNEL_REPLY);
+      if (id) ids.push(id);
+    }
+    return ids;
   }
 
   // Animations. A finite CSS transition, CSS animation or Web Animation

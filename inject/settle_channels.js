@@ -11,7 +11,7 @@
 //   - The action sends a request that changes something (not GET or HEAD,
 //     settle_requests.js): its answer may be pushed over an open
 //     EventSource or WebSocket instead, so each is pending until its next
-//     message, at most CHANNEL_REPLY ms.
+//     message, at most CHANNEL_REPLY ms after the request is answered.
 //
 // What the message handler then does runs in the cause of the send it
 // answers. Channels the action did not use are ignored.
@@ -26,7 +26,8 @@
 
   // follow makes channel ch (an object with message and end events) wait
   // for replies: it returns expect(c, bound, what), which tracks, for cause
-  // c, the channel's next message as pending for at most bound ms. Every
+  // c, the channel's next message as pending for at most bound ms (and
+  // answers the pending id, 0 when c is not followed). Every
   // waiter ends at the next message, or at an end event.
   function follow(ch, name, endEvents) {
     let waiting = []; // [cause, pending id]
@@ -44,6 +45,7 @@
     return function expect(c, bound, what) {
       const id = track(c, { kind: 'reply', what: (what || 'reply on ') + name, expires: now() + bound });
       if (id) waiting.push([c, id]);
+      return id;
     };
   }
 

@@ -25,8 +25,10 @@
       origin = u.origin;
     } catch (e) { /* named as given */ }
     const m = String(method || 'GET').toUpperCase();
-    if (kind !== 'body' && m !== 'GET' && m !== 'HEAD') changed(c);
-    return track(c, { kind: 'request', what: kind, method: m, url: abs, origin: origin });
+    // A request that changes something may be answered on an open channel
+    // (settle.js, changed): those waits run from its answer on.
+    const replies = kind !== 'body' && m !== 'GET' && m !== 'HEAD' ? changed(c) : null;
+    return track(c, { kind: 'request', what: kind, method: m, url: abs, origin: origin, replies: replies && replies.length ? replies : null });
   }
 
   // follow calls orig (fetch, a body read) on self with args as request id

@@ -305,7 +305,13 @@ func TestMakesQueueForACreationPlace(t *testing.T) {
 	_, base = startServer(t, server.Config{MaxCreating: 1, CreateWait: 100 * time.Millisecond})
 	cl = dial(t, base)
 	slow := cl.send("make", "", map[string]any{"start_url": pages.URL + "/slow?ms=2000"})
-	time.Sleep(50 * time.Millisecond) // let the slow make take the place first
+	// The slow make takes the place first.
+	for deadline := time.Now().Add(30 * time.Second); toUint(cl.call("stats", "", nil)["envs_creating"]) != 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow make never took the place")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	e := cl.fail("make", "", map[string]any{"start_url": pageURL(2)}, server.CodeCapacity)
 	if e["retryable"] != true || e["retry_after"].(float64) <= 0 || !strings.Contains(e["message"].(string), "retry") {
 		t.Errorf("capacity error after the wait = %v", e)

@@ -31,8 +31,9 @@ func TestPreviewInLivePicture(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	outlined := make(chan int, 1)
+	first := make(chan struct{}) // the stream's first frame came: the page before the step
 	go func() {
-		best := 0
+		best, notify := 0, first
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
 		for sc.Scan() {
@@ -44,6 +45,10 @@ func TestPreviewInLivePicture(t *testing.T) {
 			if err != nil {
 				continue
 			}
+			if notify != nil {
+				close(notify)
+				notify = nil
+			}
 			if n := outlinePixels(raw); n > best {
 				best = n
 			}
@@ -53,7 +58,11 @@ func TestPreviewInLivePicture(t *testing.T) {
 		}
 		outlined <- best
 	}()
-	time.Sleep(300 * time.Millisecond) // the stream's first frame: the page before the step
+	select {
+	case <-first:
+	case <-ctx.Done():
+		t.Fatal("the live picture sent no frame")
+	}
 	res := cl.call("step", env, map[string]any{"action": `click("load")`})
 	html := res["obs"].(map[string]any)["html"].(string)
 	if strings.Contains(html, "preview") || !strings.Contains(html, "loaded 4") {

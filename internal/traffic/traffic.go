@@ -64,7 +64,13 @@ func (l *Log) notify() {
 
 // Begin records a request starting now and returns it, for Head and End.
 func (l *Log) Begin(method, rawURL string, header map[string][]string) *Request {
-	r := &Request{Method: method, URL: rawURL, Dest: dest(header)}
+	return l.Open(method, rawURL, dest(header))
+}
+
+// Open is Begin for a request whose destination is known already (the
+// browser's own report of it names its kind).
+func (l *Log) Open(method, rawURL, dest string) *Request {
+	r := &Request{Method: method, URL: rawURL, Dest: dest}
 	if u, err := url.Parse(rawURL); err == nil {
 		r.Origin = u.Scheme + "://" + u.Host
 	}

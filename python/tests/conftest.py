@@ -81,6 +81,12 @@ def reset_api_peak() -> None:
         _Pages.api_peak = _Pages.api_in_flight
 
 
+def api_in_flight() -> int:
+    """How many /api requests the pages server is answering now."""
+    with _Pages.lock:
+        return _Pages.api_in_flight
+
+
 def api_peak() -> int:
     """The most /api requests the page server had in flight at once since reset_api_peak()."""
     with _Pages.lock:

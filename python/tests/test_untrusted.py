@@ -11,6 +11,7 @@ import time
 
 import gymnasium as gym
 import pytest
+from conftest import api_in_flight
 
 import webserv
 from webserv.launcher import LocalServer
@@ -97,7 +98,11 @@ def test_sigterm_answers_work_in_flight_and_exits(binary: str, pages: str) -> No
             step = asyncio.create_task(env.step("noop()"))
             slow = asyncio.create_task(client.request("step", env.id, action=f'goto("{pages}/api?ms=60000")'))
             await step
-            await asyncio.sleep(1.0)
+            # The slow page's request is in flight: the step is waiting on it.
+            deadline = time.monotonic() + 60
+            while api_in_flight() == 0:
+                assert time.monotonic() < deadline, "the slow page was never requested"
+                await asyncio.sleep(0.02)
             began = time.monotonic()
             os.killpg(srv.proc.pid, signal.SIGTERM)
             with pytest.raises(webserv.errors.ShuttingDown):
