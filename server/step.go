@@ -77,6 +77,8 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	var evalErr string
 	var scores map[string]float64
 	var grading any
+	var taskInfo map[string]any
+	truncatedWhy := ""
 	if ev := x.episode.Evaluate; ev != nil {
 		res, err := ev(ctx, x.env, x.net.Client(), execerOf(x.inst), info, x.limits.everyStep, x.trace)
 		switch {
@@ -85,11 +87,16 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 			reward, evalErr = nil, err.Error()
 			s.log.Warn("grading failed", zap.String("env", x.id), zap.String("task", x.episode.TaskID), zap.Error(err))
 		case res != nil:
-			reward, scores, grading = res.Reward, res.Scores, res.Grading
+			reward, scores, grading, taskInfo = res.Reward, res.Scores, res.Grading, res.Info
+			if res.Truncated != "" && !terminated {
+				truncatedWhy = res.Truncated
+			} else if res.Done {
+				terminated = true
+			}
 		}
 	}
-	truncated := false
-	if !terminated {
+	truncated := truncatedWhy != ""
+	if !terminated && !truncated {
 		l := x.limits
 		if l.maxSteps > 0 && x.steps >= l.maxSteps {
 			truncated = true
@@ -118,6 +125,12 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	}
 	if grading != nil {
 		wi["grading"] = grading
+	}
+	for k, v := range taskInfo {
+		wi[k] = v
+	}
+	if truncatedWhy != "" {
+		wi["truncated_reason"] = truncatedWhy
 	}
 	if review != nil {
 		wi["review"] = review

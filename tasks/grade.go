@@ -38,6 +38,15 @@ type Result struct {
 	// Grading, when set, is what re-grades the episode offline (info.grading
 	// in the step reply and the trajectory): WebArena-Verified's request.
 	Grading any `json:"grading,omitempty"`
+	// Done says the task itself ended the episode (a page that runs its own
+	// episodes, like MiniWoB's, said it is done): the step is terminated.
+	Done bool `json:"done,omitempty"`
+	// Truncated, when set, says why the task ended the episode early (its
+	// own time limit ran out): the step is truncated, not terminated.
+	Truncated string `json:"truncated,omitempty"`
+	// Info is added to the step's info under its keys (what the task
+	// reports beside the reward, like MiniWoB's raw reward).
+	Info map[string]any `json:"info,omitempty"`
 }
 
 // Grade scores a task after the agent stopped with answer. sites maps each
