@@ -88,7 +88,9 @@ def submit(obs: Obs, text: str = "Submit") -> str:
 
 
 def first_input(obs: Obs, kind: str = "text") -> El:
-    return next(e for e in elements(obs) if e.tag == "input" and e.attrs.get("type", "text") == kind and e.sid)
+    return next(
+        e for e in elements(obs) if e.tag == "input" and e.attrs.get("type", "text") == kind and e.sid
+    )
 
 
 # --- click -----------------------------------------------------------------------------------
@@ -262,6 +264,77 @@ def enter_date(obs: Obs) -> Iterator[str]:
     yield submit(obs)
 
 
+def choose_date(obs: Obs) -> Iterator[str]:
+    """The jQuery UI date picker: open it, page to the month, click the day."""
+    mm, dd, yyyy = (int(x) for x in re.search(r"(\d\d)/(\d\d)/(\d{4})", obs["goal"]).groups())  # type: ignore[union-attr]
+    obs = yield f"click({q(first_input(obs).sid)})"
+    for _ in range(24):
+        header = (
+            next(e for e in elements(obs) if e.attrs.get("id") == "ui-datepicker-div")
+            .children[0]
+            .children[-1]
+            .text
+        )
+        month, year = _MONTHS.index(header.split()[0]) + 1, int(header.split()[1])
+        if (year, month) == (yyyy, mm):
+            break
+        way = "Prev" if (year, month) > (yyyy, mm) else "Next"
+        obs = yield f"click({q(with_text(obs, way, ('a',)).sid)})"
+    day = next(
+        e
+        for e in elements(obs)
+        if e.tag == "td"
+        and e.attrs.get("data-month") == str(mm - 1)
+        and e.children
+        and e.children[0].text == str(dd)
+    )
+    obs = yield f"click({q(day.children[0].sid)})"
+    yield submit(obs)
+
+
+_MONTHS = [
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+]  # fmt: skip
+
+
+def _box(obs: Obs, sid: str) -> tuple[float, float, float, float]:
+    x, y, w, h = obs["extra_element_properties"][sid]["bbox"]
+    return x, y, w, h
+
+
+def drag_items(obs: Obs) -> Iterator[str]:
+    """A jQuery UI sortable list: press on the item, move it past its new neighbour, release."""
+    m = re.match(
+        r"Drag (.*?) (down by one position|up by one position|to the (\d+)\w\w position)\.", obs["goal"]
+    )
+    assert m, obs["goal"]
+    ul = next(e for e in elements(obs) if e.tag == "ul" and e.sid)
+    items = [li.text for li in ul.children]
+    ix = items.index(m.group(1)) + 1
+    target = (
+        ix + 1
+        if m.group(2).startswith("down")
+        else ix - 1
+        if m.group(2).startswith("up")
+        else int(m.group(3))
+    )
+    x, y, w, h = _box(obs, ul.sid)
+    row = h / len(items)
+    to = y + (target - 0.5) * row + (0.4 * row if target > ix else -0.4 * row)
+    yield f"mouse_drag_and_drop({x + w / 2:.1f}, {y + (ix - 0.5) * row:.1f}, {x + w / 2:.1f}, {to:.1f})"
+
+
+def scroll_text_2(obs: Obs) -> Iterator[str]:
+    """Scrolls the text area with the mouse wheel, over it."""
+    area = next(e for e in elements(obs) if e.tag == "textarea")
+    x, y, w, h = _box(obs, area.sid)
+    obs = yield f"mouse_move({x + w / 2:.1f}, {y + h / 2:.1f})"
+    down = "bottom" in obs["goal"]
+    obs = yield f"scroll(0, {5000 if down else -5000})"
+    yield submit(obs)
+
+
 SOLVERS: dict[str, Solver] = {
     "click-test": click_test,
     "click-button": click_button,
@@ -287,10 +360,16 @@ SOLVERS: dict[str, Solver] = {
     "choose-list": choose_list,
     "click-scroll-list": click_scroll_list,
     "enter-date": enter_date,
+    "choose-date": choose_date,
+    "choose-date-easy": choose_date,
+    "drag-items": drag_items,
+    "scroll-text-2": scroll_text_2,
 }
 
 
-def play(solver: Solver, obs: Obs, step: Callable[[str], tuple[Obs, float, bool, bool, dict]]) -> tuple[float, bool, bool, dict, list[str]]:
+def play(
+    solver: Solver, obs: Obs, step: Callable[[str], tuple[Obs, float, bool, bool, dict]]
+) -> tuple[float, bool, bool, dict, list[str]]:
     """Plays a solver with ``step`` (an environment's): the last reward, terminated, truncated, info, actions."""
     gen = solver(obs)
     actions: list[str] = []

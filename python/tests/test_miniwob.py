@@ -40,7 +40,7 @@ def _map(f: Callable[[Any], Any], items: list[Any]) -> list[Any]:
 
 
 def _solve(task: str) -> list[tuple[int, float, bool, dict, list[str], str]]:
-    env = gym.make(f"webserv/miniwob.{task}")
+    env = gym.make(f"webserv/miniwob.{task}", observe={"geometry": True})  # boxes, for drags and scrolls
     out = []
     try:
         for seed in SEEDS:
@@ -54,8 +54,8 @@ def _solve(task: str) -> list[tuple[int, float, bool, dict, list[str], str]]:
 
 
 def test_scripted_solutions_reach_the_maximum_reward(server: str) -> None:
-    # click, type, select, scroll lists, date fields, spinners and multi-step tasks, each on
-    # several seeds: BrowserGym's reward 1, MiniWoB's raw reward 1, the episode over.
+    # click, type, select, drag, date pickers, scrolling, spinners and multi-step forms, each
+    # on several seeds: BrowserGym's reward 1, MiniWoB's raw reward 1, the episode over.
     assert len(SOLVERS) >= 20
     results = dict(zip(SOLVERS, _map(_solve, list(SOLVERS)), strict=True))
     failed = [
@@ -78,7 +78,11 @@ def _random_episode(task: str) -> tuple[str, list[tuple[float, bool, bool, dict]
             ids = [e for e in elements(obs) if e.sid]
             if ids and rng.random() < 0.8:
                 el = rng.choice(ids)
-                action = f"fill({q(el.sid)}, {q('abc')})" if el.tag in ("input", "textarea") else f"click({q(el.sid)})"
+                action = (
+                    f"fill({q(el.sid)}, {q('abc')})"
+                    if el.tag in ("input", "textarea")
+                    else f"click({q(el.sid)})"
+                )
             else:
                 action = f"mouse_click({rng.randrange(160)}, {rng.randrange(50, 210)})"
             obs, reward, term, trunc, info = env.step(action)
@@ -113,8 +117,12 @@ def test_the_seed_gives_browsergyms_page_seed_and_the_page_ending_ends_the_episo
             env.reset(seed=2**32)
         # Leaving the task's page ends the episode with reward 0, as in BrowserGym.
         env.reset(seed=1)
-        _, reward, term, trunc, info = env.step('goto("http://miniwob.webserv.test/miniwob/click-button.html")')
-        assert (reward, term, trunc) == (0.0, True, False) and "no longer the task's" in info["miniwob"]["error"]
+        _, reward, term, trunc, info = env.step(
+            'goto("http://miniwob.webserv.test/miniwob/click-button.html")'
+        )
+        assert (reward, term, trunc) == (0.0, True, False) and "no longer the task's" in info["miniwob"][
+            "error"
+        ]
     finally:
         env.close()
 
@@ -164,7 +172,10 @@ def _expected_goals(pairs: list[tuple[str, int]]) -> list[str]:
 def test_goals_agree_with_miniwobs_own_seeding(server: str) -> None:
     rng = random.Random(42)
     names = [n for n in miniwob.task_names() if not n.startswith("flight")]
-    pairs = [(task, rng.randrange(2**32)) for task in rng.sample(names, 12)] + [("click-button", 0), ("enter-text", 0)]
+    pairs = [(task, rng.randrange(2**32)) for task in rng.sample(names, 12)] + [
+        ("click-button", 0),
+        ("enter-text", 0),
+    ]
 
     def goal(pair: tuple[str, int]) -> str:
         env = gym.make(f"webserv/miniwob.{pair[0]}")
