@@ -370,7 +370,7 @@ SOLVERS: dict[str, Solver] = {
 def play(
     solver: Solver, obs: Obs, step: Callable[[str], tuple[Obs, float, bool, bool, dict]]
 ) -> tuple[float, bool, bool, dict, list[str]]:
-    """Plays a solver with ``step`` (an environment's): the last reward, terminated, truncated, info, actions."""
+    """Plays a solver with an environment's ``step``: last reward, terminated, truncated, info, actions."""
     gen = solver(obs)
     actions: list[str] = []
     reward, term, trunc, info = 0.0, False, False, {}
