@@ -12,7 +12,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-settle bench-trace bench-ray bench-all fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint clean
 
 all: build
 
@@ -93,6 +93,9 @@ bench-ui: build
 # peer: the same episodes through BrowserGym and WebServ.
 bench-peer: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/peer_bench.py
+# miniwob: MiniWoB++ through BrowserGym and WebServ: goals, rewards, steps/s and CPU per step at N=1 and 8.
+bench-miniwob: build venv
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/miniwob_bench.py
 # settle: observation correctness of three settle strategies on SPA cases.
 bench-settle: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/settle_bench.py
@@ -110,7 +113,7 @@ bench-vec: build venv
 bench-ray: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/ray_bench.py --rounds 6
 
-bench-all: bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-settle bench-trace bench-protocol bench-rl bench-ray
+bench-all: bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-protocol bench-rl bench-ray
 
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s
