@@ -149,8 +149,16 @@ func (x *session) resetTo() loader {
 }
 
 // rebuild is start's load for a captured state.
+//
+// An episode whose page runs its own episode (Episode.Start: MiniWoB)
+// keeps its instance in the page's JavaScript, which no captured state
+// carries: it starts again from its start page and start script, the same
+// seed giving the same instance.
 func (x *session) rebuild(st envcore.BrowserState) loader {
-	return func(ctx context.Context, _ *Episode) (envcore.Observation, envcore.StepInfo, error) {
+	return func(ctx context.Context, ep *Episode) (envcore.Observation, envcore.StepInfo, error) {
+		if ep.Start != "" {
+			return x.resetTo()(ctx, ep)
+		}
 		return x.env.RestoreState(ctx, st)
 	}
 }

@@ -3,6 +3,7 @@ seeds, goals and rewards (docs/tasks.md, "MiniWoB++")."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 from collections.abc import Callable
@@ -190,3 +191,40 @@ def test_goals_agree_with_miniwobs_own_seeding(server: str) -> None:
     # What BrowserGym's own run of these two gave (bench/miniwob_bench.py compares it live).
     assert got[-2:] == ['Click on the "no" button.', 'Enter "Myron" into the text field and press Submit.']
     assert all(re.search(r"\w", g) for g in got)
+
+
+def test_restore_and_fork_start_the_episode_again_from_its_seed(server: str) -> None:
+    # The instance lives in the page's JavaScript, which no snapshot carries: a restore or a
+    # fork starts the same instance again (the same seed), and each can solve it.
+    async def main() -> None:
+        async with webserv.AsyncClient(server) as client:
+            parent = client.env("miniwob", task="miniwob.enter-text")
+            children: list[webserv.AsyncEnv] = []
+            try:
+                obs, _ = await parent.reset(seed=11)
+                await parent.step(f"fill({q('input-text')}, {q('half-typed')})")
+                name = await parent.snapshot()
+                children = await parent.fork(2, name=name)
+                for child in children:
+                    assert child.last_obs is not None and child.last_obs["goal"] == obs["goal"]
+                    reward, done, _, info, _ = await _play_async(child, child.last_obs)
+                    assert (reward, done, info["miniwob"]["raw_reward"]) == (1.0, True, 1.0)
+                again, info = await parent.restore(name)
+                assert again["goal"] == obs["goal"] and info["cause"] == "restore"
+            finally:
+                for e in (*children, parent):
+                    await e.close()
+
+    asyncio.run(main())
+
+
+async def _play_async(env: webserv.AsyncEnv, obs: dict) -> tuple[float, bool, bool, dict, list[str]]:
+    gen = SOLVERS["enter-text"](obs)
+    action, reward, term, trunc, info = next(gen), 0.0, False, False, {}
+    actions = []
+    while True:
+        actions.append(action)
+        obs, reward, term, trunc, info = await env.step(action)
+        if term or trunc:
+            return reward, term, trunc, info, actions
+        action = gen.send(obs)
