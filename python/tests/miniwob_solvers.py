@@ -106,7 +106,9 @@ def click_button(obs: Obs) -> Iterator[str]:
 
 def click_link(obs: Obs) -> Iterator[str]:
     word = quoted(obs["goal"])[0]
-    links = [e for e in elements(obs) if e.tag == "span" and e.sid and e.text.rstrip(".,") == word]
+    links = [
+        e for e in elements(obs) if e.tag == "span" and e.sid and e.text.rstrip(".,") == word.rstrip(".,")
+    ]
     yield f"click({q(links[0].sid)})"
 
 
@@ -305,20 +307,14 @@ def _box(obs: Obs, sid: str) -> tuple[float, float, float, float]:
 
 def drag_items(obs: Obs) -> Iterator[str]:
     """A jQuery UI sortable list: press on the item, move it past its new neighbour, release."""
-    m = re.match(
-        r"Drag (.*?) (down by one position|up by one position|to the (\d+)\w\w position)\.", obs["goal"]
-    )
+    pattern = r"Drag (.*?) (down by one|up by one|to the top|to the bottom|to the (\d+)\w\w)( position)?\."
+    m = re.match(pattern, obs["goal"])
     assert m, obs["goal"]
     ul = next(e for e in elements(obs) if e.tag == "ul" and e.sid)
     items = [li.text for li in ul.children]
     ix = items.index(m.group(1)) + 1
-    target = (
-        ix + 1
-        if m.group(2).startswith("down")
-        else ix - 1
-        if m.group(2).startswith("up")
-        else int(m.group(3))
-    )
+    where = {"down by one": ix + 1, "up by one": ix - 1, "to the top": 1, "to the bottom": len(items)}
+    target = where.get(m.group(2)) or int(m.group(3))
     x, y, w, h = _box(obs, ul.sid)
     row = h / len(items)
     to = y + (target - 0.5) * row + (0.4 * row if target > ix else -0.4 * row)

@@ -20,9 +20,9 @@ import webserv
 from webserv import miniwob
 
 # Seeds each scripted solution is played on.
-SEEDS = range(5)
+SEEDS = range(10)
 # Environments played at once (each its own browser context on the one server).
-PARALLEL = 4
+PARALLEL = 6
 
 
 def test_every_task_of_the_package_has_an_id_and_the_server_lists_it(server: str) -> None:
@@ -47,7 +47,11 @@ def _solve(task: str) -> list[tuple[int, float, bool, dict, list[str], str]]:
         for seed in SEEDS:
             obs, info = env.reset(seed=seed)
             assert info["task_id"] == f"miniwob.{task}" and info["task_set"] == "miniwob"
-            reward, term, trunc, info, actions = play(SOLVERS[task], obs, env.step)
+            try:
+                reward, term, trunc, info, actions = play(SOLVERS[task], obs, env.step)
+            except Exception as e:  # noqa: BLE001 (reported with the task and seed below)
+                out.append((seed, 0.0, False, {"miniwob": {"error": repr(e)}}, [], obs["goal"]))
+                continue
             out.append((seed, reward, term and not trunc, info, actions, obs["goal"]))
     finally:
         env.close()
@@ -63,7 +67,7 @@ def test_scripted_solutions_reach_the_maximum_reward(server: str) -> None:
         (task, seed, goal, reward, info.get("miniwob"), actions)
         for task, runs in results.items()
         for seed, reward, done, info, actions, goal in runs
-        if not (reward == 1.0 and done and info["miniwob"]["raw_reward"] == 1.0)
+        if not (reward == 1.0 and done and info["miniwob"].get("raw_reward") == 1.0)
     ]
     assert not failed, failed
 
