@@ -4,6 +4,7 @@ seeds, goals and rewards (docs/tasks.md, "MiniWoB++")."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import re
 from collections.abc import Callable
@@ -14,15 +15,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from miniwob_solvers import SOLVERS, elements, play, q
+from miniwob_solvers import SOLVERS, elements, play, q, quoted, with_text
 
 import webserv
 from webserv import miniwob
 
-# Seeds each scripted solution is played on.
-SEEDS = range(10)
+# Seeds each scripted solution is played on: 5 in `make test` (a few minutes on a loaded
+# 2-core machine); WEBSERV_MINIWOB_SEEDS=10 plays the issue's 10 (all pass).
+SEEDS = range(int(os.environ.get("WEBSERV_MINIWOB_SEEDS", "5")))
 # Environments played at once (each its own browser context on the one server).
-PARALLEL = 6
+PARALLEL = 4
 
 
 def test_every_task_of_the_package_has_an_id_and_the_server_lists_it(server: str) -> None:
@@ -232,3 +234,23 @@ async def _play_async(env: webserv.AsyncEnv, obs: dict) -> tuple[float, bool, bo
         if term or trunc:
             return reward, term, trunc, info, actions
         action = gen.send(obs)
+
+
+def test_a_vector_env_plays_one_task_on_consecutive_seeds(server: str) -> None:
+    envs = gym.make_vec("webserv/miniwob.click-button", num_envs=3)
+    try:
+        obs, _ = envs.reset(seed=0)  # member i gets seed i, as gymnasium's vector envs do
+        single = gym.make("webserv/miniwob.click-button")
+        try:
+            assert list(obs["goal"]) == [single.reset(seed=i)[0]["goal"] for i in range(3)]
+        finally:
+            single.close()
+        words = [quoted(g)[0] for g in obs["goal"]]
+        actions = [
+            f"click({q(with_text({'html': h}, w, ('button',)).sid)})"
+            for h, w in zip(obs["html"], words, strict=True)
+        ]
+        _, rewards, terminated, _, infos = envs.step(actions)
+        assert list(rewards) == [1.0] * 3 and terminated.all()
+    finally:
+        envs.close()
