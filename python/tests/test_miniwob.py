@@ -74,35 +74,41 @@ def test_scripted_solutions_reach_the_maximum_reward(server: str) -> None:
     assert not failed, failed
 
 
-def _random_episode(task: str) -> tuple[str, list[tuple[float, bool, bool, dict]]]:
-    rng = random.Random(task)
-    env = gym.make(f"webserv/miniwob.{task}")
-    steps = []
+def _random_episodes(tasks: list[str]) -> list[tuple[str, list[tuple[float, bool, bool, dict]]]]:
+    """A random policy's episode on each task, on one environment of the sampling id."""
+    env = gym.make("webserv/miniwob")
+    out = []
     try:
-        obs, info = env.reset(seed=rng.randrange(2**32))
-        assert obs["goal"] and info["task_id"] == f"miniwob.{task}", (task, obs["goal"])
-        for _ in range(4):
-            ids = [e for e in elements(obs) if e.sid]
-            if ids and rng.random() < 0.8:
-                el = rng.choice(ids)
-                action = (
-                    f"fill({q(el.sid)}, {q('abc')})"
-                    if el.tag in ("input", "textarea")
-                    else f"click({q(el.sid)})"
-                )
-            else:
-                action = f"mouse_click({rng.randrange(160)}, {rng.randrange(50, 210)})"
-            obs, reward, term, trunc, info = env.step(action)
-            steps.append((reward, term, trunc, info))
-            if term or trunc:
-                break
+        for task in tasks:
+            rng = random.Random(task)
+            obs, info = env.reset(seed=rng.randrange(2**32), options={"task_id": f"miniwob.{task}"})
+            assert obs["goal"] and info["task_id"] == f"miniwob.{task}", (task, obs["goal"])
+            steps = []
+            for _ in range(4):
+                ids = [e for e in elements(obs) if e.sid]
+                if ids and rng.random() < 0.8:
+                    el = rng.choice(ids)
+                    action = (
+                        f"fill({q(el.sid)}, {q('abc')})"
+                        if el.tag in ("input", "textarea")
+                        else f"click({q(el.sid)})"
+                    )
+                else:
+                    action = f"mouse_click({rng.randrange(160)}, {rng.randrange(50, 210)})"
+                obs, reward, term, trunc, info = env.step(action)
+                steps.append((reward, term, trunc, info))
+                if term or trunc:
+                    break
+            out.append((task, steps))
     finally:
         env.close()
-    return task, steps
+    return out
 
 
 def test_a_random_policy_plays_every_task_without_errors(server: str) -> None:
-    for task, steps in _map(_random_episode, miniwob.task_names()):
+    names = miniwob.task_names()
+    chunks = [names[i::PARALLEL] for i in range(PARALLEL)]
+    for task, steps in [e for chunk in _map(_random_episodes, chunks) for e in chunk]:
         for reward, term, trunc, info in steps:
             assert "eval_error" not in info, (task, info["eval_error"])
             assert reward in (0.0, 1.0), (task, reward)
