@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/tasks"
 )
 
 // observeNothing asks for no optional observation parts.
@@ -73,41 +74,28 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 		s.metrics.notSettled.Inc()
 	}
 	var reward any = 0.0
-	terminated := info.Terminated
 	var evalErr string
 	var scores map[string]float64
 	var grading any
-	var taskInfo map[string]any
-	truncatedWhy := ""
+	var grade *float64
+	var taskEnd *tasks.Result // the task's own word on the episode's end, and its info
 	if ev := x.episode.Evaluate; ev != nil {
 		res, err := ev(ctx, x.env, x.net.Client(), execerOf(x.inst), info, x.limits.everyStep, x.trace)
 		switch {
 		case err != nil:
 			// Not a silent 0: the reward is missing and the reply says why.
 			reward, evalErr = nil, err.Error()
-			s.log.Warn("grading failed", zap.String("env", x.id), zap.String("task", x.episode.TaskID), zap.Error(err))
+			s.log.Warn("grading failed", zap.String("env", x.id), zap.String("task", x.episode.TaskID), zap.Int("step", x.steps), zap.Error(err))
 		case res != nil:
-			reward, scores, grading, taskInfo = res.Reward, res.Scores, res.Grading, res.Info
-			if res.Truncated != "" && !terminated {
-				truncatedWhy = res.Truncated
-			} else if res.Done {
-				terminated = true
-			}
+			// The reward is the change in the grade since the last one, so
+			// that an episode's rewards add up to its final grade.
+			g := res.Reward
+			reward, scores, grading, grade, taskEnd = g-x.grade, res.Scores, res.Grading, &g, res
+			x.grade = g
 		}
 	}
-	truncated := truncatedWhy != ""
-	if !terminated && !truncated {
-		l := x.limits
-		if l.maxSteps > 0 && x.steps >= l.maxSteps {
-			truncated = true
-		}
-		if l.timeLimit > 0 && time.Since(x.started) >= l.timeLimit {
-			truncated = true
-		}
-		if l.stepLimit > 0 && info.Action+info.Settle+info.Extract > l.stepLimit {
-			truncated = true // a step past its deadline ends the episode
-		}
-	}
+	end := endOf(x, info, taskEnd)
+	terminated, truncated := endFlags(end)
 	switch {
 	case terminated:
 		x.over = "terminated"
@@ -120,17 +108,22 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	if evalErr != "" {
 		wi["eval_error"] = evalErr
 	}
+	if grade != nil {
+		wi["grade"] = *grade
+	}
+	if end != "" {
+		wi["end_reason"] = string(end)
+	}
 	if scores != nil {
 		wi["scores"] = scores
 	}
 	if grading != nil {
 		wi["grading"] = grading
 	}
-	for k, v := range taskInfo {
-		wi[k] = v
-	}
-	if truncatedWhy != "" {
-		wi["truncated_reason"] = truncatedWhy
+	if taskEnd != nil {
+		for k, v := range taskEnd.Info {
+			wi[k] = v
+		}
 	}
 	if review != nil {
 		wi["review"] = review
@@ -143,6 +136,28 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a.Action), Reply: res, Time: time.Now(), Began: began, Review: review})
 	})
 	return res, nil
+}
+
+// endOf is why this step ended the episode ("" if it did not): the
+// agent's ending of the task, else the task's own (res: a page that runs
+// its own episodes, like MiniWoB's), else the first limit it reached.
+func endOf(x *session, info envcore.StepInfo, res *tasks.Result) EndReason {
+	l := x.limits
+	switch {
+	case info.Terminated:
+		return EndAgent
+	case res != nil && res.TimeLimit:
+		return EndTaskTimeLimit
+	case res != nil && res.Done:
+		return EndTask
+	case l.maxSteps > 0 && x.steps >= l.maxSteps:
+		return EndMaxSteps
+	case l.timeLimit > 0 && time.Since(x.started) >= l.timeLimit:
+		return EndEpisodeTimeout
+	case l.stepLimit > 0 && info.Action+info.Settle+info.Extract > l.stepLimit:
+		return EndStepTimeout // a step past its deadline ends the episode
+	}
+	return ""
 }
 
 // actionText is an action as recorded: its string form.

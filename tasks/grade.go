@@ -41,9 +41,9 @@ type Result struct {
 	// Done says the task itself ended the episode (a page that runs its own
 	// episodes, like MiniWoB's, said it is done): the step is terminated.
 	Done bool `json:"done,omitempty"`
-	// Truncated, when set, says why the task ended the episode early (its
-	// own time limit ran out): the step is truncated, not terminated.
-	Truncated string `json:"truncated,omitempty"`
+	// TimeLimit says the task's own time limit ended the episode (MiniWoB's
+	// page timer): the step is truncated, not terminated.
+	TimeLimit bool `json:"time_limit,omitempty"`
 	// Info is added to the step's info under its keys (what the task
 	// reports beside the reward, like MiniWoB's raw reward).
 	Info map[string]any `json:"info,omitempty"`

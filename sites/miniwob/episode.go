@@ -69,7 +69,7 @@ func Grade(st State, start string, pageSeed int64) *tasks.Result {
 		res.Reward = 1
 	}
 	if st.Done && st.Reason == TimedOut {
-		res.Truncated = fmt.Sprintf("MiniWoB's time limit of %d s ran out (core.EPISODE_MAX_TIME)", MaxTimeMs/1000)
+		res.TimeLimit = true
 	} else {
 		res.Done = st.Done
 	}

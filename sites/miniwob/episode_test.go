@@ -31,8 +31,8 @@ func TestGradeFollowsBrowserGymsMiniWoBRule(t *testing.T) {
 	} {
 		res := Grade(c.st, start, 5)
 		info := res.Info["miniwob"].(map[string]any)
-		if res.Reward != c.reward || res.Done != c.done || (res.Truncated != "") != c.truncated || info["raw_reward"] != c.infoReward || info["page_seed"] != int64(5) {
-			t.Errorf("%s: got reward %v done %v truncated %q info %v", c.name, res.Reward, res.Done, res.Truncated, info)
+		if res.Reward != c.reward || res.Done != c.done || res.TimeLimit != c.truncated || info["raw_reward"] != c.infoReward || info["page_seed"] != int64(5) {
+			t.Errorf("%s: got reward %v done %v time limit %v info %v", c.name, res.Reward, res.Done, res.TimeLimit, info)
 		}
 	}
 }
