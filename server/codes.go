@@ -47,6 +47,7 @@ const (
 	CodeCapacity      Code = "capacity"
 	CodeTimeout       Code = "timeout"
 	CodeBackend       Code = "backend"
+	CodeSiteDown      Code = "site_down"
 	CodeShuttingDown  Code = "shutting_down"
 	CodeInternal      Code = "internal_error"
 )
@@ -75,6 +76,7 @@ var codeTable = []codeInfo{
 	{CodeCapacity, FaultInfrastructure, "too many environments or creations; wait `retry_after` seconds"},
 	{CodeTimeout, FaultInfrastructure, "the request ran past its deadline"},
 	{CodeBackend, FaultInfrastructure, "the browser or a site failed (to start, reset or sign in), or a failure nobody classified"},
+	{CodeSiteDown, FaultInfrastructure, "the environment's site instance died or stopped answering its readiness probe, or the route to it failed, mid-episode; the episode is not graded: reset for a fresh instance"},
 	{CodeShuttingDown, FaultInfrastructure, "the server is stopping"},
 	{CodeInternal, FaultInfrastructure, "a bug: please report it"},
 }

@@ -54,6 +54,9 @@ type session struct {
 	// answer to every request but reset and close until a reset.
 	prepared func()
 	failed   error
+	// down is the site_down error of an episode whose site instance or
+	// route died (health.go): its steps answer it until a reset.
+	down *Error
 	// A dream environment's (dream.go): its world-model episode in place
 	// of env and inst, where it starts, and its judge.
 	dream      *dream.Env

@@ -350,8 +350,9 @@ func TestSiteTasksCrashingVerifier(t *testing.T) {
 
 // A site's own tasks on the Incus backend: the setup command and the
 // check verifier run inside the environment's container, and the check
-// loop passes (the oracle's page shows the state setup wrote; the wrong
-// sequence, with __SITE__ in its goto, changes it).
+// loop passes (the first page shows the state setup wrote, which grades 0;
+// the oracle sets the state the task asks for; the wrong sequence, with
+// __SITE__ in its goto, sets another).
 func TestSiteTasksOnIncus(t *testing.T) {
 	t.Parallel()
 	img, err := hostingtest.SiteImage(hostingtest.BuildTestSite(t, t.TempDir()))
@@ -364,14 +365,14 @@ func TestSiteTasksOnIncus(t *testing.T) {
 	def := "name: boxed\nincus: {image: " + alias + "}\nport: 8080\nready: {path: /ready}\ntasks: [tasks.yaml]\n"
 	tasksYAML := `
 - task_id: 1
-  intent: Leave the state as it is.
+  intent: Set the state to done.
   setup: [[/app/testsite, exec-write, /data/state, prepared]]
   eval:
     eval_types: [program_html, check]
-    program_html: [{url: last, locator: "", required_contents: {must_include: [state=prepared]}}]
+    program_html: [{url: last, locator: "", required_contents: {must_include: [state=done]}}]
     check: {command: [/app/testsite, exec-say, "1"]}
-  oracle: ['stop("")']
-  wrong: ['goto("__SITE__/set?v=changed")', 'stop("")']
+  oracle: ['goto("__SITE__/set?v=done")', 'goto("__SITE__/")', 'stop("")']
+  wrong: ['goto("__SITE__/set?v=changed")', 'goto("__SITE__/")', 'stop("")']
 `
 	for name, text := range map[string]string{"boxed.yaml": def, "tasks.yaml": tasksYAML} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {

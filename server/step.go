@@ -34,6 +34,15 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 		opts.AXTree = true
 		opts.Screenshot = opts.Screenshot || r.screenshots
 	}
+	// A site instance found dead answers every step but the one that ends
+	// the episode (which is not graded) until a reset; one that died
+	// since the last step is looked for before anything runs on it.
+	if x.down == nil {
+		x.down = s.siteHealth(ctx, x, false)
+	}
+	if x.down != nil && !terminates(a.Action) {
+		return nil, x.down
+	}
 	action := a.Action
 	review, target, e := s.vet(ctx, x, action) // preview_ms, approve (live.go)
 	if e != nil {
@@ -63,6 +72,16 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	if err != nil {
 		return nil, err
 	}
+	// Before the observation is handed out and the episode graded: an
+	// instance that died during the action, or one the route failed to
+	// reach, or any instance at the end of the episode, is looked at
+	// (deeply at the end: no grade of a dead world).
+	if x.down == nil {
+		x.down = s.siteHealth(ctx, x, info.Terminated)
+		if x.down != nil && !info.Terminated {
+			return nil, x.down
+		}
+	}
 	if rejected(review) {
 		refuse(&obs, &info, actionText(a.Action), review)
 	}
@@ -79,7 +98,11 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	var grading any
 	var grade *float64
 	var taskEnd *tasks.Result // the task's own word on the episode's end, and its info
-	if ev := x.episode.Evaluate; ev != nil {
+	if ev := x.episode.Evaluate; ev != nil && x.down != nil {
+		// The site instance died: the browser shows an error page, and a
+		// grade of it would score the infrastructure's failure.
+		reward, evalErr = nil, "not graded: "+x.down.Message
+	} else if ev != nil {
 		res, err := ev(ctx, x.env, x.net.Client(), execerOf(x.inst), info, x.limits.everyStep, x.trace)
 		switch {
 		case err != nil:
@@ -131,9 +154,12 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	if target != nil {
 		wi["target_box"] = target
 	}
+	if x.down != nil {
+		wi["site_down"] = x.down.Message
+	}
 	res := &StepReply{Obs: wireObs(obs, x), Reward: reward, Terminated: terminated, Truncated: truncated, Info: wi}
 	s.notify(func(o Observer) {
-		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a.Action), Reply: res, Time: time.Now(), Began: began, Review: review})
+		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a.Action), Reply: res, Time: time.Now(), Began: began, Review: review, Failure: x.down})
 	})
 	return res, nil
 }

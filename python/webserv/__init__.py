@@ -46,6 +46,7 @@ from .errors import (
     RequestTimeout,
     ResourceLimit,
     ServerUnavailable,
+    SiteDown,
     UnknownEnv,
     WebServError,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "RequestTimeout",
     "RetryPolicy",
     "ServerUnavailable",
+    "SiteDown",
     "StaticHosts",
     "UnknownEnv",
     "WebEnv",

@@ -16,6 +16,7 @@ Every error reply of the server carries a code and a fault (docs/protocol.md,
     └── InfrastructureError    the browser, a site, a server or the network failed;
         │                      not the policy's doing: retry or report, never score it
         ├── CapacityError, RequestTimeout, BackendError, ShuttingDown, InternalError
+        ├── SiteDown           the environment's site instance died: not graded, reset
         ├── ServerUnavailable  no server could be reached or started      (client side)
         ├── ConnectionLost     the connection closed before the reply came (client side)
         ├── HostLost           the server holding an environment is gone  (client side)
@@ -197,6 +198,17 @@ class BackendError(InfrastructureError):
     code = "backend"
 
 
+class SiteDown(InfrastructureError):
+    """The environment's site instance died (or its route failed) mid-episode.
+
+    The episode is over and is never graded: drop the rollout, then ``reset``, which brings a
+    fresh instance. The message names the instance and what its health check saw.
+    """
+
+    code = "site_down"
+    default_retryable = True
+
+
 class ShuttingDown(InfrastructureError):
     code = "shutting_down"
 
@@ -253,6 +265,7 @@ _BY_CODE: dict[str, type[WebServError]] = {
         CapacityError,
         RequestTimeout,
         BackendError,
+        SiteDown,
         ShuttingDown,
         InternalError,
         ServerUnavailable,
