@@ -12,7 +12,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-settle bench-trace bench-ray bench-all fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint clean
 
 all: build
 
@@ -28,7 +28,7 @@ build: setup
 venv: setup
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q '.[test,bench,ray]'
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q '.[test,bench,ray,miniwob]'
 
 lint: venv
 	@out=$$($(GOFMT) -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -93,6 +93,9 @@ bench-ui: build
 # peer: the same episodes through BrowserGym and WebServ.
 bench-peer: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/peer_bench.py
+# miniwob: MiniWoB++ through BrowserGym and WebServ: goals, rewards, steps/s and CPU per step at N=1 and 8.
+bench-miniwob: build venv
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/miniwob_bench.py
 # settle: observation correctness of three settle strategies on SPA cases.
 bench-settle: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/settle_bench.py
@@ -110,7 +113,7 @@ bench-vec: build venv
 bench-ray: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/ray_bench.py --rounds 6
 
-bench-all: bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-settle bench-trace bench-protocol bench-rl bench-ray
+bench-all: bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-protocol bench-rl bench-ray
 
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s

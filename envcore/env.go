@@ -219,6 +219,27 @@ type Cookie struct {
 // ResetWithCookies is Reset with cookies set in the fresh context before
 // the start page loads (a task that starts signed in).
 func (e *Env) ResetWithCookies(ctx context.Context, startURL string, cookies []Cookie) (Observation, StepInfo, error) {
+	return e.ResetWith(ctx, startURL, ResetOptions{Cookies: cookies})
+}
+
+// ResetOptions say how an episode's start page is prepared.
+type ResetOptions struct {
+	// Cookies are set in the fresh context before the start page loads.
+	Cookies []Cookie
+	// Start is a JavaScript expression run in the start page once it has
+	// loaded and settled, before the first observation: a task's own
+	// episode start (MiniWoB's seeded start). A promise is awaited; the
+	// work it causes is settled like an action's. A script that throws
+	// fails the reset.
+	Start string
+	// StartResult, when not nil, receives the Start expression's value
+	// (decoded from JSON, as Evaluate does).
+	StartResult any
+}
+
+// ResetWith is Reset with the options o.
+func (e *Env) ResetWith(ctx context.Context, startURL string, o ResetOptions) (Observation, StepInfo, error) {
+	cookies := o.Cookies
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer e.b.working()()
@@ -257,7 +278,25 @@ func (e *Env) ResetWithCookies(ctx context.Context, startURL string, cookies []C
 		}
 	}
 	info.Action = time.Since(start)
-	return e.finishStep(ctx, info, start, "", e.cfg.Observe)
+	if o.Start == "" || info.ActionError != "" {
+		return e.finishStep(ctx, info, start, "", e.cfg.Observe)
+	}
+	// The page's own start runs in the loaded page, as an action would:
+	// settle what loading caused, run it, and settle what it caused.
+	if _, err := e.settle(ctx, e.act, start, time.Now()); err != nil {
+		var nse *NotSettledError
+		if !errors.As(err, &nse) {
+			return Observation{}, info, err
+		}
+	}
+	begun := time.Now()
+	e.act++
+	t.beginAction(ctx, e.act, true)
+	if err := t.evalAwait(ctx, o.Start, o.StartResult); err != nil {
+		return Observation{}, info, fmt.Errorf("start the episode in %s: %w", startURL, err)
+	}
+	info.Action = time.Since(begun)
+	return e.finishStep(ctx, info, begun, "", e.cfg.Observe)
 }
 
 // Step executes one action, waits for the page to settle and returns the

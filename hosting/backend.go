@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// Backend runs site instances: the local process backend (Local) and the
-// Incus backend (package incusmgr) implement it.
+// Backend runs site instances: the local process backend (Local), the
+// static file backend (Static) and the Incus backend (package incusmgr)
+// implement it.
 type Backend interface {
-	// Name is "local" or "incus".
+	// Name is "local", "static" or "incus".
 	Name() string
 	// Start returns a ready instance of site in the site's base state.
 	Start(ctx context.Context, site *Site) (Instance, error)

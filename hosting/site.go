@@ -34,6 +34,9 @@ type Site struct {
 	Local *LocalRun `json:"local,omitempty"`
 	// Incus runs the site in a container cloned from an image.
 	Incus *IncusRun `json:"incus,omitempty"`
+	// Static serves a directory of files (pages whose state is all in the
+	// browser).
+	Static *StaticRun `json:"static,omitempty"`
 	// Port is the TCP port the site listens on inside its container (Incus)
 	// or the default when the command does not take {port} (local).
 	Port int `json:"port,omitempty"`
@@ -147,8 +150,17 @@ func (s *Site) Validate() error {
 	if !siteName.MatchString(s.Name) {
 		return fmt.Errorf("site name %q: use 1-41 lowercase letters, digits, - and _", s.Name)
 	}
-	if (s.Local == nil) == (s.Incus == nil) {
-		return fmt.Errorf("site %s: give exactly one of local (a command) or incus (an image)", s.Name)
+	kinds := 0
+	for _, set := range []bool{s.Local != nil, s.Incus != nil, s.Static != nil} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return fmt.Errorf("site %s: give exactly one of local (a command), incus (an image) or static (a directory)", s.Name)
+	}
+	if s.Static != nil && s.Static.Dir == "" {
+		return fmt.Errorf("site %s: static.dir is empty", s.Name)
 	}
 	if s.Local != nil && len(s.Local.Command) == 0 {
 		return fmt.Errorf("site %s: local.command is empty", s.Name)
@@ -187,10 +199,14 @@ func (s *Site) Validate() error {
 	return nil
 }
 
-// Backend names the backend the site runs on: "local" or "incus".
+// Backend names the backend the site runs on: "local", "incus" or
+// "static".
 func (s *Site) Backend() string {
 	if s.Incus != nil {
 		return "incus"
+	}
+	if s.Static != nil {
+		return "static"
 	}
 	return "local"
 }

@@ -13,6 +13,8 @@ type EndReason string
 // The ways an episode ends.
 const (
 	EndAgent          EndReason = "agent"           // stop, send_msg_to_user or report_infeasible
+	EndTask           EndReason = "task"            // the task's page said the episode is done (MiniWoB)
+	EndTaskTimeLimit  EndReason = "task_time_limit" // the task's own time limit ran out (MiniWoB's page timer)
 	EndModel          EndReason = "model"           // a dream's world model said the task ended
 	EndMaxSteps       EndReason = "max_steps"       // make's max_steps
 	EndEpisodeTimeout EndReason = "episode_timeout" // make's episode_timeout_ms
@@ -35,6 +37,8 @@ type endInfo struct {
 // endTable is every way an episode ends.
 var endTable = []endInfo{
 	{EndAgent, true, "the change in the grade (the grade itself when graded only at the end)", FaultAgent, "the agent ended the task: `stop`, `send_msg_to_user`, `report_infeasible`"},
+	{EndTask, true, "as `agent`: the change in the task's grade", FaultAgent, "the task's page said the episode is done (MiniWoB++: docs/tasks.md)"},
+	{EndTaskTimeLimit, false, "as `agent`", FaultAgent, "the task's own time limit ran out (MiniWoB++'s page timer)"},
 	{EndModel, true, "as `agent`, from the dream's grader or judge", FaultAgent, "a dream's world model said the task ended"},
 	{EndMaxSteps, false, "the change in the grade (0 when the task is graded only at the end)", FaultAgent, "the episode reached make's `max_steps`"},
 	{EndEpisodeTimeout, false, "as `max_steps`", FaultAgent, "the episode ran past make's `episode_timeout_ms`"},

@@ -99,8 +99,8 @@ func (s *Server) notify(f func(Observer)) {
 // whose start page is known beforehand begins first and is prepared on its
 // worker right after (group.go).
 func (s *Server) start(ctx context.Context, x *session, cause string, inst Instance, ep Episode,
-	load func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error)) (*EpisodeReply, error) {
-	obs, info, e := s.prepare(ctx, x, inst, ep, load)
+	load loader) (*EpisodeReply, error) {
+	obs, info, e := s.prepare(ctx, x, inst, &ep, load)
 	if e != nil {
 		return nil, e
 	}
@@ -118,14 +118,17 @@ func (x *session) reply(ep Episode, obs envcore.Observation, info envcore.StepIn
 	}
 }
 
-// prepare binds inst to the environment and loads the browser side (load:
-// a reset to the start page or a rebuild of captured browser state).
-func (s *Server) prepare(ctx context.Context, x *session, inst Instance, ep Episode,
-	load func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error)) (envcore.Observation, envcore.StepInfo, error) {
+// loader loads an episode's browser side: a reset to the start page
+// (which may set the episode's goal from its page) or a rebuild of
+// captured browser state.
+type loader func(ctx context.Context, ep *Episode) (envcore.Observation, envcore.StepInfo, error)
+
+// prepare binds inst to the environment and loads the browser side.
+func (s *Server) prepare(ctx context.Context, x *session, inst Instance, ep *Episode, load loader) (envcore.Observation, envcore.StepInfo, error) {
 	s.bind(x, inst)
 	x.net.NewEpisode()
-	s.traceEpisode(x, ep)
-	obs, info, err := load(ctx)
+	s.traceEpisode(x, *ep)
+	obs, info, err := load(ctx, ep)
 	if err != nil {
 		return obs, info, err
 	}
@@ -136,16 +139,30 @@ func (s *Server) prepare(ctx context.Context, x *session, inst Instance, ep Epis
 }
 
 // resetTo is start's load for a fresh start: the episode's start page, with
-// its cookies.
-func (x *session) resetTo(ep Episode) func(context.Context) (envcore.Observation, envcore.StepInfo, error) {
-	return func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error) {
-		return x.env.ResetWithCookies(ctx, ep.StartURL, ep.Cookies)
+// its cookies, and its start script, whose string value (when not empty)
+// is the episode's goal.
+func (x *session) resetTo() loader {
+	return func(ctx context.Context, ep *Episode) (envcore.Observation, envcore.StepInfo, error) {
+		var goal any
+		obs, info, err := x.env.ResetWith(ctx, ep.StartURL, envcore.ResetOptions{Cookies: ep.Cookies, Start: ep.Start, StartResult: &goal})
+		if g, ok := goal.(string); ok && g != "" && err == nil {
+			ep.Goal = g
+		}
+		return obs, info, err
 	}
 }
 
 // rebuild is start's load for a captured state.
-func (x *session) rebuild(st envcore.BrowserState) func(context.Context) (envcore.Observation, envcore.StepInfo, error) {
-	return func(ctx context.Context) (envcore.Observation, envcore.StepInfo, error) {
+//
+// An episode whose page runs its own episode (Episode.Start: MiniWoB)
+// keeps its instance in the page's JavaScript, which no captured state
+// carries: it starts again from its start page and start script, the same
+// seed giving the same instance.
+func (x *session) rebuild(st envcore.BrowserState) loader {
+	return func(ctx context.Context, ep *Episode) (envcore.Observation, envcore.StepInfo, error) {
+		if ep.Start != "" {
+			return x.resetTo()(ctx, ep)
+		}
 		return x.env.RestoreState(ctx, st)
 	}
 }

@@ -141,6 +141,11 @@ type Episode struct {
 	Evaluate func(ctx context.Context, env *envcore.Env, hc *http.Client, in hosting.Execer, info envcore.StepInfo, everyStep bool, trace *netroute.Recorder) (*tasks.Result, error)
 	// Trace asks for the episode's network trace (HAR), for Evaluate.
 	Trace bool
+	// Start is JavaScript run in the start page once it has loaded, before
+	// the first observation (envcore.ResetOptions.Start): the start of a
+	// task whose page runs its own episodes (MiniWoB). Its value, when a
+	// non-empty string, is the episode's goal.
+	Start string
 }
 
 // OpenFactory serves the "open" site: any http(s) URL, no hosting, reward 0

@@ -240,7 +240,7 @@ func (s *Server) forkMember(ctx context.Context, x *session, g *group, src Snaps
 	if old := x.inst; old != nil {
 		go s.closeInstance(old, "a group member's own instance")
 	}
-	return s.prepare(ctx, x, forks[0], g.episode, x.rebuild(g.state))
+	return s.prepare(ctx, x, forks[0], &g.episode, x.rebuild(g.state))
 }
 
 // closeInstance closes an instance the server no longer needs.

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/tasks"
 )
 
 // observeNothing asks for no optional observation parts.
@@ -96,6 +97,7 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	var scores map[string]float64
 	var grading any
 	var grade *float64
+	var taskEnd *tasks.Result // the task's own word on the episode's end, and its info
 	if ev := x.episode.Evaluate; ev != nil && x.down != nil {
 		// The site instance died: the browser shows an error page, and a
 		// grade of it would score the infrastructure's failure.
@@ -111,11 +113,11 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 			// The reward is the change in the grade since the last one, so
 			// that an episode's rewards add up to its final grade.
 			g := res.Reward
-			reward, scores, grading, grade = g-x.grade, res.Scores, res.Grading, &g
+			reward, scores, grading, grade, taskEnd = g-x.grade, res.Scores, res.Grading, &g, res
 			x.grade = g
 		}
 	}
-	end := endOf(x, info)
+	end := endOf(x, info, taskEnd)
 	terminated, truncated := endFlags(end)
 	switch {
 	case terminated:
@@ -141,6 +143,11 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	if grading != nil {
 		wi["grading"] = grading
 	}
+	if taskEnd != nil {
+		for k, v := range taskEnd.Info {
+			wi[k] = v
+		}
+	}
 	if review != nil {
 		wi["review"] = review
 	}
@@ -158,12 +165,17 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 }
 
 // endOf is why this step ended the episode ("" if it did not): the
-// agent's ending of the task, else the first limit it reached.
-func endOf(x *session, info envcore.StepInfo) EndReason {
+// agent's ending of the task, else the task's own (res: a page that runs
+// its own episodes, like MiniWoB's), else the first limit it reached.
+func endOf(x *session, info envcore.StepInfo, res *tasks.Result) EndReason {
 	l := x.limits
 	switch {
 	case info.Terminated:
 		return EndAgent
+	case res != nil && res.TimeLimit:
+		return EndTaskTimeLimit
+	case res != nil && res.Done:
+		return EndTask
 	case l.maxSteps > 0 && x.steps >= l.maxSteps:
 		return EndMaxSteps
 	case l.timeLimit > 0 && time.Since(x.started) >= l.timeLimit:

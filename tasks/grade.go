@@ -38,6 +38,15 @@ type Result struct {
 	// Grading, when set, is what re-grades the episode offline (info.grading
 	// in the step reply and the trajectory): WebArena-Verified's request.
 	Grading any `json:"grading,omitempty"`
+	// Done says the task itself ended the episode (a page that runs its own
+	// episodes, like MiniWoB's, said it is done): the step is terminated.
+	Done bool `json:"done,omitempty"`
+	// TimeLimit says the task's own time limit ended the episode (MiniWoB's
+	// page timer): the step is truncated, not terminated.
+	TimeLimit bool `json:"time_limit,omitempty"`
+	// Info is added to the step's info under its keys (what the task
+	// reports beside the reward, like MiniWoB's raw reward).
+	Info map[string]any `json:"info,omitempty"`
 }
 
 // Grade scores a task after the agent stopped with answer. sites maps each

@@ -40,6 +40,8 @@ func (h *hostingFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebArena.AuthDir, "webarena-auth", "", "directory of WebArena's storage states (<site>_state.json) for tasks that start signed in")
 	fs.StringVar(&o.JudgeURL, "judge-url", os.Getenv("WEBSERV_JUDGE_URL"), "OpenAI-compatible endpoint for fuzzy_match grading, like http://127.0.0.1:8000/v1 ($WEBSERV_JUDGE_URL)")
 	fs.StringVar(&o.VerifiedPython, "verified-python", defaultVerifiedPython(), "a Python with webarena-verified==1.2.3 and the webserv package, which grades WebArena-Verified tasks beside the server (default $WEBSERV_PYTHON, else the repository's .venv; empty: no Verified task sets)")
+	fs.StringVar(&o.MiniWoB, "miniwob", os.Getenv("WEBSERV_MINIWOB"), "the miniwob package's html directory, served as the site miniwob with MiniWoB++'s tasks (default $WEBSERV_MINIWOB, else where the Python of --verified-python's default has the package installed: pip install miniwob==1.1.0)")
+	fs.BoolVar(&o.NoMiniWoB, "no-miniwob", false, "do not serve MiniWoB++'s tasks (site miniwob)")
 	fs.StringVar(&o.JudgeModel, "judge-model", envOr("WEBSERV_JUDGE_MODEL", "gpt-4-1106-preview"), "the judge's model ($WEBSERV_JUDGE_MODEL)")
 }
 
@@ -82,6 +84,9 @@ func (h *hostingFlags) incusFlags(fs *flag.FlagSet) {
 func (h *hostingFlags) open(ctx context.Context, log *zap.Logger) (*catalog.Catalog, error) {
 	o := h.opts
 	o.JudgeKey = os.Getenv("WEBSERV_JUDGE_KEY")
+	if o.MiniWoB == "" {
+		o.MiniWoBPython = defaultVerifiedPython()
+	}
 	if !o.NoBundled && o.Bundled.IncusImage == "" {
 		exe, err := os.Executable()
 		if err != nil {

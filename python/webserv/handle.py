@@ -71,7 +71,9 @@ class AsyncEnv:
         As gymnasium defines it: ``options`` apply to this episode only (a task given once is
         not pinned), ``seed`` seeds the environment's task sampler, and each later reset without
         a seed draws the next task of that sequence: the same seed gives the same tasks in any
-        process, on any server with the same task list.
+        process, on any server with the same task list. The seed itself goes to the server for
+        this episode (a MiniWoB++ page seeds its instance from it as BrowserGym does); the later
+        resets' seeds are drawn from it, 0 to 2**32-1 (the range NumPy's seeding takes).
         """
         options = dict(options or {})
         if "task_id" in options:  # BrowserGym's spelling
@@ -79,8 +81,9 @@ class AsyncEnv:
         args: dict[str, Any] = {"options": options}
         if seed is not None:
             self._sampler = random.Random(seed)
-        if self._sampler is not None:
-            args["seed"] = self._sampler.getrandbits(62)
+            args["seed"] = seed
+        elif self._sampler is not None:
+            args["seed"] = self._sampler.getrandbits(32)
         if self.id is None:
             observe = {"axtree": self._axtree, **self.make_args.get("observe", {})}
             make: dict[str, Any] = {**self.make_args, "observe": observe, "site": self.site, **args}

@@ -13,6 +13,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from . import miniwob
 from .errors import ServerUnavailable
 
 _LISTENING = re.compile(r"listening on http://(\S+)")
@@ -125,8 +126,12 @@ class LocalServer:
     ):
         self.log = tempfile.NamedTemporaryFile(prefix="webserv-", suffix=".log", delete=False)
         cmd = [binary, "serve", "--listen", listen, *(args or [])]
+        env = os.environ.copy()
+        if not env.get(miniwob.ENV_VAR) and (pages := miniwob.html_dir()):
+            env[miniwob.ENV_VAR] = pages  # the MiniWoB++ pages this interpreter has installed
         self.proc = subprocess.Popen(
             cmd,
+            env=env,
             stdout=subprocess.PIPE,
             stderr=self.log,
             stdin=subprocess.DEVNULL,

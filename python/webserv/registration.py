@@ -9,7 +9,10 @@ At import (no server is asked; this module imports nothing but gymnasium):
   start={"episode": path, "step": 0}, max_dream_steps=5)``; docs/dream.md);
 - ``webserv/<task>`` for each task of the bundled shop's task sets
   (``webserv/shopping.17``), listed from ``sites/shop/tasks/*.json`` when the
-  wheel was built (the server binary embeds the same files).
+  wheel was built (the server binary embeds the same files);
+- ``webserv/miniwob`` (MiniWoB++'s tasks, sampled) and ``webserv/miniwob.<task>``
+  for each task page of the installed ``miniwob`` package (``webserv/miniwob.click-test``;
+  none when it is not installed: ``pip install 'webserv[miniwob]'``).
 
 From a server, when any ``AsyncClient`` (so any environment) first connects
 to it, or on ``webserv.register_from_server()``: ``webserv/<site>`` for each
@@ -30,11 +33,12 @@ from typing import Any
 
 import gymnasium as gym
 
+from . import miniwob
 from .client import add_offer_listener
 from .sync import Loop
 
 #: Sites with a static id: those of a stock ``webserv serve``.
-STATIC_SITES = ("open", "shopping", "cms", "gitlab", "dream")
+STATIC_SITES = ("open", "shopping", "cms", "gitlab", "dream", "miniwob")
 
 ENTRY_POINT = "webserv.env:WebEnv"
 VECTOR_ENTRY_POINT = "webserv.vector:WebVectorEnv"
@@ -62,6 +66,8 @@ def register_envs() -> None:
     for site, ids in bundled_tasks().items():
         for task in ids:
             _register(gym_id(task), {"site": site, "task": task})
+    for name in miniwob.task_names():
+        _register(gym_id("miniwob." + name), {"site": "miniwob", "task": "miniwob." + name})
 
 
 def register_offer(sites: Iterable[Mapping[str, Any]], tasks: Iterable[Mapping[str, Any]]) -> list[str]:

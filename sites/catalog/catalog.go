@@ -86,7 +86,7 @@ func (c *Catalog) Sites() []server.SiteInfo {
 func (c *Catalog) taskCount(site string) int {
 	n := 0
 	if st := c.tasks[site]; st != nil {
-		n = len(st.Set.Tasks)
+		n = st.count()
 	}
 	return n + len(c.listedSets(site))
 }
@@ -159,7 +159,7 @@ func (c *Catalog) Make(ctx context.Context, spec server.MakeSpec) (server.Instan
 		if st == nil {
 			return nil, server.BadRequest(fmt.Errorf("site %s has no tasks", spec.Site))
 		}
-		if _, err := st.pick(spec.Site, spec.Task, nil); err != nil {
+		if err := st.check(spec.Site, spec.Task); err != nil {
 			return nil, server.BadRequest(err) // an unknown task fails before an instance starts
 		}
 	}
@@ -240,11 +240,12 @@ func (c *Catalog) Close() {
 // TaskSet returns the site's own task set (nil when it has none).
 func (c *Catalog) TaskSet(site string) *TaskSet { return c.tasks[site] }
 
-// SitesWithTasks lists the defined sites that have a task set, in order.
+// SitesWithTasks lists the defined sites that have a task set with
+// oracles to replay (not MiniWoB's pages), in order.
 func (c *Catalog) SitesWithTasks() []string {
 	var out []string
 	for _, name := range c.order {
-		if c.tasks[name] != nil {
+		if st := c.tasks[name]; st != nil && st.MiniWoB == nil {
 			out = append(out, name)
 		}
 	}
@@ -260,6 +261,9 @@ func (c *Catalog) TaskScripts(sites []string) ([]server.TaskScripts, error) {
 		st := c.tasks[site]
 		if st == nil {
 			return nil, fmt.Errorf("site %s has no tasks", site)
+		}
+		if st.MiniWoB != nil {
+			return nil, fmt.Errorf("site %s's tasks are MiniWoB's pages, which grade themselves and have no oracle to replay (python/tests/test_miniwob.py plays scripted solutions)", site)
 		}
 		origins := map[string]string{}
 		if def := c.sites[site]; def != nil {

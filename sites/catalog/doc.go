@@ -9,7 +9,7 @@
 // A site is a hosting.Site definition: a name, a canonical origin (the
 // URL the agent sees, whatever port its instance really has), a backend
 // that runs it (local processes or an Incus container) and a readiness
-// probe. Three sources give a catalogue its sites:
+// probe. Four sources give a catalogue its sites:
 //
 //   - Site definitions of one's own, YAML or JSON files in a directory
 //     (Options.SitesDir; docs/sites.md). A definition's tasks: files are
@@ -31,6 +31,10 @@
 //     one environment with an instance of each site. With a Verified
 //     grader, WebArena-Verified's tasks and its Hard subset are further
 //     task sets (task_set "webarena-verified", ids verified.<site>.<id>).
+//   - MiniWoB++'s task pages (package miniwob), where the miniwob Python
+//     package is installed: the static site miniwob, whose task set
+//     (TaskSet.MiniWoB) starts each episode in the page with the reset's
+//     seed and takes the page's own reward and done flag.
 //
 // Open builds all of this from Options (webserv serve's hosting flags) and
 // opens the backends; Close frees them:

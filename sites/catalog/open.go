@@ -10,6 +10,7 @@ import (
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/sites/bundled"
+	"github.com/webserv-rl/webserv/sites/miniwob"
 	"github.com/webserv-rl/webserv/tasks"
 )
 
@@ -42,6 +43,13 @@ type Options struct {
 	// webserv package, which grades WebArena-Verified tasks beside the
 	// server; empty: no Verified task sets.
 	VerifiedPython string
+	// MiniWoB is the miniwob package's html directory, served as the site
+	// miniwob with MiniWoB++'s tasks; empty: found by asking MiniWoBPython
+	// where the package is installed, and without either the site is
+	// listed as unavailable with how to install it.
+	MiniWoB, MiniWoBPython string
+	// NoMiniWoB leaves the miniwob site out.
+	NoMiniWoB bool
 }
 
 // Open makes the catalogue o describes: it loads the site definitions,
@@ -123,6 +131,17 @@ func Open(ctx context.Context, log *zap.Logger, o Options) (*Catalog, error) {
 			}
 		}
 	}
+	var miniwobWhy string
+	if !o.NoMiniWoB && !hasSite(sites, miniwob.SiteName) {
+		site, st, err := miniwobSite(ctx, o)
+		if err != nil {
+			miniwobWhy = err.Error()
+			log.Info("no MiniWoB++ site", zap.Error(err))
+		} else {
+			sites = append(sites, site)
+			sets[site.Name] = st
+		}
+	}
 	// A definition's own tasks (its tasks: files) are its site's task set.
 	for _, s := range sites {
 		if len(s.Tasks) == 0 {
@@ -143,7 +162,7 @@ func Open(ctx context.Context, log *zap.Logger, o Options) (*Catalog, error) {
 		closeVerified()
 		return nil, err
 	}
-	backends := []hosting.Backend{local}
+	backends := []hosting.Backend{local, hosting.NewStatic(log.Named("static"))}
 	missing := map[string]string{}
 	needIncus := false
 	for _, s := range sites {
@@ -185,6 +204,9 @@ func Open(ctx context.Context, log *zap.Logger, o Options) (*Catalog, error) {
 			f.AddTaskSet(name, st)
 		}
 	}
+	if miniwobWhy != "" {
+		f.SetUnavailable(miniwob.SiteName, miniwobWhy)
+	}
 	if !hasSite(sites, "gitlab") {
 		f.SetUnavailable("gitlab", "no GitLab image has been imported and there is no bundled forge yet; import WebArena's GitLab image with `webserv image import --alias webarena-gitlab gitlab-populated-final-port8023.tar` and give a site definition for it (docs/sites.md)")
 	}
@@ -206,4 +228,26 @@ func verifiedGrader(ctx context.Context, log *zap.Logger, python string) *tasks.
 	}
 	log.Info("WebArena-Verified grader ready", zap.String("version", g.Hello().Version), zap.String("dataset", g.Hello().Full))
 	return g
+}
+
+// miniwobSite is MiniWoB++'s site and task set from the package's html
+// directory: o.MiniWoB, else where o.MiniWoBPython has the package.
+func miniwobSite(ctx context.Context, o Options) (*hosting.Site, *TaskSet, error) {
+	dir := o.MiniWoB
+	if dir == "" {
+		var err error
+		if dir, err = miniwob.FindDir(ctx, o.MiniWoBPython); err != nil {
+			return nil, nil, fmt.Errorf("%w; %s", err, miniwob.Install)
+		}
+	}
+	pages, err := miniwob.Load(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pages.Site(), MiniWoBTaskSet(pages), nil
+}
+
+// MiniWoBTaskSet is the task set of MiniWoB++'s pages.
+func MiniWoBTaskSet(p *miniwob.Pages) *TaskSet {
+	return &TaskSet{Set: &tasks.Set{ByID: map[int]*tasks.Task{}}, Name: miniwob.TaskSetName, Variant: miniwob.TaskSetName, Roles: []string{miniwob.SiteName}, MiniWoB: p}
 }

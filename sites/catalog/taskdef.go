@@ -23,6 +23,9 @@ func (c *Catalog) TaskDef(task string) (*tasks.Task, *tasks.Grader, error) {
 	if st == nil {
 		return nil, nil, fmt.Errorf("site %s has no tasks", site)
 	}
+	if st.MiniWoB != nil {
+		return nil, nil, fmt.Errorf("task %s is a MiniWoB page, graded by the page itself, which needs the episode's live page", task)
+	}
 	t, err := st.pick(site, task, nil)
 	if err != nil {
 		return nil, nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/sites/miniwob"
 	"github.com/webserv-rl/webserv/tasks"
 )
 
@@ -54,6 +55,36 @@ type TaskSet struct {
 	// Unlisted keeps the set out of the tasks op (a subset of another
 	// listed set, like the Verified Hard subset).
 	Unlisted bool
+	// MiniWoB, when set, makes the set MiniWoB++'s task pages (Set is then
+	// empty): each page starts its own episode from the reset's seed and
+	// grades it (package miniwob).
+	MiniWoB *miniwob.Pages
+}
+
+// count is how many tasks the set has.
+func (st *TaskSet) count() int {
+	if st.MiniWoB != nil {
+		return len(st.MiniWoB.Tasks)
+	}
+	return len(st.Set.Tasks)
+}
+
+// check refuses a task id the set does not have.
+func (st *TaskSet) check(site, id string) error {
+	if st.MiniWoB != nil {
+		if _, err := st.MiniWoB.Pick(st.miniwobName(site, id), nil); err != nil {
+			return server.BadRequest(err)
+		}
+		return nil
+	}
+	_, err := st.pick(site, id, nil)
+	return err
+}
+
+// miniwobName is a MiniWoB task's page name in a task id ("click-test" or
+// "miniwob.click-test").
+func (st *TaskSet) miniwobName(site, id string) string {
+	return strings.TrimPrefix(id, site+".")
 }
 
 // ids lists the task ids in order.
@@ -107,6 +138,14 @@ func (st *TaskSet) roleOrigins(origin string) map[string]string {
 }
 
 func (st *TaskSet) infos(site string) []server.TaskInfo {
+	if st.MiniWoB != nil {
+		out := make([]server.TaskInfo, 0, len(st.MiniWoB.Tasks))
+		for _, name := range st.MiniWoB.Tasks {
+			// The goal is the page's, drawn from the reset's seed.
+			out = append(out, server.TaskInfo{ID: site + "." + name, Site: site, StartURL: miniwob.URL(miniwob.Origin, name), Category: "miniwob"})
+		}
+		return out
+	}
 	out := make([]server.TaskInfo, 0, len(st.Set.Tasks))
 	for _, id := range st.ids() {
 		t := st.Set.ByID[id]
@@ -123,6 +162,13 @@ func (st *TaskSet) episode(ctx context.Context, site string, origins map[string]
 	id := opts.Task
 	if id == "" {
 		id = task
+	}
+	if st.MiniWoB != nil {
+		name, err := st.MiniWoB.Pick(st.miniwobName(site, id), opts.Seed)
+		if err != nil {
+			return server.Episode{}, server.BadRequest(err)
+		}
+		return miniwob.Episode(origins[st.Roles[0]], name, opts.Seed)
 	}
 	t, err := st.pick(site, id, opts.Seed)
 	if err != nil {
