@@ -8,14 +8,20 @@ import (
 )
 
 // StartChromium starts Chromium as Launch does, for benchmarks that drive
-// it themselves (a mode Launch does not offer): its DevTools URL, its
-// process id, and what stops it and removes its directories.
-func StartChromium(ctx context.Context, opts BrowserOptions) (controlURL string, pid int, stop func(), err error) {
-	p, u, err := launchProcess(ctx, zap.NewNop(), ChromiumBin(opts), opts)
+// it themselves (a mode Launch does not offer): a rod connection to it
+// over its DevTools pipe, its process id, and what stops it and removes
+// its directories.
+func StartChromium(ctx context.Context, opts BrowserOptions) (rb *rod.Browser, pid int, stop func(), err error) {
+	p, err := launchProcess(ctx, zap.NewNop(), ChromiumBin(opts), opts)
 	if err != nil {
-		return "", 0, nil, err
+		return nil, 0, nil, err
 	}
-	return u, p.pid, func() { _ = p.stop(0) }, nil
+	rb, err = connect(ctx, ctx, p)
+	if err != nil {
+		_ = p.stop(0)
+		return nil, 0, nil, err
+	}
+	return rb, p.pid, func() { _ = p.stop(0) }, nil
 }
 
 // BrowserRod is b's rod connection, for benchmarks that read Chromium
@@ -37,3 +43,7 @@ func AccountFor(name string, euid int) (uid int, err error) {
 	}
 	return int(a.uid), nil
 }
+
+// BrowserMainPID is the pid of b's Chromium browser process itself (not
+// its wrapper script or guard).
+func BrowserMainPID(b *Browser) int { return b.mainPID }

@@ -80,7 +80,7 @@ func (b *Browser) waitQuiet() {
 func (b *Browser) warmOne() (*warmContext, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	h := b.NewEnv(Config{})
+	h := b.newHolder()
 	id, _, err := b.newContext(ctx, h)
 	if err != nil {
 		return nil, err
@@ -135,13 +135,19 @@ func (b *Browser) takeWarm(e *Env) (*tab, bool) {
 	return t, true
 }
 
-// freshContext gives e a new browser context with one blank tab: a warm
-// one when the pool has it, else a new one.
+// freshContext gives e a new browser context with one blank tab, in the
+// browser its placer gives it (its own while that lives): a warm one when
+// that browser's pool has it, else a new one.
 func (e *Env) freshContext(ctx context.Context) (*tab, error) {
-	if t, ok := e.b.takeWarm(e); ok {
+	b, err := e.src.place(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	e.moveTo(b)
+	if t, ok := b.takeWarm(e); ok {
 		return t, nil
 	}
-	id, p, err := e.b.newContext(ctx, e)
+	id, p, err := b.newContext(ctx, e)
 	if err != nil {
 		return nil, err
 	}
