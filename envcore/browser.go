@@ -199,12 +199,22 @@ func launch(ctx context.Context, log *zap.Logger, opts BrowserOptions, supervise
 func connect(ctx, life context.Context, proc *chromiumProcess) (*rod.Browser, error) {
 	client := cdp.New().Start(proc.conn)
 	rb := rod.New().Client(client).Context(life)
-	if err := rb.Connect(); err != nil {
-		return nil, fmt.Errorf("connect to chromium: %w", err)
+	err := rb.Connect()
+	if err == nil {
+		_, err = proto.BrowserGetVersion{}.Call(rb.Context(ctx))
 	}
-	_, err := proto.BrowserGetVersion{}.Call(rb.Context(ctx))
 	if err == nil {
 		return rb, nil
+	}
+	// A pipe that broke means the browser is ending: say what it printed.
+	select {
+	case <-proc.exit:
+	case <-proc.conn.closed:
+		select {
+		case <-proc.exit:
+		case <-time.After(5 * time.Second):
+		}
+	default:
 	}
 	select {
 	case <-proc.exit:
@@ -261,6 +271,10 @@ func newLauncher(ctx context.Context, bin string, opts BrowserOptions) *launcher
 	// the like); here only opts.NoSandbox (or a no-sandbox switch in the
 	// flags below) does.
 	l.Delete(flags.NoSandbox)
+	// DevTools on a pipe (fds 3 and 4), not a TCP port any local process
+	// could connect to (pipe.go).
+	l.Delete(flags.RemoteDebuggingPort)
+	l.Set("remote-debugging-pipe")
 	if opts.NoSandbox {
 		l.Set(flags.NoSandbox)
 	}

@@ -2,6 +2,7 @@ package envcore
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-rod/rod"
 	"go.uber.org/zap"
@@ -47,3 +48,30 @@ func AccountFor(name string, euid int) (uid int, err error) {
 // BrowserMainPID is the pid of b's Chromium browser process itself (not
 // its wrapper script or guard).
 func BrowserMainPID(b *Browser) int { return b.mainPID }
+
+// EnvBrowserPID is the pid of the Chromium browser process e's pages are
+// in.
+func EnvBrowserPID(e *Env) int { return e.br().mainPID }
+
+// PoolReplaced is closed when the pool next puts a new browser process in
+// a slot (a replacement started).
+func PoolReplaced(p *Pool) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
+
+// PoolRootPIDs are the pids at the root of each of the pool's browsers'
+// process trees (the guard's child), for finding every process of them.
+func PoolRootPIDs(p *Pool) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int
+	for _, b := range p.slots {
+		out = append(out, b.proc.pid)
+	}
+	return out
+}
+
+// RestartDelay is the pool's wait before the n-th restart in a row.
+func RestartDelay(n int) time.Duration { return restartDelay(n) }

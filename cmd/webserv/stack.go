@@ -13,9 +13,10 @@ import (
 
 // stack is what every command that hosts environments brings up, in one
 // path: a router whose per-context routes refuse the given addresses, the
-// browser routed through it, and the site catalogue with its backends.
+// browsers (a supervised pool of --browsers processes) routed through it,
+// and the site catalogue with its backends.
 type stack struct {
-	browser *envcore.Browser
+	browser *envcore.Pool
 	factory *catalog.Catalog
 	close   func()
 }
@@ -23,7 +24,7 @@ type stack struct {
 // startStack brings the stack up; close takes it down in reverse order.
 func startStack(ctx context.Context, log *zap.Logger, ef *envFlags, hf *hostingFlags, refuse ...string) (*stack, error) {
 	router := netroute.New(log.Named("route"), netroute.Options{Refuse: refuse})
-	b, err := envcore.Launch(ctx, log.Named("browser"), server.Routed(ef.browserOptions(), router))
+	b, err := envcore.LaunchPool(ctx, log.Named("browser"), server.Routed(ef.browserOptions(), router), ef.browsers)
 	if err != nil {
 		_ = router.Close()
 		return nil, err
