@@ -53,14 +53,6 @@ func BrowserMainPID(b *Browser) int { return b.mainPID }
 // in.
 func EnvBrowserPID(e *Env) int { return e.br().mainPID }
 
-// PoolReplaced is closed when the pool next puts a new browser process in
-// a slot (a replacement started).
-func PoolReplaced(p *Pool) <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.changed
-}
-
 // PoolRootPIDs are the pids at the root of each of the pool's browsers'
 // process trees (the guard's child), for finding every process of them.
 func PoolRootPIDs(p *Pool) []int {

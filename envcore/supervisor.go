@@ -286,6 +286,15 @@ func (p *Pool) supervise(i int) {
 	}
 }
 
+// Replaced is closed when the pool next puts a new browser process in
+// place of one that died (or when it closes): wait on it, then call again
+// for the next.
+func (p *Pool) Replaced() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
+
 // Health is the pool's state.
 func (p *Pool) Health() BrowserHealth {
 	p.mu.Lock()

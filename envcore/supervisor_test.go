@@ -60,7 +60,7 @@ func TestPoolSurvivesAKilledBrowser(t *testing.T) {
 		tree = append(tree, browserTree(t, root)...)
 	}
 
-	replaced := envcore.PoolReplaced(pool)
+	replaced := pool.Replaced()
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
