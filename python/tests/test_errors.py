@@ -63,6 +63,20 @@ def test_every_documented_code_has_a_class_of_its_fault() -> None:
     assert type(e) is webserv.CapacityError and e.retry_after == 2.5 and e.retryable and e.message == "full"
 
 
+def test_a_crashed_browser_is_the_infrastructures_and_a_reset_goes_on() -> None:
+    e = from_reply(
+        {
+            "code": "browser_crashed",
+            "fault": "infrastructure",
+            "message": "the browser process (pid 7) ... died; reset the environment to go on",
+            "retryable": True,
+        }
+    )
+    assert type(e) is webserv.BrowserCrashed and isinstance(e, InfrastructureError) and e.retryable
+    # The step is not sent again (it cannot succeed before a reset); the trainer resets.
+    assert not webserv.RetryPolicy().should_retry("step", e)
+
+
 def test_the_callers_and_the_policys_errors(server: str, pages: str) -> None:
     async def main() -> None:
         async with webserv.AsyncClient(server) as client:
