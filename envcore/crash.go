@@ -1,6 +1,7 @@
 package envcore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -86,4 +87,30 @@ func (e *Env) orCrash(err error) error {
 		return ce
 	}
 	return err
+}
+
+// live is ctx, cancelled also when e's browser dies, so that an operation
+// under way (a settle waiting for the page, a call that will get no
+// answer) ends at once and answers the crash (orCrash). When the browser
+// is already dead, ctx as it is: a Reset or RestoreState moves e to a live
+// one. The caller holds e.mu and calls stop when done.
+func (e *Env) live(ctx context.Context) (_ context.Context, stop func()) {
+	b := e.br()
+	if !b.Alive() {
+		return ctx, func() {}
+	}
+	lctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-b.proc.conn.closed:
+			cancel(ErrBrowserCrashed)
+		case <-lctx.Done():
+		case <-done:
+		}
+	}()
+	return lctx, func() {
+		close(done)
+		cancel(nil)
+	}
 }

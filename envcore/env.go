@@ -258,6 +258,8 @@ func (e *Env) ResetWithCookies(ctx context.Context, startURL string, cookies []C
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer e.br().working()()
+	ctx, stop := e.live(ctx)
+	defer stop()
 	obs, info, err := e.reset(ctx, startURL, cookies)
 	return obs, info, e.orCrash(err)
 }
@@ -319,6 +321,8 @@ func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (O
 	if err := e.usable(); err != nil {
 		return Observation{}, StepInfo{}, err
 	}
+	ctx, stop := e.live(ctx)
+	defer stop()
 	obs, info, err := e.watched(ctx, func(ctx context.Context) (Observation, StepInfo, error) { return e.step(ctx, a, opts) })
 	return obs, info, e.orCrash(err)
 }
@@ -433,6 +437,8 @@ func (e *Env) Observe(ctx context.Context, opts ObserveOptions) (Observation, er
 	if e.ctxID == "" {
 		return Observation{}, ErrNotReset
 	}
+	ctx, stop := e.live(ctx)
+	defer stop()
 	obs, err := e.observeBounded(ctx, opts)
 	return obs, e.orCrash(err)
 }
@@ -587,6 +593,8 @@ func (e *Env) Evaluate(ctx context.Context, expr string, out any) error {
 	if err != nil {
 		return err
 	}
+	ctx, stop := e.live(ctx)
+	defer stop()
 	err = t.evalJSON(ctx, expr, out)
 	if errors.Is(err, errNoInjection) {
 		return fmt.Errorf("evaluate: %w", err)
@@ -604,6 +612,8 @@ func (e *Env) Goto(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
+	ctx, stop := e.live(ctx)
+	defer stop()
 	start := time.Now()
 	e.act++
 	if err := e.navigate(ctx, t, url); err != nil {

@@ -46,6 +46,8 @@ type pageState struct {
 func (e *Env) CaptureState(ctx context.Context) (BrowserState, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	ctx, stop := e.live(ctx)
+	defer stop()
 	st, err := e.captureState(ctx)
 	return st, e.orCrash(err)
 }
@@ -102,6 +104,8 @@ func (e *Env) RestoreState(ctx context.Context, st BrowserState) (Observation, S
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer e.br().working()()
+	ctx, stop := e.live(ctx)
+	defer stop()
 	obs, info, err := e.restoreState(ctx, st)
 	return obs, info, e.orCrash(err)
 }
