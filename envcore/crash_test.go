@@ -2,6 +2,9 @@ package envcore_test
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"syscall"
@@ -78,5 +81,61 @@ func TestKilledRendererLosesOnlyItsEnvironment(t *testing.T) {
 	}
 	if obs, _, err := victim.StepText(ctx, `click("go-to-b")`); err != nil || !strings.HasSuffix(obs.URL, "/b.html") {
 		t.Errorf("the victim's step after its reset: %v (at %q)", err, obs.URL)
+	}
+}
+
+// A step under way when its browser process dies ends at once with the
+// crash, however long it would have waited for the page: here its settle
+// waits for a request the server holds, with a settle timeout longer than
+// the test's context.
+func TestStepUnderWayEndsWhenItsBrowserDies(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	defer close(release)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			arrived <- struct{}{}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		fmt.Fprint(w, `<!doctype html><button onclick="fetch('/hold')">Hold</button>`)
+	}))
+	defer hs.Close()
+	b, err := envcore.Launch(ctx, zap.NewNop(), envcore.BrowserOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	env := b.NewEnv(envcore.Config{IdleWindow: 100 * time.Millisecond, SettleTimeout: 10 * time.Minute, LongRequest: 10 * time.Minute})
+	defer env.Close()
+	if _, _, err := env.Reset(ctx, hs.URL); err != nil {
+		t.Fatal(err)
+	}
+	stepped := make(chan error, 1)
+	go func() {
+		_, _, err := env.StepText(ctx, `click("hold")`)
+		stepped <- err
+	}()
+	select {
+	case <-arrived:
+	case err := <-stepped:
+		t.Fatalf("the step ended before its request reached the server: %v", err)
+	}
+	pid := envcore.BrowserMainPID(b)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stepped:
+		var ce *envcore.BrowserCrashedError
+		if !errors.As(err, &ce) || ce.PID != pid || ce.Supervised {
+			t.Errorf("the step under way: %v; want the crash of pid %d, unsupervised", err, pid)
+		}
+	case <-ctx.Done():
+		t.Fatal("the step under way did not end when its browser died")
 	}
 }
