@@ -151,13 +151,10 @@ func LaunchPool(ctx context.Context, log *zap.Logger, opts BrowserOptions, n int
 		go func() {
 			defer wg.Done()
 			p.slots[i], errs[i] = launch(ctx, log.With(zap.Int("browser", i)), opts, true)
-			if errs[i] != nil {
-				errs[i] = fmt.Errorf("start browser %d of %d: %w", i+1, n, errs[i])
-			}
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := startError(errs); err != nil {
 		stop()
 		for _, b := range p.slots {
 			if b != nil {
@@ -172,6 +169,29 @@ func LaunchPool(ctx context.Context, log *zap.Logger, opts BrowserOptions, n int
 	}
 	log.Info("browser pool started", zap.Int("browsers", n))
 	return p, nil
+}
+
+// startError is the error of a pool whose processes failed to start
+// (errs[i]: process i's), said once when they all failed alike (a missing
+// user, a sandbox that cannot start), else per process.
+func startError(errs []error) error {
+	var failed []error
+	var each []error
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+			each = append(each, fmt.Errorf("start browser %d of %d: %w", i+1, len(errs), err))
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	for _, err := range failed[1:] {
+		if err.Error() != failed[0].Error() {
+			return errors.Join(each...)
+		}
+	}
+	return fmt.Errorf("start browser processes (%d of %d failed): %w", len(failed), len(errs), failed[0])
 }
 
 // NewEnv creates an environment on the live browser with the fewest
