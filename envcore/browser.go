@@ -334,6 +334,7 @@ func (b *Browser) Close() error {
 		cancel()
 	}
 	b.cancel()
+	b.drainPool()
 	err := b.proc.stop(2 * time.Second)
 	select {
 	case <-b.done:

@@ -58,6 +58,22 @@ func (b *Browser) startPool(n int) {
 	}()
 }
 
+// drainPool ends the warm contexts' holders still in the pool, for Close:
+// their watches stop, and their contexts go with the browser.
+func (b *Browser) drainPool() {
+	if b.pool == nil {
+		return
+	}
+	for {
+		select {
+		case w := <-b.pool:
+			w.holder.abandon()
+		default:
+			return
+		}
+	}
+}
+
 // working marks an environment operation in progress until the returned
 // function is called; the pool's refill waits for none to be.
 func (b *Browser) working() func() {
@@ -156,4 +172,15 @@ func (e *Env) freshContext(ctx context.Context) (*tab, error) {
 	e.tabMu.Unlock()
 	e.bindContext(p)
 	return e.openTab(ctx)
+}
+
+// abandon closes a holder without disposing of its context (its browser
+// is closing).
+func (e *Env) abandon() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		e.closed = true
+		close(e.quit)
+	}
 }
