@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import pickle
 import re
+import select
+import signal
 import subprocess
 import sys
 import time
@@ -180,3 +183,41 @@ def test_a_killed_trainer_leaves_no_environment_behind(server: str, pages: str) 
     finally:
         trainer.kill()
         trainer.wait(30)
+
+
+def test_a_killed_browser_process_through_the_client(binary: str, pages: str) -> None:
+    """A server on two browser processes (the default): one is killed with SIGKILL; the client
+    raises BrowserCrashed for the environments on it, a reset brings each back, and the
+    environments on the other step on."""
+    srv = LocalServer(binary, ["--idle", "200ms", "--no-bundled", "--browsers", "2", "--warm-contexts", "0"])
+
+    async def main() -> None:
+        async with webserv.AsyncClient(srv.url) as client:
+            envs = [client.env(start_url=f"{pages}/page?n={i}") for i in range(4)]
+            for env in envs:
+                await env.reset()
+            stats = await client.stats()
+            procs = stats["browsers"]["processes"]
+            assert stats["browser_alive"] and len(procs) == 2 and [p["envs"] for p in procs] == [2, 2], stats
+            victim = procs[0]["pid"]
+            exited = os.pidfd_open(victim)  # readable once the process has ended
+            os.kill(victim, signal.SIGKILL)
+            select.select([exited], [], [])
+            os.close(exited)
+            lost = []
+            for env in envs:
+                try:
+                    await env.step("noop()")
+                except webserv.BrowserCrashed as e:
+                    assert e.retryable and e.fault == "infrastructure" and str(victim) in e.message
+                    lost.append(env)
+            assert len(lost) == 2
+            for env in lost:
+                await env.reset()
+                await env.step("noop()")
+            assert (await client.stats())["browsers"]["crashes"] == 1
+
+    try:
+        asyncio.run(main())
+    finally:
+        srv.stop()
