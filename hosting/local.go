@@ -97,6 +97,16 @@ type localInstance struct {
 	mu   sync.Mutex // serializes the instance's operations
 	cmd  *exec.Cmd
 	done chan struct{}
+
+	watch atomic.Pointer[exitWatch] // the running process's
+	died  atomic.Pointer[error]     // how the running process ended by itself (health.go)
+}
+
+// exitWatch is one run of the site's process: stopping is set before the
+// instance ends it, so only an exit nobody asked for counts as a death.
+type exitWatch struct {
+	pid      int
+	stopping atomic.Bool
 }
 
 func (in *localInstance) ID() string { return in.id }
@@ -196,8 +206,19 @@ func (in *localInstance) runOn(ctx context.Context, port int) error {
 		return fmt.Errorf("start site %s (%s): %w", in.site.Name, args[0], err)
 	}
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	w := &exitWatch{pid: cmd.Process.Pid}
+	in.died.Store(nil)
+	go func() {
+		_ = cmd.Wait()
+		if !w.stopping.Load() {
+			err := fmt.Errorf("%w: instance %s: the site's process (pid %d) exited (%s)", ErrDown, in.id, w.pid, cmd.ProcessState)
+			in.died.Store(&err)
+			in.l.log.Warn("site process exited by itself", zap.String("instance", in.id), zap.Int("pid", w.pid), zap.Stringer("state", cmd.ProcessState))
+		}
+		close(done)
+	}()
 	in.cmd, in.done = cmd, done
+	in.watch.Store(w)
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -250,8 +271,12 @@ func (in *localInstance) kill() {
 	if in.cmd == nil || in.cmd.Process == nil {
 		return
 	}
+	if w := in.watch.Load(); w != nil {
+		w.stopping.Store(true)
+	}
 	pgid := in.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	_ = syscall.Kill(-pgid, syscall.SIGCONT) // a stopped (hung) site takes its SIGTERM now
 	select {
 	case <-in.done:
 	case <-time.After(5 * time.Second):
@@ -405,4 +430,34 @@ func tail(path string) string {
 		b = b[len(b)-2000:]
 	}
 	return string(b)
+}
+
+// Down is how the site's process ended, when it exited by itself.
+func (in *localInstance) Down() error {
+	if p := in.died.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Check looks at the process now: one that is gone or a zombie not yet
+// reaped has died, though its exit may not have been seen yet.
+func (in *localInstance) Check(context.Context) error {
+	if err := in.Down(); err != nil {
+		return err
+	}
+	w := in.watch.Load()
+	if w == nil || w.stopping.Load() {
+		return fmt.Errorf("%w: instance %s has no running site process", ErrDown, in.id)
+	}
+	pid := w.pid
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return fmt.Errorf("%w: instance %s: the site's process (pid %d) is gone", ErrDown, in.id, pid)
+	}
+	// The state follows the command name in parentheses.
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X') {
+		return fmt.Errorf("%w: instance %s: the site's process (pid %d) exited", ErrDown, in.id, pid)
+	}
+	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
 )
@@ -120,4 +122,31 @@ func TestLocalExec(t *testing.T) {
 	if _, err := in.(hosting.Execer).FetchFile(t.Context(), "../escape", t.TempDir()); err == nil {
 		t.Errorf("FetchFile read outside the data directory")
 	}
+}
+
+// A local instance's process killed with SIGKILL is seen dead; a reset
+// brings it back.
+func TestLocalInstanceReportsItsDeath(t *testing.T) {
+	b, err := hosting.NewLocal(nil, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(t.Context())
+	hostingtest.HealthConformance(t, b, hostingtest.LocalSite(t), func(t *testing.T, in hosting.Instance) {
+		pid := in.(interface{ Pid() int }).Pid()
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		// Returns once the process has exited.
+		for {
+			if _, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, -1); err != unix.EINTR {
+				return
+			}
+		}
+	})
 }

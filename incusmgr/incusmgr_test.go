@@ -352,3 +352,13 @@ func TestGCRemovesWhatAKilledServerLeaked(t *testing.T) {
 func TestIncusExec(t *testing.T) {
 	hostingtest.ExecConformance(t, connect(t, incusmgr.Config{}), site(dockerAlias), "/app/testsite", "/data/out.txt")
 }
+
+// A container stopped with force (as a person would) is seen dead, with
+// its name; a reset brings a fresh container.
+func TestIncusInstanceReportsItsDeath(t *testing.T) {
+	hostingtest.HealthConformance(t, connect(t, incusmgr.Config{}), site(dockerAlias), func(t *testing.T, in hosting.Instance) {
+		if out, err := exec.Command("incus", "stop", "--force", in.ID()).CombinedOutput(); err != nil {
+			t.Fatalf("incus stop --force %s: %v: %s", in.ID(), err, out)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lxc/incus/v6/shared/api"
 
@@ -22,6 +23,9 @@ type Instance struct {
 
 	mu sync.Mutex
 	c  *container
+
+	watching atomic.Pointer[initWatch] // the current container's init (health.go)
+	died     atomic.Pointer[error]     // how it died by itself
 }
 
 var _ hosting.Instance = (*Instance)(nil)
@@ -65,6 +69,7 @@ func (in *Instance) Reset(ctx context.Context) error {
 }
 
 func (in *Instance) swap(c *container) {
+	in.watch(c)
 	in.mu.Lock()
 	old := in.c
 	in.c = c
@@ -133,6 +138,7 @@ func (in *Instance) Restore(ctx context.Context, name string) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	m := in.m
+	in.unwatch()
 	if err := m.state(ctx, cn, "stop"); err != nil {
 		return err
 	}
@@ -156,6 +162,7 @@ func (in *Instance) Restore(ctx context.Context, name string) error {
 		return err
 	}
 	in.proxy.point(in.c.pid)
+	in.watch(in.c)
 	return nil
 }
 
@@ -185,6 +192,7 @@ func (in *Instance) Fork(ctx context.Context, name string, n int) ([]hosting.Ins
 			}
 			p.point(c.pid)
 			f := &Instance{m: in.m, site: in.site, proxy: p, c: c}
+			f.watch(c)
 			in.m.mu.Lock()
 			in.m.instances[c.name] = f
 			in.m.mu.Unlock()
@@ -205,6 +213,7 @@ func (in *Instance) Fork(ctx context.Context, name string, n int) ([]hosting.Ins
 
 // Stop closes the listener and deletes the container.
 func (in *Instance) Stop(ctx context.Context) error {
+	in.unwatch()
 	in.proxy.close()
 	in.mu.Lock()
 	cn := in.c.name

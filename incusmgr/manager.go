@@ -145,6 +145,7 @@ func (m *Manager) Start(ctx context.Context, site *hosting.Site) (hosting.Instan
 		return nil, err
 	}
 	in := &Instance{m: m, site: site, proxy: p, c: c}
+	in.watch(c)
 	p.point(c.pid)
 	m.mu.Lock()
 	m.instances[in.ID()] = in

@@ -30,6 +30,9 @@ type Route struct {
 	mu     sync.Mutex
 	long   map[*longLived]struct{} // tunnels and upgraded connections of the current binding
 	closed bool
+
+	failed  atomic.Pointer[error] // why the listener stopped serving by itself (health.go)
+	stopped chan struct{}         // closed when the listener is no longer served
 }
 
 // longLived is a connection that outlives its request (a CONNECT tunnel, a
@@ -52,6 +55,7 @@ func (rt *Route) Addr() string { return rt.addr }
 func (rt *Route) Bind(t *Table) {
 	if t != nil {
 		t.router.Store(rt.router)
+		t.route.Store(rt)
 	}
 	rt.mu.Lock()
 	prev := rt.table.Swap(t)

@@ -140,7 +140,7 @@ func (r *Router) NewRoute() (*Route, error) {
 	}
 	addr := ln.Addr().String()
 	_, port, _ := net.SplitHostPort(addr)
-	rt := &Route{router: r, ln: ln, addr: addr, port: port, url: "http://" + addr, long: map[*longLived]struct{}{}}
+	rt := &Route{router: r, ln: ln, addr: addr, port: port, url: "http://" + addr, long: map[*longLived]struct{}{}, stopped: make(chan struct{})}
 	errLog, err := zap.NewStdLogAt(r.log.With(zap.String("route", addr)), zap.DebugLevel)
 	if err != nil {
 		errLog = nil
@@ -160,7 +160,7 @@ func (r *Router) NewRoute() (*Route, error) {
 	r.routes[rt] = struct{}{}
 	r.routePorts[port] = true
 	r.mu.Unlock()
-	go rt.srv.Serve(ln)
+	go rt.serveOn(ln)
 	r.log.Debug("route opened", zap.String("addr", addr))
 	return rt, nil
 }

@@ -54,6 +54,9 @@ type Table struct {
 	refused []Refusal
 
 	rec atomic.Pointer[Recorder] // the episode's network trace, or nil (har.go)
+
+	unreach atomic.Pointer[string] // the last failure to reach an instance since TakeUnreachable (health.go)
+	route   atomic.Pointer[Route]  // the route last bound to t
 }
 
 // state is a table's routing at one moment; it is never changed once
@@ -283,8 +286,14 @@ func (c clientTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Table) newEntry(origin, host string, d Dialer) *entry {
 	e := &entry{origin: origin, host: host, dial: d}
 	e.tr = &http.Transport{
-		Proxy:                 nil,
-		DialContext:           func(ctx context.Context, _, _ string) (net.Conn, error) { return d(ctx) },
+		Proxy: nil,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			c, err := d(ctx)
+			if err != nil && ctx.Err() == nil {
+				t.noteUnreachable(origin, err)
+			}
+			return c, err
+		},
 		MaxIdleConns:          64,
 		MaxIdleConnsPerHost:   32,
 		IdleConnTimeout:       60 * time.Second,
@@ -304,6 +313,7 @@ func (t *Table) newEntry(origin, host string, d Dialer) *entry {
 				return // the browser went away
 			}
 			t.log().Debug("site instance unreachable", zap.String("origin", e.origin), zap.Error(err))
+			t.noteUnreachable(e.origin, err)
 			writeError(w, http.StatusBadGateway, fmt.Sprintf("%s could not be reached: %v; this environment's instance of the site is not answering, so reset the environment or look at the instance's logs", e.origin, err))
 		},
 	}

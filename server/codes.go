@@ -47,6 +47,7 @@ const (
 	CodeCapacity       Code = "capacity"
 	CodeTimeout        Code = "timeout"
 	CodeBackend        Code = "backend"
+	CodeSiteDown       Code = "site_down"
 	CodeBrowserCrashed Code = "browser_crashed"
 	CodeShuttingDown   Code = "shutting_down"
 	CodeInternal       Code = "internal_error"
@@ -77,6 +78,7 @@ var codeTable = []codeInfo{
 	{CodeTimeout, FaultInfrastructure, "the request ran past its deadline"},
 	{CodeBackend, FaultInfrastructure, "the browser or a site failed (to start, reset or sign in), or a failure nobody classified"},
 	{CodeBrowserCrashed, FaultInfrastructure, "the browser process the environment's pages were in died (killed, out of memory, crashed), taking the episode's pages with it; the server starts a replacement: reset the environment"},
+	{CodeSiteDown, FaultInfrastructure, "the environment's site instance died or stopped answering its readiness probe, or the route to it failed, mid-episode; the episode is not graded: reset for a fresh instance"},
 	{CodeShuttingDown, FaultInfrastructure, "the server is stopping"},
 	{CodeInternal, FaultInfrastructure, "a bug: please report it"},
 }

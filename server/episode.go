@@ -76,6 +76,10 @@ type StepEvent struct {
 	// Review is a person's verdict when the environment asks for approval
 	// (make's approve option); nil otherwise.
 	Review *trajectory.Review
+	// Failure is the infrastructure's fault that ended the episode at
+	// this step (site_down, ...): with a nil Reply when the step answered
+	// it, with the reply of a terminating step that was not graded.
+	Failure *Error
 }
 
 // ClosedEvent is an environment that was closed.
@@ -149,7 +153,10 @@ func (x *session) rebuild(st envcore.BrowserState) func(context.Context) (envcor
 // begin resets the episode's bookkeeping (clock, steps, over, a failed
 // start), builds the reply and tells the observers.
 func (s *Server) begin(x *session, cause string, ep Episode, reply func() *EpisodeReply) *EpisodeReply {
-	x.episode, x.started, x.steps, x.over, x.failed = ep, time.Now(), 0, "", nil
+	x.episode, x.started, x.steps, x.over, x.failed, x.grade, x.down = ep, time.Now(), 0, "", nil, 0, nil
+	if x.net != nil {
+		x.net.TakeUnreachable() // the last episode's
+	}
 	r := reply()
 	r.Info["cause"] = cause
 	s.notify(func(o Observer) {

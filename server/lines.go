@@ -20,10 +20,16 @@ func resetLine(ev EpisodeEvent) trajectory.Line {
 
 // stepLine is the step line of ev.
 func stepLine(ev StepEvent) trajectory.Line {
+	l := trajectory.Line{Kind: trajectory.KindStep, Step: ev.Step, Action: ev.Action, Review: ev.Review, Time: ev.Time, Began: ev.Began}
+	if f := ev.Failure; f != nil {
+		l.Error = &trajectory.Failure{Code: string(f.Code), Fault: string(f.Fault), Message: f.Message}
+	}
 	res := ev.Reply
+	if res == nil {
+		return l // a step that answered an error: no observation
+	}
 	obs := res.Obs
-	l := trajectory.Line{Kind: trajectory.KindStep, Step: ev.Step, Action: ev.Action, Obs: &obs,
-		Terminated: res.Terminated, Truncated: res.Truncated, Info: res.Info, Review: ev.Review, Time: ev.Time, Began: ev.Began}
+	l.Obs, l.Terminated, l.Truncated, l.Info = &obs, res.Terminated, res.Truncated, res.Info
 	if f, ok := res.Reward.(float64); ok {
 		l.Reward = &f
 	}

@@ -80,7 +80,11 @@ var ops = []op{
 		if c.x.dream != nil {
 			return s.dreamStep(ctx, c.x, a)
 		}
-		return s.step(ctx, c.x, a)
+		res, err := s.step(ctx, c.x, a)
+		if err != nil {
+			s.stepFailed(c.x, a, err)
+		}
+		return res, err
 	}),
 	opFor("observe", "the current observation, without acting", true, func(s *Server, ctx context.Context, c call, a *observeArgs) (any, error) {
 		x := c.x
@@ -93,6 +97,12 @@ var ops = []op{
 				return nil, err
 			}
 			return map[string]any{"obs": x.dream.Obs()}, nil
+		}
+		if x.down == nil {
+			x.down = s.siteHealth(ctx, x, false)
+		}
+		if x.down != nil {
+			return nil, x.down // no observation of a dead site to act on
 		}
 		obs, err := x.env.Observe(ctx, opts)
 		if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -55,6 +56,7 @@ type trajectoryFile struct {
 	dir     string
 	episode int
 	w       *trajectory.Writer // nil between episodes or after a failure
+	failed  string             // why this episode's recording stopped
 }
 
 func newRecorder(log *zap.Logger) *recorder {
@@ -75,15 +77,22 @@ func (r *recorder) Began(ev EpisodeEvent) {
 		r.files[ev.Env] = tf
 	}
 	tf.close()
+	tf.failed = ""
 	tf.episode++
 	w, err := trajectory.Create(filepath.Join(tf.dir, fmt.Sprintf("%04d%s", tf.episode, trajectory.Ext)))
 	if err != nil {
 		r.log.Warn("trajectory file", zap.String("env", ev.Env), zap.Error(err))
+		tf.failed = fmt.Sprintf("the episode is not recorded: %v", err)
+		ev.Reply.Info["record_error"] = tf.failed
 		return
 	}
 	tf.w = w
-	r.write(tf, ev.Env, headLine(ev, tf.episode))
-	r.write(tf, ev.Env, resetLine(ev))
+	if !r.write(tf, ev.Env, headLine(ev, tf.episode), ev.Reply.Info) {
+		// Not even the head is on disk: no file that says nothing.
+		_ = os.Remove(w.Path())
+		return
+	}
+	r.write(tf, ev.Env, resetLine(ev), ev.Reply.Info)
 }
 
 // Stepped writes a step line.
@@ -94,7 +103,11 @@ func (r *recorder) Stepped(ev StepEvent) {
 	if tf == nil {
 		return
 	}
-	r.write(tf, ev.Env, stepLine(ev))
+	var info map[string]any
+	if ev.Reply != nil {
+		info = ev.Reply.Info
+	}
+	r.write(tf, ev.Env, stepLine(ev), info)
 }
 
 // Closed closes the environment's file.
@@ -107,13 +120,28 @@ func (r *recorder) Closed(ev ClosedEvent) {
 	}
 }
 
-func (r *recorder) write(tf *trajectoryFile, env string, l trajectory.Line) {
+// write appends l to the episode's file. A line that cannot be written (a
+// full disk) ends the episode's recording: the lines before it stay
+// readable, later ones are not attempted, and the reply's info (when the
+// reply is still being built) says so in record_error, so the client
+// knows this episode is not on disk.
+func (r *recorder) write(tf *trajectoryFile, env string, l trajectory.Line, info map[string]any) bool {
 	if tf.w == nil {
-		return
+		if tf.failed != "" && info != nil {
+			info["record_error"] = tf.failed
+		}
+		return false
 	}
 	if err := tf.w.Write(l); err != nil {
-		r.log.Warn("trajectory write failed", zap.String("env", env), zap.Error(err))
+		r.log.Warn("trajectory write failed; the episode's recording stops here", zap.String("env", env), zap.Error(err))
+		tf.failed = fmt.Sprintf("the episode's recording stopped: %v", err)
+		if info != nil {
+			info["record_error"] = tf.failed
+		}
+		tf.close()
+		return false
 	}
+	return true
 }
 
 func (tf *trajectoryFile) close() {

@@ -33,6 +33,15 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 		opts.AXTree = true
 		opts.Screenshot = opts.Screenshot || r.screenshots
 	}
+	// A site instance found dead answers every step but the one that ends
+	// the episode (which is not graded) until a reset; one that died
+	// since the last step is looked for before anything runs on it.
+	if x.down == nil {
+		x.down = s.siteHealth(ctx, x, false)
+	}
+	if x.down != nil && !terminates(a.Action) {
+		return nil, x.down
+	}
 	action := a.Action
 	review, target, e := s.vet(ctx, x, action) // preview_ms, approve (live.go)
 	if e != nil {
@@ -62,6 +71,16 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	if err != nil {
 		return nil, err
 	}
+	// Before the observation is handed out and the episode graded: an
+	// instance that died during the action, or one the route failed to
+	// reach, or any instance at the end of the episode, is looked at
+	// (deeply at the end: no grade of a dead world).
+	if x.down == nil {
+		x.down = s.siteHealth(ctx, x, info.Terminated)
+		if x.down != nil && !info.Terminated {
+			return nil, x.down
+		}
+	}
 	if rejected(review) {
 		refuse(&obs, &info, actionText(a.Action), review)
 	}
@@ -73,34 +92,31 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 		s.metrics.notSettled.Inc()
 	}
 	var reward any = 0.0
-	terminated := info.Terminated
 	var evalErr string
 	var scores map[string]float64
 	var grading any
-	if ev := x.episode.Evaluate; ev != nil {
+	var grade *float64
+	if ev := x.episode.Evaluate; ev != nil && x.down != nil {
+		// The site instance died: the browser shows an error page, and a
+		// grade of it would score the infrastructure's failure.
+		reward, evalErr = nil, "not graded: "+x.down.Message
+	} else if ev != nil {
 		res, err := ev(ctx, x.env, x.net.Client(), execerOf(x.inst), info, x.limits.everyStep, x.trace)
 		switch {
 		case err != nil:
 			// Not a silent 0: the reward is missing and the reply says why.
 			reward, evalErr = nil, err.Error()
-			s.log.Warn("grading failed", zap.String("env", x.id), zap.String("task", x.episode.TaskID), zap.Error(err))
+			s.log.Warn("grading failed", zap.String("env", x.id), zap.String("task", x.episode.TaskID), zap.Int("step", x.steps), zap.Error(err))
 		case res != nil:
-			reward, scores, grading = res.Reward, res.Scores, res.Grading
+			// The reward is the change in the grade since the last one, so
+			// that an episode's rewards add up to its final grade.
+			g := res.Reward
+			reward, scores, grading, grade = g-x.grade, res.Scores, res.Grading, &g
+			x.grade = g
 		}
 	}
-	truncated := false
-	if !terminated {
-		l := x.limits
-		if l.maxSteps > 0 && x.steps >= l.maxSteps {
-			truncated = true
-		}
-		if l.timeLimit > 0 && time.Since(x.started) >= l.timeLimit {
-			truncated = true
-		}
-		if l.stepLimit > 0 && info.Action+info.Settle+info.Extract > l.stepLimit {
-			truncated = true // a step past its deadline ends the episode
-		}
-	}
+	end := endOf(x, info)
+	terminated, truncated := endFlags(end)
 	switch {
 	case terminated:
 		x.over = "terminated"
@@ -112,6 +128,12 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	reportRefusals(x, &obs, wi)
 	if evalErr != "" {
 		wi["eval_error"] = evalErr
+	}
+	if grade != nil {
+		wi["grade"] = *grade
+	}
+	if end != "" {
+		wi["end_reason"] = string(end)
 	}
 	if scores != nil {
 		wi["scores"] = scores
@@ -125,11 +147,31 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	if target != nil {
 		wi["target_box"] = target
 	}
+	if x.down != nil {
+		wi["site_down"] = x.down.Message
+	}
 	res := &StepReply{Obs: wireObs(obs, x), Reward: reward, Terminated: terminated, Truncated: truncated, Info: wi}
 	s.notify(func(o Observer) {
-		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a.Action), Reply: res, Time: time.Now(), Began: began, Review: review})
+		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a.Action), Reply: res, Time: time.Now(), Began: began, Review: review, Failure: x.down})
 	})
 	return res, nil
+}
+
+// endOf is why this step ended the episode ("" if it did not): the
+// agent's ending of the task, else the first limit it reached.
+func endOf(x *session, info envcore.StepInfo) EndReason {
+	l := x.limits
+	switch {
+	case info.Terminated:
+		return EndAgent
+	case l.maxSteps > 0 && x.steps >= l.maxSteps:
+		return EndMaxSteps
+	case l.timeLimit > 0 && time.Since(x.started) >= l.timeLimit:
+		return EndEpisodeTimeout
+	case l.stepLimit > 0 && info.Action+info.Settle+info.Extract > l.stepLimit:
+		return EndStepTimeout // a step past its deadline ends the episode
+	}
+	return ""
 }
 
 // actionText is an action as recorded: its string form.

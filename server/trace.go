@@ -77,7 +77,7 @@ func (w *harWriter) Began(ev EpisodeEvent) {
 
 // Stepped writes the trace when the episode ends.
 func (w *harWriter) Stepped(ev StepEvent) {
-	if !ev.Reply.Terminated && !ev.Reply.Truncated {
+	if ev.Failure == nil && !ev.Reply.Terminated && !ev.Reply.Truncated {
 		return
 	}
 	w.mu.Lock()

@@ -27,6 +27,19 @@ type ExportOptions struct {
 	// the reason in the ChangeDescription's Error; an error it returns
 	// stops Export (a cancelled context, say).
 	Describe func(row TransitionRow, obs Observation) (ChangeDescription, error)
+	// IncludeFailed keeps the episodes the infrastructure ended (a site
+	// instance that died, a browser that crashed: Episode.InfraFailure),
+	// which are left out by default: their last steps show error pages
+	// and their rewards were never given.
+	IncludeFailed bool
+}
+
+// ExportResult is what Export wrote and what it left out.
+type ExportResult struct {
+	Rows int
+	// Failed counts the episodes left out because the infrastructure
+	// ended them (none with IncludeFailed).
+	Failed int
 }
 
 // TransitionRow is one line of the transitions format.
@@ -100,30 +113,41 @@ type SFTRow struct {
 // `datasets.load_dataset("json", ...)` loads it directly. It returns the
 // rows written.
 func Export(w io.Writer, dirs []string, opts ExportOptions) (int, error) {
+	res, err := ExportCounted(w, dirs, opts)
+	return res.Rows, err
+}
+
+// ExportCounted is Export that also says how many episodes it left out
+// because the infrastructure ended them.
+func ExportCounted(w io.Writer, dirs []string, opts ExportOptions) (ExportResult, error) {
+	var res ExportResult
 	if opts.Format != "transitions" && opts.Format != "sft" {
-		return 0, fmt.Errorf("export format %q: use transitions or sft", opts.Format)
+		return res, fmt.Errorf("export format %q: use transitions or sft", opts.Format)
 	}
 	if opts.Describe != nil && opts.Format != "transitions" {
-		return 0, fmt.Errorf("export format %s has no transitions to describe: describing is for --format transitions", opts.Format)
+		return res, fmt.Errorf("export format %s has no transitions to describe: describing is for --format transitions", opts.Format)
 	}
 	files, err := Find(dirs...)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	enc := json.NewEncoder(w)
-	rows := 0
 	for _, f := range files {
 		ep, err := Read(f)
 		if err != nil {
-			return rows, err
+			return res, err
+		}
+		if !opts.IncludeFailed && ep.InfraFailure() != nil {
+			res.Failed++
+			continue
 		}
 		n, err := exportEpisode(enc, ep, opts)
-		rows += n
+		res.Rows += n
 		if err != nil {
-			return rows, err
+			return res, err
 		}
 	}
-	return rows, nil
+	return res, nil
 }
 
 func exportEpisode(enc *json.Encoder, ep *Episode, opts ExportOptions) (int, error) {
@@ -148,6 +172,9 @@ func exportEpisode(enc *json.Encoder, ep *Episode, opts ExportOptions) (int, err
 	var actions []string
 	prev := ep.Reset.Obs
 	for i, l := range ep.Steps {
+		if l.Obs == nil && l.Error != nil {
+			break // the step answered an error: no transition, and the episode ends there
+		}
 		next := l.Obs
 		if next == nil {
 			next = &Observation{}

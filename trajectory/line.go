@@ -73,7 +73,23 @@ type Line struct {
 	// review); Time is when its reply was ready. Files written before
 	// Began was recorded leave it out (Start estimates it).
 	Began time.Time `json:"began,omitzero"`
+	// Error is the fault that ended the episode at this step: the error
+	// the step answered (then there is no Obs), or why a terminating step
+	// was not graded (site_down). An infrastructure fault marks the whole
+	// episode as failed by the infrastructure (Episode.InfraFailure).
+	Error *Failure `json:"error,omitempty"`
 }
+
+// Failure is a wire error as recorded: its code, whose fault it is
+// ("client", "agent", "infrastructure") and its message.
+type Failure struct {
+	Code    string `json:"code"`
+	Fault   string `json:"fault"`
+	Message string `json:"message"`
+}
+
+// FaultInfrastructure is the fault of a failure that was not the policy's.
+const FaultInfrastructure = "infrastructure"
 
 // InfoFloat is a number from Info (0 when missing).
 func (l Line) InfoFloat(key string) float64 {

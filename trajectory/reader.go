@@ -29,6 +29,19 @@ type Episode struct {
 	Partial bool
 }
 
+// InfraFailure is the infrastructure's fault that ended the episode (a
+// site instance that died, a browser that crashed), nil when none did:
+// such an episode says nothing about the policy, and exports leave it out
+// unless asked (ExportOptions.IncludeFailed).
+func (e *Episode) InfraFailure() *Failure {
+	for _, s := range e.Steps {
+		if s.Error != nil && s.Error.Fault == FaultInfrastructure {
+			return s.Error
+		}
+	}
+	return nil
+}
+
 // Reward is the sum of the steps' rewards.
 func (e *Episode) Reward() float64 {
 	total := 0.0
@@ -96,6 +109,12 @@ func Decode(r io.Reader) (*Episode, error) {
 		n++
 		var l Line
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			// A file cut short mid-line (a full disk, a crash) ends in a
+			// fragment of its last line: the lines before it count.
+			if n > 1 && !sc.Scan() && errors.Is(sc.Err(), io.ErrUnexpectedEOF) {
+				ep.Partial = true
+				return ep, nil
+			}
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
 		switch {
@@ -143,21 +162,24 @@ func Find(dirs ...string) ([]string, error) {
 
 // Summary is what a list of episodes shows of one.
 type Summary struct {
-	Path     string    `json:"path"` // relative to the directory listed
-	Env      string    `json:"env"`
-	Episode  int       `json:"episode"`
-	Site     string    `json:"site"`
-	TaskID   string    `json:"task_id"`
-	Goal     string    `json:"goal"`
-	Cause    string    `json:"cause"`
-	Reward   float64   `json:"reward"`
-	Steps    int       `json:"steps"`
-	Seconds  float64   `json:"seconds"`
-	Errors   int       `json:"errors"`   // steps whose action failed
-	Rejected int       `json:"rejected"` // actions a person rejected
-	Done     bool      `json:"done"`     // terminated or truncated
-	Partial  bool      `json:"partial"`
-	Time     time.Time `json:"time"`
+	Path     string  `json:"path"` // relative to the directory listed
+	Env      string  `json:"env"`
+	Episode  int     `json:"episode"`
+	Site     string  `json:"site"`
+	TaskID   string  `json:"task_id"`
+	Goal     string  `json:"goal"`
+	Cause    string  `json:"cause"`
+	Reward   float64 `json:"reward"`
+	Steps    int     `json:"steps"`
+	Seconds  float64 `json:"seconds"`
+	Errors   int     `json:"errors"`   // steps whose action failed
+	Rejected int     `json:"rejected"` // actions a person rejected
+	Done     bool    `json:"done"`     // terminated or truncated
+	Partial  bool    `json:"partial"`
+	// Failed is the infrastructure's fault that ended the episode ("" when
+	// none did), as "code: message".
+	Failed string    `json:"failed,omitempty"`
+	Time   time.Time `json:"time"`
 }
 
 // Summarize is ep's Summary.
@@ -173,6 +195,9 @@ func (e *Episode) Summarize() Summary {
 			s.Rejected++
 		}
 		s.Done = s.Done || l.Terminated || l.Truncated
+	}
+	if f := e.InfraFailure(); f != nil {
+		s.Failed = f.Code + ": " + f.Message
 	}
 	return s
 }

@@ -91,3 +91,64 @@ func TestCompare(t *testing.T) {
 		t.Error("an observation differs from itself")
 	}
 }
+
+// A file cut anywhere after its episode line (a disk that filled mid-line,
+// a crash) reads as a partial episode holding exactly the lines that were
+// whole; an episode a fault of the infrastructure ended says so.
+func TestReadCutAnywhere(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0001"+trajectory.Ext)
+	w, err := trajectory.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := []trajectory.Line{
+		{Kind: trajectory.KindEpisode, Version: trajectory.Version, Env: "env-1", Episode: 1, Goal: "buy"},
+		{Kind: trajectory.KindReset, Obs: &trajectory.Observation{Observation: envcore.Observation{URL: "http://a/", HTML: strings.Repeat("<p>a</p>", 50)}}},
+		{Kind: trajectory.KindStep, Step: 1, Action: `click("x")`, Obs: &trajectory.Observation{Observation: envcore.Observation{URL: "http://a/b", HTML: strings.Repeat("<p>b</p>", 50)}}},
+		{Kind: trajectory.KindStep, Step: 2, Action: `click("y")`, Error: &trajectory.Failure{Code: "site_down", Fault: trajectory.FaultInfrastructure, Message: "the instance died"}},
+	}
+	var ends []int // the file's size after each line
+	for _, l := range lines {
+		if err := w.Write(l); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, int(st.Size()))
+	}
+	whole, err := os.ReadFile(path) // without the gzip trailer: as a recording cut short is
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	for cut := ends[0]; cut <= len(whole); cut++ {
+		if err := os.WriteFile(path, whole[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ep, err := trajectory.Read(path)
+		if err != nil {
+			t.Fatalf("cut at %d of %d bytes: %v", cut, len(whole), err)
+		}
+		n := 1
+		if ep.Reset != nil {
+			n++
+		}
+		n += len(ep.Steps)
+		wantAtLeast := 0
+		for i, e := range ends {
+			if cut >= e {
+				wantAtLeast = i + 1
+			}
+		}
+		if n < wantAtLeast {
+			t.Fatalf("cut at %d: %d lines read, but %d were whole", cut, n, wantAtLeast)
+		}
+		if n == len(lines) {
+			if f := ep.InfraFailure(); f == nil || f.Code != "site_down" || ep.Summarize().Failed != "site_down: the instance died" {
+				t.Errorf("whole episode: failure %+v", f)
+			}
+		}
+	}
+}

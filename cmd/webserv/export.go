@@ -28,12 +28,13 @@ func exportCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Rea
 	describeWith := fs.String("describe-with", "", "transitions: describe each transition's change in words, with a reasoning, asked of this OpenAI-compatible endpoint (a base URL like http://127.0.0.1:8000/v1; the API key from $OPENAI_API_KEY): DynaWeb's training layout, docs/dream.md")
 	describeModel := fs.String("describe-model", "", "the --describe-with endpoint's model name")
 	describeTimeout := fs.Duration("describe-timeout", dream.DefaultTimeout, "each --describe-with request's time limit")
+	includeFailed := fs.Bool("include-failed", false, "also export the episodes the infrastructure ended (a site instance that died, a browser that crashed), which are left out by default: their rewards were never given")
 	describeRetries := fs.Int("describe-retries", 2, "how many more times a failed, late or malformed --describe-with answer is asked again before the transition is written without a description")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: webserv export [flags] TRAJECTORY-DIR...\n\nReads the *.jsonl.gz episodes `webserv serve --trajectories` recorded and writes JSON Lines that Hugging Face datasets loads. With --describe-with, each transition also gets a reasoning and a description of its change from an OpenAI-compatible endpoint (docs/dream.md).")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -83,20 +84,25 @@ func exportCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Rea
 		w, report = f, stdout
 	}
 	bw := bufio.NewWriter(w)
-	opts := trajectory.ExportOptions{Format: *format, AXTree: *axtree, MinReward: *minReward}
+	opts := trajectory.ExportOptions{Format: *format, AXTree: *axtree, MinReward: *minReward, IncludeFailed: *includeFailed}
 	var described describeCount
 	if describer != nil {
 		opts.Describe = described.with(ctx, log, describer)
 	}
-	n, err := trajectory.Export(bw, fs.Args(), opts)
+	res, err := trajectory.ExportCounted(bw, fs.Args(), opts)
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
+	n := res.Rows
+	left := ""
+	if res.Failed > 0 {
+		left = fmt.Sprintf("; left out %d episodes the infrastructure ended (--include-failed keeps them)", res.Failed)
+	}
 	if describer == nil {
-		fmt.Fprintf(report, "webserv export: %d rows\n", n)
+		fmt.Fprintf(report, "webserv export: %d rows%s\n", n, left)
 		return err
 	}
-	fmt.Fprintf(report, "webserv export: %d rows, %d described, %d without a description (describe_error says why)\n", n, described.ok, described.failed)
+	fmt.Fprintf(report, "webserv export: %d rows, %d described, %d without a description (describe_error says why)%s\n", n, described.ok, described.failed, left)
 	if err == nil && described.ok == 0 && described.failed > 0 {
 		err = fmt.Errorf("the endpoint %s described none of the %d transitions (the rows are written, without descriptions): %s", *describeWith, described.failed, described.last)
 	}
@@ -148,7 +154,7 @@ func regradeCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Re
 		fmt.Fprintln(fs.Output(), "usage: webserv regrade [flags] EXPORT-DIR...\n\nGrades again, with WebArena-Verified's evaluators, the episodes `webserv export --format har` wrote, and compares with the rewards given online.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

@@ -337,3 +337,56 @@ func line(text, prefix string) string {
 	}
 	return ""
 }
+
+// export leaves out the episodes the infrastructure ended and says how
+// many; --include-failed keeps them, up to the step that failed; a
+// misspelt flag is refused.
+func TestExportLeavesOutInfraFailedEpisodes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeShopEpisode(t, filepath.Join(dir, "env-1", "0001"+trajectory.Ext))
+	w, err := trajectory.Create(filepath.Join(dir, "env-2", "0001"+trajectory.Ext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &trajectory.Observation{Goal: "buy a brass lamp"}
+	obs.URL, obs.HTML = "http://shop.test/", "<p>shop</p>"
+	zero := 0.0
+	for _, l := range []trajectory.Line{
+		{Kind: trajectory.KindEpisode, Version: trajectory.Version, Env: "env-2", Episode: 1, Goal: "buy a brass lamp", Cause: "make"},
+		{Kind: trajectory.KindReset, Obs: obs},
+		{Kind: trajectory.KindStep, Step: 1, Action: `click("lamp")`, Obs: obs, Reward: &zero},
+		{Kind: trajectory.KindStep, Step: 2, Action: `click("add")`, Error: &trajectory.Failure{Code: "site_down", Fault: "infrastructure", Message: "the instance died"}},
+	} {
+		if err := w.Write(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args       []string
+		rows       int
+		reportHas  string
+		reportLack string
+	}{
+		{[]string{"--format", "transitions"}, 3, "3 rows; left out 1 episodes the infrastructure ended (--include-failed keeps them)", ""},
+		{[]string{"--format", "sft"}, 3, "left out 1 episodes", ""},
+		{[]string{"--format", "transitions", "--include-failed"}, 4, "4 rows", "left out"},
+	} {
+		path := filepath.Join(t.TempDir(), "out.jsonl")
+		var out strings.Builder
+		if err := exportCmd(ctx, zap.NewNop(), append(c.args, "-o", path, dir), nil, &out); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		rows := readRows(t, path)
+		if len(rows) != c.rows || !strings.Contains(out.String(), c.reportHas) || c.reportLack != "" && strings.Contains(out.String(), c.reportLack) {
+			t.Errorf("%v: %d rows, report %q; want %d rows and %q", c.args, len(rows), out.String(), c.rows, c.reportHas)
+		}
+	}
+	var out strings.Builder
+	if err := exportCmd(ctx, zap.NewNop(), []string{"--include-failures", dir}, nil, &out); err == nil || !strings.Contains(err.Error(), "include-failures") {
+		t.Errorf("a misspelt flag: %v", err)
+	}
+}

@@ -29,7 +29,7 @@ func tasksCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	case "check":
 		return tasksCheckCmd(ctx, log, args[1:], stdout)
 	case "-h", "--help", "help":
-		fmt.Fprintln(os.Stderr, usage+"\n\n  validate  load every task file of the sites and check it (no browser, no site started)\n  check     replay every task's oracle (reward must be 1) and wrong sequence (reward 0) on fresh instances")
+		fmt.Fprintln(os.Stderr, usage+"\n\n  validate  load every task file of the sites and check it (no browser, no site started)\n  check     replay every task's oracle (reward must be 1), wrong sequence (0) and stop(\"\") on its start state (0) on fresh instances")
 		return flag.ErrHelp
 	}
 	return fmt.Errorf("unknown tasks command %q; %s", args[0], usage)
@@ -75,7 +75,7 @@ func tasksValidateCmd(args []string, stdout io.Writer) error {
 			"fields, oracle and wrong actions, and (local backend) setup and check programs.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	sites, err := taskSites(*dir, *only)
@@ -116,12 +116,13 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 	verbose := fs.Bool("v", false, "log the server's info messages too")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: webserv tasks check --sites DIR [--site NAME] [--parallel N] [flags]\n\n"+
-			"Replays every task's oracle (reward must be 1) and wrong sequence (reward 0) of the site\n"+
-			"definitions in DIR that have tasks:, each on a fresh instance; exit status 1 on any failure.\n"+
+			"Replays every task's oracle (reward must be 1), wrong sequence (reward 0) and stop(\"\") on its\n"+
+			"start state (reward 0) of the site definitions in DIR that have tasks:, each on a fresh\n"+
+			"instance; a grading that fails is reported as the verifier's. Exit status 1 on any failure.\n"+
 			"It takes serve's browser and hosting flags (the bundled shop is never served):")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if log == nil {

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+import os
+import select
+import signal
 from pathlib import Path
 
 import gymnasium as gym
+import pytest
 
 import webserv
 from webserv.launcher import LocalServer
@@ -69,3 +73,68 @@ def test_a_sites_own_tasks_are_gymnasium_ids(binary: str, tmp_path: Path) -> Non
         srv.stop()
         for n in ["webserv/tracker", *(f"webserv/tracker.{n}" for n in range(1, 7))]:
             gym.registry.pop(n, None)
+
+
+def _site_pids(root: Path) -> set[int]:
+    """The processes whose working directory is under root (the local backend's instances)."""
+    pids = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if Path(os.readlink(d / "cwd")).is_relative_to(root):
+                    pids.add(int(d.name))
+            except OSError:
+                continue
+    return pids
+
+
+def _kill_and_wait(pid: int) -> None:
+    """SIGKILL pid and return once it has exited (its pidfd turns readable)."""
+    fd = os.pidfd_open(pid)
+    try:
+        signal.pidfd_send_signal(fd, signal.SIGKILL)
+        select.select([fd], [], [])
+    finally:
+        os.close(fd)
+
+
+def test_a_dead_site_instance_raises_site_down(binary: str, tmp_path: Path) -> None:
+    """The tracker's process killed mid-episode: steps raise SiteDown (the infrastructure's), the
+    stop is not graded, a reset brings a fresh instance whose episode is graded again."""
+    srv = LocalServer(
+        binary,
+        [
+            "--idle",
+            "200ms",
+            "--no-bundled",
+            "--no-incus",
+            "--sites",
+            str(EXAMPLE),
+            "--instances",
+            str(tmp_path),
+        ],
+    )
+    try:
+        webserv.register_from_server(srv.url)
+        env = gym.make("webserv/tracker.1", url=srv.url)
+        try:
+            env.reset()
+            (pid,) = _site_pids(tmp_path)
+            _kill_and_wait(pid)
+            with pytest.raises(webserv.SiteDown) as down:
+                env.step('click("search-is-slow")')
+            assert isinstance(down.value, webserv.InfrastructureError) and down.value.retryable
+            assert "tracker" in down.value.message and "reset" in down.value.message
+            with pytest.raises(webserv.SiteDown):
+                env.step('stop("")')
+            env.reset()
+            env.step('click("search-is-slow")')
+            _, reward, terminated, _, info = env.step('stop("")')
+            assert terminated and reward == 1.0, info
+        finally:
+            env.close()
+    finally:
+        srv.stop()
+        for n in list(gym.registry):
+            if n.startswith("webserv/tracker"):
+                gym.registry.pop(n, None)

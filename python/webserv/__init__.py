@@ -47,6 +47,7 @@ from .errors import (
     RequestTimeout,
     ResourceLimit,
     ServerUnavailable,
+    SiteDown,
     UnknownEnv,
     WebServError,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "RequestTimeout",
     "RetryPolicy",
     "ServerUnavailable",
+    "SiteDown",
     "StaticHosts",
     "UnknownEnv",
     "WebEnv",

@@ -17,6 +17,7 @@ Every error reply of the server carries a code and a fault (docs/protocol.md,
         │                      not the policy's doing: retry or report, never score it
         ├── CapacityError, RequestTimeout, BackendError, ShuttingDown, InternalError
         ├── BrowserCrashed     the browser process the pages were in died: reset (retryable)
+        ├── SiteDown           the environment's site instance died: not graded, reset
         ├── ServerUnavailable  no server could be reached or started      (client side)
         ├── ConnectionLost     the connection closed before the reply came (client side)
         ├── HostLost           the server holding an environment is gone  (client side)
@@ -210,6 +211,17 @@ class BrowserCrashed(InfrastructureError):
     default_retryable = True
 
 
+class SiteDown(InfrastructureError):
+    """The environment's site instance died (or its route failed) mid-episode.
+
+    The episode is over and is never graded: drop the rollout, then ``reset``, which brings a
+    fresh instance. The message names the instance and what its health check saw.
+    """
+
+    code = "site_down"
+    default_retryable = True
+
+
 class ShuttingDown(InfrastructureError):
     code = "shutting_down"
 
@@ -267,6 +279,7 @@ _BY_CODE: dict[str, type[WebServError]] = {
         RequestTimeout,
         BackendError,
         BrowserCrashed,
+        SiteDown,
         ShuttingDown,
         InternalError,
         ServerUnavailable,

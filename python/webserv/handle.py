@@ -6,7 +6,7 @@ import random
 import uuid
 from typing import Any, Protocol
 
-from .errors import ConnectionLost, HostLost, NotReset, ServerUnavailable, UnknownEnv
+from .errors import ConnectionLost, HostLost, NotReset, ServerUnavailable, SiteDown, UnknownEnv
 from .observation import to_gym
 
 Obs = dict[str, Any]
@@ -98,9 +98,15 @@ class AsyncEnv:
 
         A grading that failed (judge down, site unreachable) has no reward: it
         is NaN, never a silent 0, with the reason in ``info["eval_error"]``.
+
+        Raises ``SiteDown`` when the environment's site instance died mid-episode,
+        the terminating step included (the server does not grade it): the episode
+        says nothing about the policy; ``reset`` brings a fresh instance.
         """
         res = await self.client.request("step", self._require(), action=action)
         info = dict(res.get("info", {}))
+        if info.get("site_down"):
+            raise SiteDown(str(info["site_down"]))
         info["env"] = self.id
         obs = to_gym(res["obs"], elapsed=float(info.get("elapsed_s", 0.0)))
         reward = float("nan") if res.get("reward") is None else float(res["reward"])

@@ -30,6 +30,8 @@ var (
 	_ server.Snapshotter     = (*hostedInstance)(nil)
 	_ server.ExecInstance    = (*hostedInstance)(nil)
 	_ server.StateDBInstance = (*hostedInstance)(nil)
+	_ server.Watched         = (*hostedInstance)(nil)
+	_ server.Watched         = (*multiInstance)(nil)
 )
 
 func newHostedInstance(s *hosting.Site, in hosting.Instance, spec server.MakeSpec, st *TaskSet) *hostedInstance {
@@ -65,6 +67,9 @@ func (h *hostedInstance) prepare(ctx context.Context) error {
 	fresh := h.fresh
 	h.fresh = false
 	h.mu.Unlock()
+	if fresh && hosting.Health(ctx, h.in, h.site.Ready, false) != nil {
+		fresh = false // it died before its first episode: a fresh one
+	}
 	if !fresh {
 		if err := h.in.Reset(ctx); err != nil {
 			return fmt.Errorf("reset site %s: %w", h.site.Name, err)
@@ -206,4 +211,13 @@ func quoted(s string) string {
 		return fmt.Sprintf("%q... (%d bytes)", s[:max], len(s))
 	}
 	return s
+}
+
+// Health says whether the site's instance is alive (hosting.Health): deep
+// asks its backend and probes its readiness path once.
+func (h *hostedInstance) Health(ctx context.Context, deep bool) error {
+	if err := hosting.Health(ctx, h.in, h.site.Ready, deep); err != nil {
+		return fmt.Errorf("site %s: %w", h.site.Name, err)
+	}
+	return nil
 }

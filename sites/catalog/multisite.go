@@ -200,3 +200,8 @@ func (m *multiInstance) Fork(ctx context.Context, name string, n int) ([]server.
 	}
 	return out, nil
 }
+
+// Health is every site's instance's health.
+func (m *multiInstance) Health(ctx context.Context, deep bool) error {
+	return m.each(ctx, func(p *hostedInstance) error { return p.Health(ctx, deep) })
+}
