@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -8,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +17,7 @@ import (
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/internal/procstat"
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/trajectory"
 )
 
 // The fault suite's browser rows, through the protocol: a server on a
@@ -25,8 +26,10 @@ import (
 // next step browser_crashed (infrastructure, retryable) and their reset
 // recovers them; the environments on the other step on untouched; a new
 // environment works; stats, /healthz and /metrics report the crash and the
-// replacement; and the server and the pool still close cleanly, leaving no
-// browser process behind.
+// replacement; the lost episodes are recorded as the infrastructure's
+// failures, their completed steps on disk, and export leaves them out;
+// and the server and the pool still close cleanly, leaving no browser
+// process behind.
 func TestKilledBrowserProcessLosesOnlyItsEnvironments(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -40,7 +43,8 @@ func TestKilledBrowserProcessLosesOnlyItsEnvironments(t *testing.T) {
 			_ = pool.Close()
 		}
 	}()
-	s := server.New(zap.NewNop(), pool, server.OpenFactory{}, server.Config{Env: envConfig()})
+	dir := t.TempDir()
+	s := server.New(zap.NewNop(), pool, server.OpenFactory{}, server.Config{Env: envConfig(), TrajectoryDir: dir})
 	hs := httptest.NewServer(s.Handler())
 	defer hs.Close()
 	cl := dial(t, hs.URL)
@@ -48,7 +52,8 @@ func TestKilledBrowserProcessLosesOnlyItsEnvironments(t *testing.T) {
 	const n = 4
 	envs := make([]string, n)
 	for i := range envs {
-		envs[i] = cl.call("make", "", map[string]any{"start_url": pageURL(i)})["env"].(string)
+		envs[i] = cl.call("make", "", map[string]any{"start_url": pageURL(i), "record": map[string]any{}})["env"].(string)
+		cl.call("step", envs[i], map[string]any{"action": `click("Load")`}) // a completed step of the episode
 	}
 	st := cl.call("stats", "", nil)
 	procs := st["browsers"].(map[string]any)["processes"].([]any)
@@ -68,12 +73,8 @@ func TestKilledBrowserProcessLosesOnlyItsEnvironments(t *testing.T) {
 	}
 
 	replaced := pool.Replaced()
-	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := procstat.WaitExit(ctx, victim); err != nil {
-		t.Fatal(err)
-	}
+	killed := time.Now()
+	killAndWait(t, victim)
 	var lost []int
 	for i, env := range envs {
 		r := wait(t, cl.send("step", env, map[string]any{"action": `click("Load")`}))
@@ -102,11 +103,13 @@ func TestKilledBrowserProcessLosesOnlyItsEnvironments(t *testing.T) {
 		}
 		cl.call("step", envs[i], map[string]any{"action": `click("Load")`})
 	}
+	t.Logf("the lost environments stepped again %v after the kill", time.Since(killed))
 	fresh := cl.call("make", "", map[string]any{"start_url": pageURL(10)})["env"].(string)
 	cl.call("step", fresh, map[string]any{"action": `click("Load")`})
 
 	select {
 	case <-replaced:
+		t.Logf("the replacement browser process ran %v after the kill", time.Since(killed))
 	case <-ctx.Done():
 		t.Fatal("no replacement browser process started")
 	}
@@ -143,6 +146,7 @@ func TestKilledBrowserProcessLosesOnlyItsEnvironments(t *testing.T) {
 	if err := pool.Close(); err != nil {
 		t.Errorf("pool close: %v", err)
 	}
+	checkLostEpisodes(t, dir, envs, lost)
 	for pid, cmd := range before {
 		if now, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && string(now) == cmd {
 			t.Errorf("after Close, browser process %d (%.80s) still runs", pid, strings.ReplaceAll(cmd, "\x00", " "))
@@ -187,4 +191,48 @@ func get(t *testing.T, url string) string {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return string(b)
+}
+
+// checkLostEpisodes checks the recordings: each lost environment's episode
+// is recorded as ended by browser_crashed, with the step it completed
+// before; no other episode failed; export leaves the failed ones out,
+// and keeps them when asked.
+func checkLostEpisodes(t *testing.T, dir string, envs []string, lost []int) {
+	t.Helper()
+	files, err := trajectory.Find(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := map[string]int{}
+	for _, f := range files {
+		ep, err := trajectory.Read(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl := ep.InfraFailure()
+		if fl == nil {
+			continue
+		}
+		failed[ep.Head.Env]++
+		if fl.Code != string(server.CodeBrowserCrashed) || len(ep.Steps) < 2 || ep.Steps[0].Error != nil || ep.Steps[0].Obs == nil {
+			t.Errorf("%s: failure %+v, %d steps; want browser_crashed after a completed step", f, fl, len(ep.Steps))
+		}
+	}
+	for _, i := range lost {
+		if failed[envs[i]] != 1 {
+			t.Errorf("lost env %d: %d episodes recorded as failed, want 1", i, failed[envs[i]])
+		}
+	}
+	if len(failed) != len(lost) {
+		t.Errorf("episodes of %d environments recorded as failed, want the %d lost ones: %v", len(failed), len(lost), failed)
+	}
+	var out bytes.Buffer
+	res, err := trajectory.ExportCounted(&out, []string{dir}, trajectory.ExportOptions{Format: "transitions"})
+	if err != nil || res.Failed != len(lost) || res.Rows == 0 {
+		t.Errorf("export: %+v, %v; want the %d failed episodes left out", res, err, len(lost))
+	}
+	all, err := trajectory.ExportCounted(&out, []string{dir}, trajectory.ExportOptions{Format: "transitions", IncludeFailed: true})
+	if err != nil || all.Failed != 0 || all.Rows != res.Rows+len(lost) {
+		t.Errorf("export with the failed episodes: %+v, %v; want their %d completed steps too", all, err, len(lost))
+	}
 }
