@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"go.uber.org/zap"
 
@@ -23,6 +24,9 @@ type stack struct {
 
 // startStack brings the stack up; close takes it down in reverse order.
 func startStack(ctx context.Context, log *zap.Logger, ef *envFlags, hf *hostingFlags, refuse ...string) (*stack, error) {
+	if ef.browsers < 1 {
+		return nil, fmt.Errorf("--browsers %d: give 1 or more browser processes (default %d)", ef.browsers, envcore.DefaultBrowsers)
+	}
 	router := netroute.New(log.Named("route"), netroute.Options{Refuse: refuse})
 	b, err := envcore.LaunchPool(ctx, log.Named("browser"), server.Routed(ef.browserOptions(), router), ef.browsers)
 	if err != nil {
