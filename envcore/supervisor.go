@@ -28,11 +28,12 @@ import (
 // DefaultBrowsers is how many browser processes a server runs when not
 // told. Two halve what one crash takes, for the cost of one more browser
 // process with its helpers (its GPU, network and storage services and
-// zygotes): a few hundred MiB and a little idle CPU, while the renderers,
-// which hold the pages, are one per environment however many browsers
-// there are. More than two shrink the loss further but add that fixed cost
-// each, which a 2-core host feels; bench/README.md ("recovery") measures
-// both sides.
+// zygotes): some tens of MiB (about 60 MiB of proportional set size in a
+// small run of the recovery suite) and a little idle CPU, while the
+// renderers, which hold the pages, are one per environment however many
+// browsers there are. More than two shrink the loss further but add that
+// fixed cost each, which a 2-core host feels; bench/README.md
+// ("recovery") measures both sides.
 const DefaultBrowsers = 2
 
 // Restart back-off: the first restart of a process is immediate; each

@@ -44,7 +44,7 @@ func (f *envFlags) register(fs *flag.FlagSet) {
 // registerBrowsers adds --browsers, for the commands that host many
 // environments (startStack's).
 func (f *envFlags) registerBrowsers(fs *flag.FlagSet) {
-	fs.IntVar(&f.browsers, "browsers", envcore.DefaultBrowsers, "browser processes the environments are spread over, each restarted when it dies: a crash loses at most its share of the environments; each costs a few hundred MiB more (docs/envcore.md, \"Browser processes\")")
+	fs.IntVar(&f.browsers, "browsers", envcore.DefaultBrowsers, "browser processes the environments are spread over, each restarted when it dies: a crash loses at most its share of the environments; each costs some tens of MiB more (docs/envcore.md, \"Browser processes\")")
 }
 
 func (f *envFlags) launch(ctx context.Context, log *zap.Logger) (*envcore.Browser, error) {
