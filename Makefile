@@ -12,7 +12,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint clean
 
 all: build
 
@@ -90,6 +90,10 @@ bench-route: build
 bench-ui: build
 	$(GO) build -o bin/webserv-bench ./bench/cmd/webserv-bench
 	bin/webserv-bench ui
+# recovery: a browser process killed under 16 environments with 1, 2, 4 browser processes; their cost at 32.
+bench-recovery: build
+	$(GO) build -o bin/webserv-bench ./bench/cmd/webserv-bench
+	bin/webserv-bench recovery
 # peer: the same episodes through BrowserGym and WebServ.
 bench-peer: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/peer_bench.py
@@ -113,7 +117,7 @@ bench-vec: build venv
 bench-ray: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/ray_bench.py --rounds 6
 
-bench-all: bench-system bench-step bench-scale bench-route bench-ui bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-protocol bench-rl bench-ray
+bench-all: bench-system bench-step bench-scale bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-protocol bench-rl bench-ray
 
 fuzz: setup
 	$(GO) test ./envcore -run '^$$' -fuzz FuzzParseAction -fuzztime 60s

@@ -111,6 +111,13 @@ type Browser struct {
 	unreported bool
 	lastTake   atomic.Int64 // when the pool was last drawn from, in Unix ns
 
+	// Supervision (crash.go, supervisor.go).
+	started    time.Time
+	mainPID    int          // Chromium's browser process (not its wrapper or guard)
+	placed     atomic.Int32 // environments on this browser (Pool.NewEnv balances them)
+	diedAt     atomic.Int64 // Unix ns when the browser was found dead, 0 while it lives
+	supervised bool         // a Pool replaces it when it dies
+
 	mu       sync.RWMutex
 	sessions map[proto.TargetSessionID]*tab
 	children map[proto.TargetSessionID]*tab // workers' and frames' sessions, by the tab that started them
@@ -118,11 +125,20 @@ type Browser struct {
 	contexts map[proto.BrowserBrowserContextID]*Env
 	proxies  map[proto.BrowserBrowserContextID]ContextProxy
 	closed   bool
+	// deliberate: Close began while the browser lived; its end is then
+	// no crash.
+	deliberate bool
 }
 
-// Launch starts Chromium and connects to it. The process ends when ctx is
-// cancelled or Close is called.
+// Launch starts Chromium and connects to it over a pipe (pipe.go). The
+// process ends when Close is called; ctx bounds the start. Nothing
+// restarts the browser if it dies: a Pool (supervisor.go) does.
 func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser, error) {
+	return launch(ctx, log, opts, false)
+}
+
+// launch is Launch, for a Pool when supervised.
+func launch(ctx context.Context, log *zap.Logger, opts BrowserOptions, supervised bool) (*Browser, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -131,23 +147,17 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 		return nil, fmt.Errorf("chromium not found at %s: install Debian's chromium-headless-shell or chromium package (apt-get install chromium-headless-shell chromium) or set WEBSERV_CHROMIUM: %w", bin, err)
 	}
 
-	proc, u, err := launchProcess(ctx, log, bin, opts)
+	proc, err := launchProcess(ctx, log, bin, opts)
 	if err != nil {
 		return nil, err
 	}
 	bctx, cancel := context.WithCancel(context.Background())
-	ws := &cdp.WebSocket{}
-	if err := ws.Connect(bctx, u, nil); err != nil {
+	tap := &netTap{ws: proc.conn} // reads the tabs' Network events (netwatch.go)
+	rb, err := connect(ctx, bctx, proc, tap)
+	if err != nil {
 		cancel()
 		_ = proc.stop(0)
-		return nil, fmt.Errorf("connect to chromium: %w", err)
-	}
-	tap := &netTap{ws: ws} // reads the tabs' Network events (netwatch.go)
-	rb := rod.New().Client(cdp.New().Start(tap)).Context(bctx)
-	if err := rb.Connect(); err != nil {
-		cancel()
-		_ = proc.stop(0)
-		return nil, fmt.Errorf("connect to chromium: %w", err)
+		return nil, err
 	}
 	b := &Browser{
 		log:      log,
@@ -156,16 +166,21 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 		ctx:      bctx,
 		cancel:   cancel,
 		done:     make(chan struct{}),
+		started:  time.Now(),
 		sessions: map[proto.TargetSessionID]*tab{},
 		children: map[proto.TargetSessionID]*tab{},
 		targets:  map[proto.TargetTargetID]*tab{},
 		contexts: map[proto.BrowserBrowserContextID]*Env{},
 		proxies:  map[proto.BrowserBrowserContextID]ContextProxy{},
 		proxy:    opts.Proxy,
+
+		supervised: supervised,
 	}
 	tap.b = b
+	b.mainPID = proc.mainPID()
 	events := rb.Event() // subscribe before auto-attach so no attach is missed
 	go b.loop(events)
+	go b.watchExit()
 
 	// Every new page target (ours or a popup) starts paused until we have
 	// installed the injected script; see onAttached.
@@ -175,7 +190,8 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 		return nil, fmt.Errorf("chromium auto-attach: %w", err)
 	}
 	if ver, err := (proto.BrowserGetVersion{}).Call(rb); err == nil {
-		log.Info("browser started", zap.String("product", ver.Product), zap.String("bin", bin), zap.String("user", proc.acct.name), zap.Bool("sandbox", proc.sandboxed))
+		log.Info("browser started", zap.String("product", ver.Product), zap.String("bin", bin), zap.String("user", proc.acct.name),
+			zap.Bool("sandbox", proc.sandboxed), zap.Int("pid", b.mainPID), zap.String("devtools", "pipe"))
 	}
 	if opts.WarmContexts > 0 {
 		b.startPool(opts.WarmContexts)
@@ -183,20 +199,53 @@ func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser
 	return b, nil
 }
 
+// connect starts rod's CDP client on proc's pipe, bound to life, and
+// waits, within ctx, for the browser to answer its first command: a
+// browser that ends before it does (a bad switch, a sandbox that cannot
+// start) fails the launch with what it printed.
+func connect(ctx, life context.Context, proc *chromiumProcess, conn cdp.WebSocketable) (*rod.Browser, error) {
+	client := cdp.New().Start(conn)
+	rb := rod.New().Client(client).Context(life)
+	err := rb.Connect()
+	if err == nil {
+		_, err = proto.BrowserGetVersion{}.Call(rb.Context(ctx))
+	}
+	if err == nil {
+		return rb, nil
+	}
+	// A pipe that broke means the browser is ending: say what it printed.
+	select {
+	case <-proc.exit:
+	case <-proc.conn.closed:
+		select {
+		case <-proc.exit:
+		case <-time.After(5 * time.Second):
+		}
+	default:
+	}
+	select {
+	case <-proc.exit:
+		err = fmt.Errorf("chromium ended before it answered on its DevTools pipe; it printed: %s", firstNonEmpty(proc.out.String(), "nothing"))
+	default:
+		err = fmt.Errorf("chromium did not answer on its DevTools pipe: %w (it printed: %s)", err, firstNonEmpty(proc.out.String(), "nothing"))
+	}
+	return nil, explainLaunchFailure(err, proc.acct)
+}
+
 // launchProcess starts Chromium for opts as Launch does (as
-// browserAccountFor's user, with the sandbox unless opts turn it off) and
-// returns the process and its DevTools URL.
-func launchProcess(ctx context.Context, log *zap.Logger, bin string, opts BrowserOptions) (*chromiumProcess, string, error) {
+// browserAccountFor's user, with the sandbox unless opts turn it off, its
+// DevTools protocol on a pipe).
+func launchProcess(ctx context.Context, log *zap.Logger, bin string, opts BrowserOptions) (*chromiumProcess, error) {
 	acct, err := browserAccountFor(opts)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if n := removeStaleBrowserDirs(os.TempDir()); n > 0 {
 		log.Info("removed the directories of browsers whose server ended without closing them", zap.Int("count", n), zap.String("under", os.TempDir()))
 	}
 	dirs, err := newBrowserDirs(acct)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	l := newLauncher(ctx, bin, opts).UserDataDir(dirs.data)
 	sandboxed := !l.Has(flags.NoSandbox)
@@ -204,13 +253,13 @@ func launchProcess(ctx context.Context, log *zap.Logger, bin string, opts Browse
 		log.Warn("chromium's sandbox is off (--no-sandbox): a page that exploits a renderer bug runs unconfined on this host as the browser's user; turn it off only where the sandbox cannot start",
 			zap.String("user", acct.name))
 	}
-	proc, u, err := startChromium(ctx, l, bin, acct, dirs, browserEnv(acct, dirs, os.Environ()))
+	proc, err := startChromium(ctx, l, bin, acct, dirs, browserEnv(acct, dirs, os.Environ()))
 	if err != nil {
 		_ = dirs.remove()
-		return nil, "", fmt.Errorf("launch chromium (%s) as user %s: %w", bin, acct.name, err)
+		return nil, fmt.Errorf("launch chromium (%s) as user %s: %w", bin, acct.name, err)
 	}
 	proc.sandboxed = sandboxed
-	return proc, u, nil
+	return proc, nil
 }
 
 // newLauncher is Chromium's command line as Launch starts it: bin with the
@@ -229,6 +278,10 @@ func newLauncher(ctx context.Context, bin string, opts BrowserOptions) *launcher
 	// the like); here only opts.NoSandbox (or a no-sandbox switch in the
 	// flags below) does.
 	l.Delete(flags.NoSandbox)
+	// DevTools on a pipe (fds 3 and 4), not a TCP port any local process
+	// could connect to (pipe.go).
+	l.Delete(flags.RemoteDebuggingPort)
+	l.Set("remote-debugging-pipe")
 	if opts.NoSandbox {
 		l.Set(flags.NoSandbox)
 	}
@@ -280,9 +333,15 @@ func (b *Browser) Close() error {
 		return nil
 	}
 	b.closed = true
+	b.deliberate = b.Alive()
 	b.mu.Unlock()
-	_ = proto.BrowserClose{}.Call(b.rod) // the process is stopped below either way
+	if b.Alive() {
+		ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+		_ = proto.BrowserClose{}.Call(b.rod.Context(ctx)) // the process is stopped below either way
+		cancel()
+	}
 	b.cancel()
+	b.drainPool()
 	err := b.proc.stop(2 * time.Second)
 	select {
 	case <-b.done:
@@ -294,7 +353,7 @@ func (b *Browser) Close() error {
 // Alive reports whether the Chromium process is still connected.
 func (b *Browser) Alive() bool {
 	select {
-	case <-b.done:
+	case <-b.proc.conn.closed:
 		return false
 	default:
 		return true
@@ -437,7 +496,10 @@ func (b *Browser) newContext(ctx context.Context, env *Env) (proto.BrowserBrowse
 
 // disposeContext closes a browser context and all its tabs.
 func (b *Browser) disposeContext(ctx context.Context, id proto.BrowserBrowserContextID) error {
-	err := proto.TargetDisposeBrowserContext{BrowserContextID: id}.Call(b.rod.Context(ctx))
+	var err error
+	if b.Alive() { // a dead browser's contexts went with it
+		err = proto.TargetDisposeBrowserContext{BrowserContextID: id}.Call(b.rod.Context(ctx))
+	}
 	b.mu.Lock()
 	delete(b.contexts, id)
 	p := b.proxies[id]

@@ -202,15 +202,11 @@ func newBareSide(b *testing.B, ctx context.Context, ws *cpuSide) *cpuSide {
 // control when asked), and the browser's process id. Chromium ends with
 // the benchmark.
 func bareTab(b *testing.B, ctx context.Context, opts envcore.BrowserOptions, beginFrameControl bool) (*rod.Page, int) {
-	u, pid, stop, err := envcore.StartChromium(ctx, opts)
+	br, pid, stop, err := envcore.StartChromium(ctx, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(stop)
-	br := rod.New().ControlURL(u).Context(ctx)
-	if err := br.Connect(); err != nil {
-		b.Fatal(err)
-	}
 	bc, err := proto.TargetCreateBrowserContext{}.Call(br)
 	if err != nil {
 		b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rod/rod/lib/proto"
@@ -167,9 +168,12 @@ var (
 // Env is one web-agent environment: an isolated browser context with its
 // tabs. Its methods are safe for concurrent use and run one at a time.
 type Env struct {
-	b   *Browser
-	log *zap.Logger
-	cfg Config
+	src placer                  // where it gets a browser (its Browser, or a Pool)
+	bp  atomic.Pointer[Browser] // the browser its pages are in (br)
+	// holder: it only holds a warm context (pool.go), uncounted.
+	holder bool
+	log    *zap.Logger
+	cfg    Config
 
 	mu         sync.Mutex // serializes Reset, Step, Observe, Close
 	net        Network    // nil: contexts are not routed
@@ -192,9 +196,41 @@ type Env struct {
 // NewEnv creates an environment on b. It opens no page until Reset; its
 // resource watch runs until Close.
 func (b *Browser) NewEnv(cfg Config) *Env {
-	e := &Env{b: b, log: b.log, cfg: cfg.withDefaults(), changed: make(chan struct{}), quit: make(chan struct{})}
+	return b.newEnv(cfg, b)
+}
+
+// newEnv is NewEnv for an environment placed on b by src.
+func (b *Browser) newEnv(cfg Config, src placer) *Env {
+	e := &Env{src: src, log: b.log, cfg: cfg.withDefaults(), changed: make(chan struct{}), quit: make(chan struct{})}
+	e.moveTo(b)
 	go e.watchIdle()
 	return e
+}
+
+// newHolder is an environment that holds a warm context for the pool
+// (pool.go): it is not counted among b's environments.
+func (b *Browser) newHolder() *Env {
+	e := &Env{src: b, log: b.log, cfg: Config{}.withDefaults(), changed: make(chan struct{}), quit: make(chan struct{}), holder: true}
+	e.bp.Store(b)
+	go e.watchIdle()
+	return e
+}
+
+// br is the browser e's pages are in. It changes only in a Reset or
+// RestoreState after that browser died (place).
+func (e *Env) br() *Browser { return e.bp.Load() }
+
+// moveTo makes b e's browser, keeping the browsers' counts of their
+// environments.
+func (e *Env) moveTo(b *Browser) {
+	if old := e.bp.Swap(b); old != b && !e.holder {
+		if old != nil {
+			old.placed.Add(-1)
+		}
+		if b != nil {
+			b.placed.Add(1)
+		}
+	}
 }
 
 // Config returns the environment's configuration with defaults filled in.
@@ -239,10 +275,18 @@ type ResetOptions struct {
 
 // ResetWith is Reset with the options o.
 func (e *Env) ResetWith(ctx context.Context, startURL string, o ResetOptions) (Observation, StepInfo, error) {
-	cookies := o.Cookies
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	defer e.b.working()()
+	defer e.br().working()()
+	ctx, stop := e.live(ctx)
+	defer stop()
+	obs, info, err := e.reset(ctx, startURL, o)
+	return obs, info, e.orCrash(err)
+}
+
+// reset is ResetWith's work, with e.mu held.
+func (e *Env) reset(ctx context.Context, startURL string, o ResetOptions) (Observation, StepInfo, error) {
+	cookies := o.Cookies
 	if e.closed {
 		return Observation{}, StepInfo{}, ErrClosed
 	}
@@ -264,7 +308,7 @@ func (e *Env) ResetWith(ctx context.Context, startURL string, o ResetOptions) (O
 		for i, c := range cookies {
 			params[i] = &proto.NetworkCookieParam{Name: c.Name, Value: c.Value, URL: c.URL, HTTPOnly: c.HTTPOnly}
 		}
-		if err := (proto.StorageSetCookies{Cookies: params, BrowserContextID: e.ctxID}).Call(e.b.rod.Context(ctx)); err != nil {
+		if err := (proto.StorageSetCookies{Cookies: params, BrowserContextID: e.ctxID}).Call(e.br().rod.Context(ctx)); err != nil {
 			return Observation{}, info, fmt.Errorf("set the episode's cookies: %w", err)
 		}
 	}
@@ -312,11 +356,14 @@ func (e *Env) Step(ctx context.Context, a Action) (Observation, StepInfo, error)
 func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (Observation, StepInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	defer e.b.working()()
+	defer e.br().working()()
 	if err := e.usable(); err != nil {
 		return Observation{}, StepInfo{}, err
 	}
-	return e.watched(ctx, func(ctx context.Context) (Observation, StepInfo, error) { return e.step(ctx, a, opts) })
+	ctx, stop := e.live(ctx)
+	defer stop()
+	obs, info, err := e.watched(ctx, func(ctx context.Context) (Observation, StepInfo, error) { return e.step(ctx, a, opts) })
+	return obs, info, e.orCrash(err)
 }
 
 // watched runs a step while its environment's resources are watched (see
@@ -407,7 +454,8 @@ func (e *Env) StepTextObserve(ctx context.Context, s string, opts ObserveOptions
 			return Observation{}, StepInfo{}, err
 		}
 		info := StepInfo{ActionError: err.Error(), ActionErrorCode: "bad_action"}
-		return e.finishStep(ctx, info, time.Time{}, s, opts)
+		obs, info, err := e.finishStep(ctx, info, time.Time{}, s, opts)
+		return obs, info, e.orCrash(err)
 	}
 	return e.StepObserve(ctx, a, opts)
 }
@@ -422,10 +470,16 @@ func (e *Env) Observe(ctx context.Context, opts ObserveOptions) (Observation, er
 	if e.lost != nil {
 		return Observation{}, e.lost
 	}
+	if err := e.crashed(); err != nil {
+		return Observation{}, err
+	}
 	if e.ctxID == "" {
 		return Observation{}, ErrNotReset
 	}
-	return e.observeBounded(ctx, opts)
+	ctx, stop := e.live(ctx)
+	defer stop()
+	obs, err := e.observeBounded(ctx, opts)
+	return obs, e.orCrash(err)
 }
 
 // Close ends the environment and frees its browser context.
@@ -439,7 +493,11 @@ func (e *Env) Close() error {
 	close(e.quit)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return e.dispose(ctx)
+	err := e.dispose(ctx)
+	if !e.holder {
+		e.br().placed.Add(-1) // it stays e's browser, but counts e no more
+	}
+	return err
 }
 
 // Terminated reports whether the episode ended with a terminate action.
@@ -455,6 +513,8 @@ func (e *Env) usable() error {
 		return ErrClosed
 	case e.lost != nil:
 		return e.lost
+	case e.crashed() != nil:
+		return e.crashed()
 	case e.ctxID == "":
 		return ErrNotReset
 	case e.terminated:
@@ -472,7 +532,7 @@ func (e *Env) dispose(ctx context.Context) error {
 	e.ctxID = ""
 	e.tabs, e.active, e.attaching, e.blocked = nil, 0, 0, 0
 	e.tabMu.Unlock()
-	return e.b.disposeContext(ctx, id)
+	return e.br().disposeContext(ctx, id)
 }
 
 // finishStep waits for quiescence (unless settleFrom is zero), extracts the
@@ -550,7 +610,7 @@ func (e *Env) observe(ctx context.Context, opts ObserveOptions) (Observation, er
 	for i, x := range tabs {
 		url, title := obs.URL, obs.Title
 		if x != t {
-			url, title = x.refreshInfo(ctx, e.b)
+			url, title = x.refreshInfo(ctx, e.br())
 		}
 		obs.Tabs[i] = Tab{Index: i, URL: url, Title: title, Active: i == active}
 	}
@@ -572,11 +632,13 @@ func (e *Env) Evaluate(ctx context.Context, expr string, out any) error {
 	if err != nil {
 		return err
 	}
+	ctx, stop := e.live(ctx)
+	defer stop()
 	err = t.evalJSON(ctx, expr, out)
 	if errors.Is(err, errNoInjection) {
 		return fmt.Errorf("evaluate: %w", err)
 	}
-	return err
+	return e.orCrash(err)
 }
 
 // Goto navigates the active tab to url and waits for it to settle, without
@@ -589,19 +651,24 @@ func (e *Env) Goto(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
+	ctx, stop := e.live(ctx)
+	defer stop()
 	start := time.Now()
 	e.act++
 	if err := e.navigate(ctx, t, url); err != nil {
-		return err
+		return e.orCrash(err)
 	}
 	_, err = e.settle(ctx, e.act, start, time.Now())
-	return err
+	return e.orCrash(err)
 }
 
 // checkedTab is the active tab of an open, reset environment (e.mu held).
 func (e *Env) checkedTab() (*tab, error) {
 	if e.closed {
 		return nil, ErrClosed
+	}
+	if err := e.crashed(); err != nil {
+		return nil, err
 	}
 	t := e.activeTab()
 	if t == nil {

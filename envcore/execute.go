@@ -391,10 +391,10 @@ func (e *Env) closeTab(ctx context.Context, index *int) error {
 	if i < 0 || i >= len(tabs) {
 		return actionErr("bad_tab", "there is no tab %d: tabs are numbered 0 to %d", i, len(tabs)-1)
 	}
-	if _, err := (proto.TargetCloseTarget{TargetID: tabs[i].id}).Call(e.b.rod.Context(ctx)); err != nil {
+	if _, err := (proto.TargetCloseTarget{TargetID: tabs[i].id}).Call(e.br().rod.Context(ctx)); err != nil {
 		return fmt.Errorf("close tab: %w", err)
 	}
-	e.b.forget(tabs[i])
+	e.br().forget(tabs[i])
 	if t := e.activeTab(); t != nil {
 		return proto.PageBringToFront{}.Call(t.client(ctx))
 	}

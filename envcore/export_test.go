@@ -9,14 +9,20 @@ import (
 )
 
 // StartChromium starts Chromium as Launch does, for benchmarks that drive
-// it themselves (a mode Launch does not offer): its DevTools URL, its
-// process id, and what stops it and removes its directories.
-func StartChromium(ctx context.Context, opts BrowserOptions) (controlURL string, pid int, stop func(), err error) {
-	p, u, err := launchProcess(ctx, zap.NewNop(), ChromiumBin(opts), opts)
+// it themselves (a mode Launch does not offer): a rod connection to it
+// over its DevTools pipe, its process id, and what stops it and removes
+// its directories.
+func StartChromium(ctx context.Context, opts BrowserOptions) (rb *rod.Browser, pid int, stop func(), err error) {
+	p, err := launchProcess(ctx, zap.NewNop(), ChromiumBin(opts), opts)
 	if err != nil {
-		return "", 0, nil, err
+		return nil, 0, nil, err
 	}
-	return u, p.pid, func() { _ = p.stop(0) }, nil
+	rb, err = connect(ctx, ctx, p, p.conn)
+	if err != nil {
+		_ = p.stop(0)
+		return nil, 0, nil, err
+	}
+	return rb, p.pid, func() { _ = p.stop(0) }, nil
 }
 
 // BrowserRod is b's rod connection, for benchmarks that read Chromium
@@ -53,6 +59,26 @@ func ReportedRequests(env *Env) []string {
 	return out
 }
 
+// BrowserMainPID is the pid of b's Chromium browser process itself (not
+// its wrapper script or guard).
+func BrowserMainPID(b *Browser) int { return b.mainPID }
+
+// EnvBrowserPID is the pid of the Chromium browser process e's pages are
+// in.
+func EnvBrowserPID(e *Env) int { return e.br().mainPID }
+
+// PoolRootPIDs are the pids at the root of each of the pool's browsers'
+// process trees (the guard's child), for finding every process of them.
+func PoolRootPIDs(p *Pool) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int
+	for _, b := range p.slots {
+		out = append(out, b.proc.pid)
+	}
+	return out
+}
+
 // LaunchUnreported is Launch for a browser whose tabs get no Network
 // reports (netwatch.go): the benchmark that weighs them.
 func LaunchUnreported(ctx context.Context) (*Browser, error) {
@@ -62,3 +88,6 @@ func LaunchUnreported(ctx context.Context) (*Browser, error) {
 	}
 	return b, err
 }
+
+// RestartDelay is the pool's wait before the n-th restart in a row.
+func RestartDelay(n int) time.Duration { return restartDelay(n) }

@@ -34,8 +34,8 @@ import (
 // netTap is the browser connection as rod reads it, with the Network
 // events handed to the browser's tabs on the way (see above).
 type netTap struct {
-	ws *cdp.WebSocket
-	b  *Browser // set once the Browser exists; nothing is enabled before
+	ws cdp.WebSocketable // the browser's DevTools pipe (pipe.go)
+	b  *Browser          // set once the Browser exists; nothing is enabled before
 }
 
 func (w *netTap) Send(msg []byte) error { return w.ws.Send(msg) }

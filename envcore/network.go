@@ -38,7 +38,7 @@ type Network interface {
 // next Reset or RestoreState on. It needs a Browser launched with
 // BrowserOptions.Proxy.
 func (e *Env) SetNetwork(n Network) error {
-	if n != nil && e.b.proxy == nil {
+	if n != nil && e.br().proxy == nil {
 		return fmt.Errorf("the browser was launched without per-context proxies (BrowserOptions.Proxy), so an environment's network cannot be routed")
 	}
 	e.mu.Lock()

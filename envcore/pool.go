@@ -58,6 +58,22 @@ func (b *Browser) startPool(n int) {
 	}()
 }
 
+// drainPool ends the warm contexts' holders still in the pool, for Close:
+// their watches stop, and their contexts go with the browser.
+func (b *Browser) drainPool() {
+	if b.pool == nil {
+		return
+	}
+	for {
+		select {
+		case w := <-b.pool:
+			w.holder.abandon()
+		default:
+			return
+		}
+	}
+}
+
 // working marks an environment operation in progress until the returned
 // function is called; the pool's refill waits for none to be.
 func (b *Browser) working() func() {
@@ -80,7 +96,7 @@ func (b *Browser) waitQuiet() {
 func (b *Browser) warmOne() (*warmContext, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	h := b.NewEnv(Config{})
+	h := b.newHolder()
 	id, _, err := b.newContext(ctx, h)
 	if err != nil {
 		return nil, err
@@ -135,13 +151,19 @@ func (b *Browser) takeWarm(e *Env) (*tab, bool) {
 	return t, true
 }
 
-// freshContext gives e a new browser context with one blank tab: a warm
-// one when the pool has it, else a new one.
+// freshContext gives e a new browser context with one blank tab, in the
+// browser its placer gives it (its own while that lives): a warm one when
+// that browser's pool has it, else a new one.
 func (e *Env) freshContext(ctx context.Context) (*tab, error) {
-	if t, ok := e.b.takeWarm(e); ok {
+	b, err := e.src.place(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	e.moveTo(b)
+	if t, ok := b.takeWarm(e); ok {
 		return t, nil
 	}
-	id, p, err := e.b.newContext(ctx, e)
+	id, p, err := b.newContext(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -150,4 +172,15 @@ func (e *Env) freshContext(ctx context.Context) (*tab, error) {
 	e.tabMu.Unlock()
 	e.bindContext(p)
 	return e.openTab(ctx)
+}
+
+// abandon closes a holder without disposing of its context (its browser
+// is closing).
+func (e *Env) abandon() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		e.closed = true
+		close(e.quit)
+	}
 }

@@ -1,11 +1,16 @@
 package envcore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -16,25 +21,30 @@ import (
 // chromiumProcess is one running Chromium: started as its account, in a
 // process group of its own, behind leakless (a small guard process that
 // kills the browser if the server dies without closing it) when the
-// platform has it.
+// platform has it, with its DevTools protocol on a pipe (pipe.go).
 //
 // Rod's launcher builds the command line (newLauncher) but does not start
-// the process: it offers no way to start it as another user.
+// the process: it offers no way to start it as another user, nor to hand
+// it the pipe's file descriptors.
 type chromiumProcess struct {
 	cmd  *exec.Cmd
 	pid  int // the browser's own process (the guard's child)
 	exit chan struct{}
 	dirs *browserDirs
-	out  *launcher.URLParser
+	out  *outputTail
 	acct *browserAccount
+	conn *pipeConn // DevTools: Chromium's fds 3 and 4
 	// sandboxed: started without --no-sandbox.
 	sandboxed bool
 }
 
 // startChromium runs bin with l's switches as acct, its profile, HOME and
-// TMPDIR in dirs, and returns the process and its DevTools WebSocket URL.
-// ctx bounds the start only.
-func startChromium(ctx context.Context, l *launcher.Launcher, bin string, acct *browserAccount, dirs *browserDirs, env []string) (*chromiumProcess, string, error) {
+// TMPDIR in dirs, its DevTools protocol on a pipe, and returns the
+// process. ctx bounds the start only. The guard (leakless) gets the
+// pipe's ends as its fds 3 and 4 and, having no close-on-exec flag on
+// them, passes them to the browser it starts, as the chromium wrapper
+// script does to the binary.
+func startChromium(ctx context.Context, l *launcher.Launcher, bin string, acct *browserAccount, dirs *browserDirs, env []string) (*chromiumProcess, error) {
 	args := l.FormatArgs()
 	var guard *leakless.Launcher
 	var cmd *exec.Cmd
@@ -44,20 +54,33 @@ func startChromium(ctx context.Context, l *launcher.Launcher, bin string, acct *
 	} else {
 		cmd = exec.Command(bin, args...)
 	}
-	out := launcher.NewURLParser().Context(ctx)
+	conn, theirs, err := devtoolsPipes()
+	if err != nil {
+		return nil, err
+	}
+	out := &outputTail{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: acct.credential()}
 	cmd.Env = env
 	if !acct.self {
 		cmd.Dir = dirs.home // the server's working directory may be closed to the browser's user
 	}
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
+	cmd.ExtraFiles = theirs
+	err = cmd.Start()
+	for _, f := range theirs {
+		_ = f.Close() // the browser's now: its end of file comes when the browser ends
 	}
-	p := &chromiumProcess{cmd: cmd, pid: cmd.Process.Pid, exit: make(chan struct{}), dirs: dirs, out: out, acct: acct}
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	p := &chromiumProcess{cmd: cmd, pid: cmd.Process.Pid, exit: make(chan struct{}), dirs: dirs, out: out, acct: acct, conn: conn}
 	go func() {
 		_ = cmd.Wait()
 		close(p.exit)
+		// A child of the browser that outlives it must not keep the
+		// connection open: its end is the browser's.
+		conn.Close()
 	}()
 	if guard != nil {
 		select {
@@ -67,30 +90,39 @@ func startChromium(ctx context.Context, l *launcher.Launcher, bin string, acct *
 		}
 		if ctx.Err() != nil {
 			p.abort()
-			return nil, "", fmt.Errorf("start chromium: %w", ctx.Err())
+			return nil, fmt.Errorf("start chromium: %w", ctx.Err())
 		}
 		if msg := guard.Err(); msg != "" || p.pid == cmd.Process.Pid {
 			p.abort()
-			return nil, "", fmt.Errorf("start chromium behind leakless: %s", firstNonEmpty(msg, "the guard process ended before starting the browser"))
+			return nil, fmt.Errorf("start chromium behind leakless: %s", firstNonEmpty(msg, "the guard process ended before starting the browser"))
 		}
 	}
-	var u string
-	var err error
-	select {
-	case <-ctx.Done():
-		err = ctx.Err()
-	case u = <-out.URL:
-	case <-p.exit:
-		err = out.Err()
+	return p, nil
+}
+
+// outputTail keeps the last outputTailSize bytes Chromium wrote to its
+// stdout and stderr, for the error of a launch that failed.
+type outputTail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const outputTailSize = 8 << 10
+
+func (o *outputTail) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = append(o.buf, p...)
+	if len(o.buf) > outputTailSize {
+		o.buf = append(o.buf[:0], o.buf[len(o.buf)-outputTailSize:]...)
 	}
-	if err == nil {
-		u, err = launcher.ResolveURL(u)
-	}
-	if err != nil {
-		p.abort()
-		return nil, "", explainLaunchFailure(err, acct)
-	}
-	return p, u, nil
+	return len(p), nil
+}
+
+func (o *outputTail) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return strings.TrimSpace(string(o.buf))
 }
 
 // explainLaunchFailure adds what to do to a launch failure that came from
@@ -148,4 +180,49 @@ func (p *chromiumProcess) kill() {
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// mainPID is Chromium's browser process: p.pid, or, when that runs a
+// wrapper (Debian's chromium-headless-shell is a shell script that starts
+// the binary), the descendant that is the browser itself: the last of the
+// line of processes with the DevTools pipe switch and no --type (which
+// zygotes, renderers and helpers have).
+func (p *chromiumProcess) mainPID() int {
+	children := map[int][]int{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if ppid := parentPID(pid); ppid > 0 {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	cur := p.pid
+	for {
+		next := 0
+		for _, c := range children[cur] {
+			cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(c) + "/cmdline")
+			if bytes.Contains(cmd, []byte("--remote-debugging-pipe")) && !bytes.Contains(cmd, []byte("--type=")) {
+				next = c
+			}
+		}
+		if next == 0 {
+			return cur
+		}
+		cur = next
+	}
+}
+
+// parentPID is pid's parent, 0 when pid is gone.
+func parentPID(pid int) int {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }

@@ -213,7 +213,7 @@ func overLimitErr(ctx context.Context) *ResourceLimitError {
 func (e *Env) giveUpOver(rl *ResourceLimitError) error {
 	_, tabs, _ := e.snapshotTabs()
 	for _, t := range tabs {
-		_ = t.client(e.b.ctx).send(proto.RuntimeTerminateExecution{})
+		_ = t.client(e.br().ctx).send(proto.RuntimeTerminateExecution{})
 	}
 	e.log.Warn("environment over a resource limit: closing its context")
 	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -243,7 +243,7 @@ func (e *Env) watchIdle() {
 			continue
 		}
 		if !e.closed && e.lost == nil && e.ctxID != "" {
-			ctx, cancel := context.WithTimeout(e.b.ctx, time.Second) // a step waits for it at most this long
+			ctx, cancel := context.WithTimeout(e.br().ctx, time.Second) // a step waits for it at most this long
 			if rl := e.overLimit(ctx); rl != nil {
 				_ = e.giveUpOver(rl)
 			}

@@ -150,9 +150,9 @@ func (h *castHub) join(e *Env, t *tab, opts ScreencastOptions) (*castViewer, err
 		c.mu.Unlock()
 		return v, nil
 	}
-	ctx, stop := context.WithCancel(e.b.ctx)
+	ctx, stop := context.WithCancel(e.br().ctx)
 	c := &cast{viewers: map[*castViewer]struct{}{v: {}}, stop: stop, done: make(chan struct{}), nudge: make(chan struct{}, 1)}
-	events := e.b.rod.Context(ctx).Event() // subscribed before the start, so no frame is missed
+	events := e.br().rod.Context(ctx).Event() // subscribed before the start, so no frame is missed
 	start := proto.PageStartScreencast{Format: proto.PageStartScreencastFormatJpeg, Quality: &opts.Quality, MaxWidth: &opts.MaxWidth}
 	if err := start.Call(t.client(ctx)); err != nil {
 		stop()

@@ -31,7 +31,7 @@ func (e *Env) trafficLog() *traffic.Log {
 	if e.ctxID == "" {
 		return nil
 	}
-	if s, ok := e.b.contextProxy(e.ctxID).(trafficSource); ok {
+	if s, ok := e.br().contextProxy(e.ctxID).(trafficSource); ok {
 		return s.Traffic()
 	}
 	return nil

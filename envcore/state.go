@@ -46,6 +46,14 @@ type pageState struct {
 func (e *Env) CaptureState(ctx context.Context) (BrowserState, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	ctx, stop := e.live(ctx)
+	defer stop()
+	st, err := e.captureState(ctx)
+	return st, e.orCrash(err)
+}
+
+// captureState is CaptureState's work, with e.mu held.
+func (e *Env) captureState(ctx context.Context) (BrowserState, error) {
 	var st BrowserState
 	if e.closed {
 		return st, ErrClosed
@@ -53,7 +61,10 @@ func (e *Env) CaptureState(ctx context.Context) (BrowserState, error) {
 	if e.ctxID == "" {
 		return st, ErrNotReset
 	}
-	cookies, err := proto.StorageGetCookies{BrowserContextID: e.ctxID}.Call(e.b.rod.Context(ctx))
+	if err := e.crashed(); err != nil {
+		return st, err
+	}
+	cookies, err := proto.StorageGetCookies{BrowserContextID: e.ctxID}.Call(e.br().rod.Context(ctx))
 	if err != nil {
 		return st, fmt.Errorf("read cookies: %w", err)
 	}
@@ -92,7 +103,15 @@ func (e *Env) CaptureState(ctx context.Context) (BrowserState, error) {
 func (e *Env) RestoreState(ctx context.Context, st BrowserState) (Observation, StepInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	defer e.b.working()()
+	defer e.br().working()()
+	ctx, stop := e.live(ctx)
+	defer stop()
+	obs, info, err := e.restoreState(ctx, st)
+	return obs, info, e.orCrash(err)
+}
+
+// restoreState is RestoreState's work, with e.mu held.
+func (e *Env) restoreState(ctx context.Context, st BrowserState) (Observation, StepInfo, error) {
 	if e.closed {
 		return Observation{}, StepInfo{}, ErrClosed
 	}
@@ -113,7 +132,7 @@ func (e *Env) RestoreState(ctx context.Context, st BrowserState) (Observation, S
 			params[i] = &proto.NetworkCookieParam{Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path,
 				Secure: c.Secure, HTTPOnly: c.HTTPOnly, SameSite: c.SameSite, Expires: c.Expires}
 		}
-		if err := (proto.StorageSetCookies{Cookies: params, BrowserContextID: id}).Call(e.b.rod.Context(ctx)); err != nil {
+		if err := (proto.StorageSetCookies{Cookies: params, BrowserContextID: id}).Call(e.br().rod.Context(ctx)); err != nil {
 			return Observation{}, StepInfo{}, fmt.Errorf("set cookies: %w", err)
 		}
 	}

@@ -49,7 +49,7 @@ type tab struct {
 
 func newTab(env *Env, session proto.TargetSessionID, info *proto.TargetTargetInfo) *tab {
 	return &tab{
-		b:       env.b,
+		b:       env.br(),
 		env:     env,
 		id:      info.TargetID,
 		ctxID:   info.BrowserContextID,

@@ -107,7 +107,7 @@ const openTabTimeout = 30 * time.Second
 //
 // The wait is bounded by ctx and by openTabTimeout.
 func (e *Env) openTab(ctx context.Context) (*tab, error) {
-	res, err := proto.TargetCreateTarget{URL: "about:blank", BrowserContextID: e.ctxID}.Call(e.b.rod.Context(ctx))
+	res, err := proto.TargetCreateTarget{URL: "about:blank", BrowserContextID: e.ctxID}.Call(e.br().rod.Context(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("open tab: %w", err)
 	}

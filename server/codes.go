@@ -34,22 +34,23 @@ const (
 
 // The error codes. codeTable says each one's fault and meaning.
 const (
-	CodeBadFrame      Code = "bad_frame"
-	CodeFrameTooLarge Code = "frame_too_large"
-	CodeUnauthorized  Code = "unauthorized"
-	CodeUnknownOp     Code = "unknown_op"
-	CodeBadArgs       Code = "bad_args"
-	CodeUnknownEnv    Code = "unknown_env"
-	CodeNotSupported  Code = "not_supported"
-	CodeNotConfigured Code = "not_configured"
-	CodeEpisodeOver   Code = "episode_over"
-	CodeResourceLimit Code = "resource_limit"
-	CodeCapacity      Code = "capacity"
-	CodeTimeout       Code = "timeout"
-	CodeBackend       Code = "backend"
-	CodeSiteDown      Code = "site_down"
-	CodeShuttingDown  Code = "shutting_down"
-	CodeInternal      Code = "internal_error"
+	CodeBadFrame       Code = "bad_frame"
+	CodeFrameTooLarge  Code = "frame_too_large"
+	CodeUnauthorized   Code = "unauthorized"
+	CodeUnknownOp      Code = "unknown_op"
+	CodeBadArgs        Code = "bad_args"
+	CodeUnknownEnv     Code = "unknown_env"
+	CodeNotSupported   Code = "not_supported"
+	CodeNotConfigured  Code = "not_configured"
+	CodeEpisodeOver    Code = "episode_over"
+	CodeResourceLimit  Code = "resource_limit"
+	CodeCapacity       Code = "capacity"
+	CodeTimeout        Code = "timeout"
+	CodeBackend        Code = "backend"
+	CodeSiteDown       Code = "site_down"
+	CodeBrowserCrashed Code = "browser_crashed"
+	CodeShuttingDown   Code = "shutting_down"
+	CodeInternal       Code = "internal_error"
 )
 
 // codeInfo is one row of the code table.
@@ -76,6 +77,7 @@ var codeTable = []codeInfo{
 	{CodeCapacity, FaultInfrastructure, "too many environments or creations; wait `retry_after` seconds"},
 	{CodeTimeout, FaultInfrastructure, "the request ran past its deadline"},
 	{CodeBackend, FaultInfrastructure, "the browser or a site failed (to start, reset or sign in), or a failure nobody classified"},
+	{CodeBrowserCrashed, FaultInfrastructure, "the browser process the environment's pages were in died (killed, out of memory, crashed), taking the episode's pages with it; the server starts a replacement: reset the environment"},
 	{CodeSiteDown, FaultInfrastructure, "the environment's site instance died or stopped answering its readiness probe, or the route to it failed, mid-episode; the episode is not graded: reset for a fresh instance"},
 	{CodeShuttingDown, FaultInfrastructure, "the server is stopping"},
 	{CodeInternal, FaultInfrastructure, "a bug: please report it"},
@@ -160,6 +162,10 @@ func wireError(err error) *Error {
 		return errorf(CodeEpisodeOver, false, "%v", err)
 	case errors.Is(err, envcore.ErrClosed):
 		return errorf(CodeUnknownEnv, false, "%v", err)
+	case errors.Is(err, envcore.ErrBrowserCrashed):
+		// Retryable after a reset, when a pool restarts the browser.
+		var ce *envcore.BrowserCrashedError
+		return errorf(CodeBrowserCrashed, !errors.As(err, &ce) || ce.Supervised, "%v", err)
 	case errors.Is(err, envcore.ErrResourceLimit):
 		// The pages the policy opened: its episode ends, a reset goes on.
 		return errorf(CodeResourceLimit, false, "%v", err)

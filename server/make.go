@@ -39,8 +39,8 @@ func (s *Server) makeEnv(ctx context.Context, c call, a *makeArgs) (any, error) 
 	if a.MaxSteps < 0 {
 		return nil, badArgs("make.max_steps must be 0 (no limit) or more")
 	}
-	if !s.browser.Alive() {
-		return nil, errorf(CodeBackend, false, "%v", errNoBrowser)
+	if e := s.noBrowser(); e != nil && !e.Retryable {
+		return nil, e // a pool restarting its browsers: the reset waits for one
 	}
 
 	release, err := s.awaitCreating(ctx)

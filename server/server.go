@@ -83,7 +83,7 @@ func (c Config) withDefaults() Config {
 type Server struct {
 	log      *zap.Logger
 	cfg      Config
-	browser  *envcore.Browser
+	browser  Browsers
 	factory  Factory
 	metrics  *metrics
 	started  time.Time
@@ -109,9 +109,17 @@ type Server struct {
 	reaperDone chan struct{}
 }
 
+// Browsers are where a server's environments get their browser side: an
+// *envcore.Pool of supervised browser processes (what webserv serve runs),
+// or a lone *envcore.Browser, which nothing restarts.
+type Browsers interface {
+	NewEnv(cfg envcore.Config) *envcore.Env
+	Health() envcore.BrowserHealth
+}
+
 // New returns a server that runs environments on browser with sites from
 // factory. Call Close to end it.
-func New(log *zap.Logger, browser *envcore.Browser, factory Factory, cfg Config) *Server {
+func New(log *zap.Logger, browser Browsers, factory Factory, cfg Config) *Server {
 	if log == nil {
 		log = zap.NewNop()
 	}
@@ -121,7 +129,7 @@ func New(log *zap.Logger, browser *envcore.Browser, factory Factory, cfg Config)
 		cfg:        cfg,
 		browser:    browser,
 		factory:    factory,
-		metrics:    newMetrics(),
+		metrics:    newMetrics(browser.Health),
 		started:    time.Now(),
 		creating:   make(chan struct{}, cfg.MaxCreating),
 		sessions:   map[string]*session{},
@@ -159,8 +167,8 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/ui/", ui)
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if !s.browser.Alive() {
-			http.Error(w, "browser process is gone; restart the server", http.StatusServiceUnavailable)
+		if err := s.noBrowser(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
@@ -267,14 +275,17 @@ func (s *Server) reap() {
 
 // Stats is the answer of the stats op.
 type Stats struct {
-	EnvsLive     int      `json:"envs_live"`
-	EnvsCreating int      `json:"envs_creating"`
-	EnvsQueued   int64    `json:"envs_queued"`
-	MaxEnvs      int      `json:"max_envs"`
-	StepsTotal   int64    `json:"steps_total"`
-	UptimeS      float64  `json:"uptime_s"`
-	BrowserAlive bool     `json:"browser_alive"`
-	Envs         []string `json:"envs"`
+	EnvsLive     int     `json:"envs_live"`
+	EnvsCreating int     `json:"envs_creating"`
+	EnvsQueued   int64   `json:"envs_queued"`
+	MaxEnvs      int     `json:"max_envs"`
+	StepsTotal   int64   `json:"steps_total"`
+	UptimeS      float64 `json:"uptime_s"`
+	// BrowserAlive: at least one browser process runs, so environments
+	// can be made and reset; Browsers says which.
+	BrowserAlive bool                  `json:"browser_alive"`
+	Browsers     envcore.BrowserHealth `json:"browsers"`
+	Envs         []string              `json:"envs"`
 }
 
 func (s *Server) stats() Stats {
@@ -285,10 +296,11 @@ func (s *Server) stats() Stats {
 	}
 	s.mu.Unlock()
 	sort.Strings(ids)
+	h := s.browser.Health()
 	return Stats{
 		EnvsLive: len(ids), EnvsCreating: len(s.creating), EnvsQueued: s.queued.Load(), MaxEnvs: s.cfg.MaxEnvs,
 		StepsTotal: s.stepsTotal.Load(), UptimeS: time.Since(s.started).Seconds(),
-		BrowserAlive: s.browser.Alive(), Envs: ids,
+		BrowserAlive: h.Alive > 0, Browsers: h, Envs: ids,
 	}
 }
 
@@ -300,7 +312,21 @@ func tokenOK(want, got string) bool {
 	return want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-var errNoBrowser = errors.New("the browser process is gone; restart the server")
+var errNoBrowser = errors.New("the browser process is gone and nothing restarts it; restart the server")
+
+// noBrowser says why no environment can be made or reset now: no browser
+// process runs. A pool that is restarting one is answered with
+// browser_crashed (retryable); a lone browser that died with errNoBrowser.
+func (s *Server) noBrowser() *Error {
+	h := s.browser.Health()
+	switch {
+	case h.Alive > 0:
+		return nil
+	case h.Supervised:
+		return errorf(CodeBrowserCrashed, true, "none of the server's %d browser processes is running: they are being restarted (%d crashes so far); retry shortly", h.Browsers, h.Crashes)
+	}
+	return errorf(CodeBackend, false, "%v", errNoBrowser)
+}
 
 // run runs one request within the server's lifetime: its context derives
 // from the server's and is bounded by the request timeout; a request that

@@ -185,3 +185,29 @@ func saveImage(img *vgimg.Canvas, path string) error {
 	}
 	return f.Close()
 }
+
+func plotRecovery(dir string, rep *RecoveryReport) error {
+	var labels []string
+	times := make([][]float64, 2)
+	for _, r := range rep.Recovery {
+		labels = append(labels, fmt.Sprintf("%d browsers", r.Browsers))
+		times[0] = append(times[0], r.FirstNewEnvMs)
+		times[1] = append(times[1], r.Recovered.P50)
+	}
+	a, err := grouped("after a browser kill", "ms", labels, []string{"first new environment", "lost environments back (p50)"}, times)
+	if err != nil {
+		return err
+	}
+	labels = nil
+	ratios := make([][]float64, 2)
+	for _, r := range rep.Cost {
+		labels = append(labels, fmt.Sprintf("%d browsers", r.Browsers))
+		ratios[0] = append(ratios[0], r.PSSRatio)
+		ratios[1] = append(ratios[1], r.CPURatio)
+	}
+	b, err := grouped("cost against one browser", "x", labels, []string{"memory (PSS)", "CPU per step"}, ratios)
+	if err != nil {
+		return err
+	}
+	return savePlots(dir, "recovery", a, b)
+}

@@ -140,3 +140,32 @@ func TestUISmoke(t *testing.T) {
 		t.Errorf("report = %+v", rep)
 	}
 }
+
+func TestRecoverySmoke(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	if _, err := suites.Recovery(context.Background(), suites.RecoveryOptions{Browsers: []int{1, 2}, N: 4, CostN: 4, Run: 2 * time.Second, Episode: 3, Out: out, Command: "test", Smoke: true}); err != nil {
+		t.Fatal(err)
+	}
+	var rep suites.RecoveryReport
+	checkFiles(t, out, "recovery", &rep)
+	checkHeader(t, rep.Header, "recovery")
+	if len(rep.Recovery) != 2 || len(rep.Cost) != 2 {
+		t.Fatalf("report = %+v", rep)
+	}
+	for _, r := range rep.Recovery {
+		// Every environment of the killed process is lost (the one
+		// process, or the one with the most of the two) and comes back.
+		if r.EnvsLost == 0 || r.EnvsLost > r.N || r.FirstNewEnvMs <= 0 || r.ReplacedMs <= 0 || r.Recovered.N != r.EnvsLost {
+			t.Errorf("recovery row %+v", r)
+		}
+	}
+	if rep.Recovery[0].EnvsLost != 4 {
+		t.Errorf("one browser process killed lost %d of 4 environments, want all", rep.Recovery[0].EnvsLost)
+	}
+	for _, r := range rep.Cost {
+		if r.Steps == 0 || r.CPUmsPerStep <= 0 || r.PSSMiB <= 0 {
+			t.Errorf("cost row %+v", r)
+		}
+	}
+}

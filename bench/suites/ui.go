@@ -246,10 +246,20 @@ func (p *protoClient) call(ctx context.Context, op, env string, args map[string]
 		return nil, fmt.Errorf("%s: reply: %w", op, err)
 	}
 	if r["ok"] != true {
-		return nil, fmt.Errorf("%s: %v", op, r["error"])
+		e, _ := r["error"].(map[string]any)
+		code, _ := e["code"].(string)
+		return nil, &protoError{op: op, code: code, reply: r["error"]}
 	}
 	res, _ := r["result"].(map[string]any)
 	return res, nil
 }
+
+// protoError is an error reply.
+type protoError struct {
+	op, code string
+	reply    any
+}
+
+func (e *protoError) Error() string { return fmt.Sprintf("%s: %v", e.op, e.reply) }
 
 func (p *protoClient) close() { _ = p.c.CloseNow() }

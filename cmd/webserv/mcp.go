@@ -25,6 +25,7 @@ func mcpCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
 	var ef envFlags
 	ef.register(fs)
+	ef.registerBrowsers(fs)
 	var hf hostingFlags
 	hf.register(fs)
 	var d server.MCPDefaults

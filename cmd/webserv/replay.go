@@ -29,6 +29,7 @@ func replayCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Rea
 	own := flagNames(fs)
 	var ef envFlags
 	ef.register(fs)
+	ef.registerBrowsers(fs)
 	var hf hostingFlags
 	hf.register(fs)
 	fs.Usage = func() {

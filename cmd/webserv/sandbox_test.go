@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/webserv-rl/webserv/envcore"
 )
 
 // signalWriter closes ready at the first write that contains want.
@@ -52,7 +54,8 @@ func TestServeNoSandboxWarns(t *testing.T) {
 			t.Errorf("serve %v: %v", args, err)
 		}
 		warned := logs.FilterMessageSnippet("sandbox is off").Len()
-		if want := len(args); warned != want {
+		// One per browser process launched.
+		if want := len(args) * envcore.DefaultBrowsers; warned != want {
 			t.Errorf("serve %v: %d warnings that the sandbox is off, want %d", args, warned, want)
 		}
 	}

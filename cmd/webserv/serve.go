@@ -21,6 +21,7 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var ef envFlags
 	ef.register(fs)
+	ef.registerBrowsers(fs)
 	listen := fs.String("listen", "127.0.0.1:8765", "address to listen on (port 0 picks a free one); non-loopback needs --token")
 	token := fs.String("token", os.Getenv("WEBSERV_TOKEN"), "token clients must send in hello (default $WEBSERV_TOKEN)")
 	var hf hostingFlags

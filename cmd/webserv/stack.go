@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"go.uber.org/zap"
 
@@ -13,17 +14,21 @@ import (
 
 // stack is what every command that hosts environments brings up, in one
 // path: a router whose per-context routes refuse the given addresses, the
-// browser routed through it, and the site catalogue with its backends.
+// browsers (a supervised pool of --browsers processes) routed through it,
+// and the site catalogue with its backends.
 type stack struct {
-	browser *envcore.Browser
+	browser *envcore.Pool
 	factory *catalog.Catalog
 	close   func()
 }
 
 // startStack brings the stack up; close takes it down in reverse order.
 func startStack(ctx context.Context, log *zap.Logger, ef *envFlags, hf *hostingFlags, refuse ...string) (*stack, error) {
+	if ef.browsers < 1 {
+		return nil, fmt.Errorf("--browsers %d: give 1 or more browser processes (default %d)", ef.browsers, envcore.DefaultBrowsers)
+	}
 	router := netroute.New(log.Named("route"), netroute.Options{Refuse: refuse})
-	b, err := envcore.Launch(ctx, log.Named("browser"), server.Routed(ef.browserOptions(), router))
+	b, err := envcore.LaunchPool(ctx, log.Named("browser"), server.Routed(ef.browserOptions(), router), ef.browsers)
 	if err != nil {
 		_ = router.Close()
 		return nil, err

@@ -108,6 +108,7 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 	fs := flag.NewFlagSet("tasks check", flag.ContinueOnError)
 	var ef envFlags
 	ef.register(fs)
+	ef.registerBrowsers(fs)
 	var hf hostingFlags
 	hf.register(fs)
 	only := fs.String("site", "", "check only this site's tasks")

@@ -22,6 +22,7 @@ type envFlags struct {
 	warm      int
 	user      string
 	noSandbox bool
+	browsers  int // commands that host many environments (registerBrowsers)
 }
 
 func (f *envFlags) register(fs *flag.FlagSet) {
@@ -38,6 +39,12 @@ func (f *envFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.warm, "warm-contexts", 0, "browser contexts to keep ready for resets and forks")
 	fs.StringVar(&f.user, "browser-user", "", "when run as root, the unprivileged user Chromium runs as, with its sandbox on (default "+envcore.DefaultBrowserUser+", which make setup creates)")
 	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "turn Chromium's sandbox off (logs a warning): only on hosts where it cannot start, for lack of unprivileged user namespaces")
+}
+
+// registerBrowsers adds --browsers, for the commands that host many
+// environments (startStack's).
+func (f *envFlags) registerBrowsers(fs *flag.FlagSet) {
+	fs.IntVar(&f.browsers, "browsers", envcore.DefaultBrowsers, "browser processes the environments are spread over, each restarted when it dies: a crash loses at most its share of the environments; each costs some tens of MiB more (docs/envcore.md, \"Browser processes\")")
 }
 
 func (f *envFlags) launch(ctx context.Context, log *zap.Logger) (*envcore.Browser, error) {

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import pickle
 import re
+import select
+import signal
 import subprocess
 import sys
 import time
@@ -61,6 +64,20 @@ def test_every_documented_code_has_a_class_of_its_fault() -> None:
     # Errors cross process boundaries (Ray, multiprocessing) intact.
     e = pickle.loads(pickle.dumps(webserv.CapacityError("full", retry_after=2.5)))
     assert type(e) is webserv.CapacityError and e.retry_after == 2.5 and e.retryable and e.message == "full"
+
+
+def test_a_crashed_browser_is_the_infrastructures_and_a_reset_goes_on() -> None:
+    e = from_reply(
+        {
+            "code": "browser_crashed",
+            "fault": "infrastructure",
+            "message": "the browser process (pid 7) ... died; reset the environment to go on",
+            "retryable": True,
+        }
+    )
+    assert type(e) is webserv.BrowserCrashed and isinstance(e, InfrastructureError) and e.retryable
+    # The step is not sent again (it cannot succeed before a reset); the trainer resets.
+    assert not webserv.RetryPolicy().should_retry("step", e)
 
 
 def test_the_callers_and_the_policys_errors(server: str, pages: str) -> None:
@@ -166,3 +183,41 @@ def test_a_killed_trainer_leaves_no_environment_behind(server: str, pages: str) 
     finally:
         trainer.kill()
         trainer.wait(30)
+
+
+def test_a_killed_browser_process_through_the_client(binary: str, pages: str) -> None:
+    """A server on two browser processes (the default): one is killed with SIGKILL; the client
+    raises BrowserCrashed for the environments on it, a reset brings each back, and the
+    environments on the other step on."""
+    srv = LocalServer(binary, ["--idle", "200ms", "--no-bundled", "--browsers", "2", "--warm-contexts", "0"])
+
+    async def main() -> None:
+        async with webserv.AsyncClient(srv.url) as client:
+            envs = [client.env(start_url=f"{pages}/page?n={i}") for i in range(4)]
+            for env in envs:
+                await env.reset()
+            stats = await client.stats()
+            procs = stats["browsers"]["processes"]
+            assert stats["browser_alive"] and len(procs) == 2 and [p["envs"] for p in procs] == [2, 2], stats
+            victim = procs[0]["pid"]
+            exited = os.pidfd_open(victim)  # readable once the process has ended
+            os.kill(victim, signal.SIGKILL)
+            select.select([exited], [], [])
+            os.close(exited)
+            lost = []
+            for env in envs:
+                try:
+                    await env.step("noop()")
+                except webserv.BrowserCrashed as e:
+                    assert e.retryable and e.fault == "infrastructure" and str(victim) in e.message
+                    lost.append(env)
+            assert len(lost) == 2
+            for env in lost:
+                await env.reset()
+                await env.step("noop()")
+            assert (await client.stats())["browsers"]["crashes"] == 1
+
+    try:
+        asyncio.run(main())
+    finally:
+        srv.stop()

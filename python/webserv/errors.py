@@ -16,6 +16,7 @@ Every error reply of the server carries a code and a fault (docs/protocol.md,
     └── InfrastructureError    the browser, a site, a server or the network failed;
         │                      not the policy's doing: retry or report, never score it
         ├── CapacityError, RequestTimeout, BackendError, ShuttingDown, InternalError
+        ├── BrowserCrashed     the browser process the pages were in died: reset (retryable)
         ├── SiteDown           the environment's site instance died: not graded, reset
         ├── ServerUnavailable  no server could be reached or started      (client side)
         ├── ConnectionLost     the connection closed before the reply came (client side)
@@ -198,6 +199,18 @@ class BackendError(InfrastructureError):
     code = "backend"
 
 
+class BrowserCrashed(InfrastructureError):
+    """The browser process the environment's pages were in died (killed, out of memory, crashed).
+
+    The episode's pages went with it, so the episode is not the policy's to score. The
+    server starts a replacement process: ``reset`` the environment and go on (retryable
+    after a reset; the same step cannot succeed before one).
+    """
+
+    code = "browser_crashed"
+    default_retryable = True
+
+
 class SiteDown(InfrastructureError):
     """The environment's site instance died (or its route failed) mid-episode.
 
@@ -265,6 +278,7 @@ _BY_CODE: dict[str, type[WebServError]] = {
         CapacityError,
         RequestTimeout,
         BackendError,
+        BrowserCrashed,
         SiteDown,
         ShuttingDown,
         InternalError,
@@ -316,6 +330,7 @@ __all__ = [
     "BackendError",
     "BadArgs",
     "BadFrame",
+    "BrowserCrashed",
     "CapacityError",
     "ClientError",
     "ConnectionLost",

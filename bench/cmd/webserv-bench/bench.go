@@ -17,7 +17,7 @@ import (
 	"github.com/webserv-rl/webserv/envcore"
 )
 
-const benchUsage = `usage: webserv-bench SUITE [flags]   (suites: system, step, scale, route, ui; add --smoke for a seconds-long check)
+const benchUsage = `usage: webserv-bench SUITE [flags]   (suites: system, step, scale, route, ui, recovery; add --smoke for a seconds-long check)
 the peer (BrowserGym) and settle suites are Python: python bench/peer_bench.py, python bench/settle_bench.py`
 
 // benchCmd runs one Go benchmark suite and writes its JSON, Markdown and
@@ -41,6 +41,9 @@ func benchCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	warm := fs.Int("warm", 2, "system: launches that warm the caches first")
 	forkN := fs.Int("fork", 8, "system: instances per fork")
 	pool := fs.String("pool", "webserv", "system: Incus storage pool")
+	browsers := fs.String("browsers", "1,2,4", "recovery: browser process counts of the pool")
+	envs := fs.Int("envs", 16, "recovery: environments stepping when a browser process is killed")
+	costEnvs := fs.Int("cost-envs", 32, "recovery: environments stepping while the cost of each pool size is measured")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -124,6 +127,36 @@ func benchCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 			}
 		})
 		rep, err := suites.UI(ctx, o)
+		if err != nil {
+			return err
+		}
+		headline = rep.Headline
+	case "recovery":
+		bs, err := ints(*browsers)
+		if err != nil {
+			return fmt.Errorf("--browsers: %w", err)
+		}
+		o := suites.RecoveryOptions{Browsers: bs, N: *envs, CostN: *costEnvs, Out: *out, Command: command, Smoke: *smoke, Log: os.Stderr}
+		if *smoke {
+			o.Browsers, o.N, o.CostN, o.Run, o.Episode = []int{1, 2}, 4, 4, 3*time.Second, 3
+		}
+		// Only flags given on the command line override the suite's own
+		// defaults (30 s, 100 ms).
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "run":
+				o.Run = *runFor
+			case "idle":
+				o.IdleMs = idles[0]
+			case "browsers":
+				o.Browsers = bs
+			case "envs":
+				o.N = *envs
+			case "cost-envs":
+				o.CostN = *costEnvs
+			}
+		})
+		rep, err := suites.Recovery(ctx, o)
 		if err != nil {
 			return err
 		}
