@@ -213,15 +213,12 @@ func connect(ctx, life context.Context, proc *chromiumProcess, conn cdp.WebSocke
 	if err == nil {
 		return rb, nil
 	}
-	// A pipe that broke means the browser is ending: say what it printed.
+	// A browser that did not answer is usually ending (a pipe that broke on
+	// read or on write): give it a moment to exit, so the error says what
+	// it printed instead of the pipe's own complaint.
 	select {
 	case <-proc.exit:
-	case <-proc.conn.closed:
-		select {
-		case <-proc.exit:
-		case <-time.After(5 * time.Second):
-		}
-	default:
+	case <-time.After(5 * time.Second):
 	}
 	select {
 	case <-proc.exit:
