@@ -52,6 +52,8 @@ from .errors import (
 
 # After the submodule's import, the name is the function: `await webserv.explore(...)` (docs/explore.md).
 from .explore import explore
+# And `await webserv.evaluate(...)` (docs/eval.md).
+from .eval import evaluate
 from .handle import AsyncEnv
 from .mixing import Demonstration, Mix
 from .options import EnvOptions
@@ -99,6 +101,7 @@ __all__ = [
     "WebServError",
     "WebVectorEnv",
     "__version__",
+    "evaluate",
     "explore",
     "register_envs",
     "register_from_server",
