@@ -23,9 +23,9 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         if message.startswith("unrecognized arguments:"):
             known = [s for a in self._actions for s in a.option_strings]
-            words = message.split(":", 1)[1].split()
+            words = [w for w in message.split(":", 1)[1].split() if w.startswith("-")]
             hints = []
-            for w in words:
+            for w in words or message.split(":", 1)[1].split():
                 near = difflib.get_close_matches(w.split("=")[0], known, n=1)
                 hints.append(f"{w}" + (f" (did you mean {near[0]}?)" if near else ""))
             message = "unknown option " + ", ".join(hints)
