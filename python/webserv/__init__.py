@@ -50,10 +50,11 @@ from .errors import (
     WebServError,
 )
 
+# `await webserv.evaluate(...)` (docs/eval.md).
+from .eval import evaluate
+
 # After the submodule's import, the name is the function: `await webserv.explore(...)` (docs/explore.md).
 from .explore import explore
-# And `await webserv.evaluate(...)` (docs/eval.md).
-from .eval import evaluate
 from .handle import AsyncEnv
 from .mixing import Demonstration, Mix
 from .options import EnvOptions
