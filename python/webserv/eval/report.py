@@ -201,8 +201,8 @@ def render_html(rows: Sequence[dict[str, Any]], summary: dict[str, Any]) -> str:
     scored = [r for r in rows if r.get("status") == "scored"]
     bars = [
         (f"{g['site']} {g['category']}", g["success_rate"], g["ci95"])
-        for g in summary["groups"]
-        if g["success_rate"] is not None
+        for g in [*summary["groups"], {"site": "all", "category": "", **o}]
+        if g["success_rate"] is not None and g["category"] != ALL
     ]
     parts.append("<h2>Plots</h2><div class='plots'>")
     parts.append(_plot("Success rate with 95% CI", _bars_svg(bars)))
@@ -255,7 +255,7 @@ def _plot(title: str, svg: str) -> str:
     return f"<div class='plot'><h3>{_e(title)}</h3>{svg}</div>"
 
 
-W, H, PAD = 360, 220, 36
+W, H, PAD = 360, 240, 56
 
 
 def _frame(xlabel: str, ylabel: str, yticks: list[tuple[float, str]]) -> list[str]:
@@ -295,9 +295,10 @@ def _bars_svg(bars: list[tuple[str, float, list[float] | None]]) -> str:
                 f"<line x1='{cx:.1f}' y1='{_ys(ci[0], 1):.1f}' x2='{cx:.1f}' "
                 f"y2='{_ys(ci[1], 1):.1f}' stroke='#111'/>"
             )
+        tx, ty = x + bw * 0.35, H - PAD + 10
         out.append(
-            f"<text x='{x + bw * 0.35:.1f}' y='{H - PAD + 12}' font-size='9' "
-            f"text-anchor='middle'>{_e(label[:18])}</text>"
+            f"<text x='{tx:.1f}' y='{ty}' font-size='9' text-anchor='end' "
+            f"transform='rotate(-25 {tx:.1f} {ty})'>{_e(label[:24])}</text>"
         )
     return "".join(out) + "</svg>"
 
@@ -306,18 +307,19 @@ def _hist_svg(values: list[float], xlabel: str) -> str:
     if not values:
         return "<p>none</p>"
     lo, hi = min(values), max(values)
-    nbins = min(12, max(1, len(set(values))))
-    width = (hi - lo) / nbins if hi > lo else 1.0
+    integral = all(float(v).is_integer() for v in values) and hi - lo < 16
+    nbins = int(hi - lo) + 1 if integral else min(12, max(1, len(set(values))))
+    width = 1.0 if integral or hi == lo else (hi - lo) / nbins
     counts = [0] * nbins
     for v in values:
-        counts[min(nbins - 1, int((v - lo) / width)) if hi > lo else 0] += 1
+        counts[min(nbins - 1, int((v - lo) / width))] += 1
     top = max(counts)
     out = _frame(xlabel, "episodes", [(_ys(c, top), str(c)) for c in sorted({0, top, top // 2})])
     bw = (W - PAD - 16) / nbins
     for i, c in enumerate(counts):
         x = PAD + 4 + i * bw
         a, b = lo + i * width, lo + (i + 1) * width
-        label = f"{a:g}" if hi == lo else f"{a:.0f}-{b:.0f}"
+        label = f"{a:g}" if integral or hi == lo else f"{a:.0f}-{b:.0f}"
         out.append(
             f"<rect x='{x:.1f}' y='{_ys(c, top):.1f}' width='{bw * 0.85:.1f}' "
             f"height='{(H - PAD) - _ys(c, top):.1f}' fill='#7a9a3a'>"
