@@ -317,8 +317,11 @@ def test_replies_specs_and_options_are_read_or_refused_with_the_reason(binary: s
     with pytest.raises(Malformed, match="last line"):
         parse_action("I think the answer is 42.", names)
     listed = [{"id": f"shopping.{i}", "site": "shopping"} for i in range(5)] + [
-        {"id": "cms.1", "site": "cms"}
+        {"id": "cms.1", "site": "cms"},
+        {"id": "verified.shopping.2", "site": "shopping"},
     ]
+    assert [t["id"] for t in select(Plan(["verified.shopping.0-3"]), listed)] == ["verified.shopping.2"]
+    assert len(select(Plan(["shopping"]), listed)) == 5  # a site's own set, not Verified's
     assert [t["id"] for t in select(Plan(["shopping.1-2", "cms", "shopping.2"]), listed)] == [
         "shopping.1",
         "shopping.2",

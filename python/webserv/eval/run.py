@@ -22,7 +22,7 @@ from ..models import ChatModel, ModelError
 from .agent import Agent, AgentConfig, load_prompts
 from .report import summarize, write_report
 from .tasks import plan as plan_tasks
-from .tasks import select
+from .tasks import select, task_set
 
 RESULTS = "results.jsonl"
 RUN = "run.json"
@@ -118,7 +118,7 @@ async def _episode(run: _Run, task: dict[str, Any], repeat: int) -> dict[str, An
         if run.stopped:
             break
         agent = Agent(run.cfg, seed=seed)
-        env = run.client.env(str(task["site"]), **run.make_args)
+        env = run.client.env(str(task["site"]), task_set=task_set(str(task["id"])), **run.make_args)
         ts = time.monotonic()
         try:
             out = await rollout.run(
@@ -373,7 +373,7 @@ async def _probe_record(run: _Run, chosen: list[dict[str, Any]]) -> None:
     """Turns recording off (with a note in the summary) when the given server records nothing."""
     if not chosen:
         raise ValueError("no tasks to run")
-    env = run.client.env(str(chosen[0]["site"]), **run.make_args)
+    env = run.client.env(str(chosen[0]["site"]), task_set=task_set(str(chosen[0]["id"])), **run.make_args)
     try:
         await env.reset(options={"task": str(chosen[0]["id"])})
     except NotSupported as e:

@@ -6,6 +6,8 @@ A spec is a comma list of items, each one of
   from an imported image): every task the server lists for it;
 - a task id (``shopping.17``) or a range of ids (``shopping.0-19``, both ends included; ids the
   server does not have are skipped, and a range that matches none is an error);
+- WebArena-Verified's tasks where the server has them: ``verified.shopping``, ``verified.shopping.21``,
+  ``verified.shopping.0-19`` (made with ``task_set="webarena-verified"``);
 - a site definition file (``examples/sites/tracker.yaml``): that site's tasks, served by a server the
   run starts with ``--sites`` the definition's directory;
 - a task file (a JSON or YAML list of tasks, like ``webserv explore``'s ``tasks.json``): served by the
@@ -25,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-_RANGE = re.compile(r"^(?P<site>[A-Za-z0-9_-]+)\.(?P<lo>\d+)-(?P<hi>\d+)$")
+_RANGE = re.compile(r"^(?P<site>[A-Za-z0-9_.-]+)\.(?P<lo>\d+)-(?P<hi>\d+)$")
 
 
 @dataclass
@@ -123,40 +125,46 @@ def _write_definition(task_file: Path, tasks: list[Any], out: Path) -> tuple[str
 
 
 def select(p: Plan, listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The server's tasks the plan names, in the spec's order, each once."""
+    """The server's tasks the plan names, in the spec's order, each once. A name (``shopping``,
+    ``verified.shopping``) is every task whose id is the name, a dot and a number."""
     by_id = {str(t["id"]): t for t in listed}
-    sites = sorted({str(t["site"]) for t in listed})
+    names = sorted({str(t["id"]).rsplit(".", 1)[0] for t in listed})
     chosen: dict[str, dict[str, Any]] = {}
     for item in p.items:
         m = _RANGE.match(item)
-        if item in sites:
-            picked = [t for t in listed if t["site"] == item]
+        if item in by_id:
+            picked = [by_id[item]]
         elif m:
             lo, hi = int(m["lo"]), int(m["hi"])
             if lo > hi:
                 raise ValueError(f"--tasks {item}: the range is empty ({lo} > {hi})")
-            picked = [
-                t
-                for t in listed
-                if t["site"] == m["site"]
-                and (n := str(t["id"]).rsplit(".", 1)[-1]).isdigit()
-                and lo <= int(n) <= hi
-            ]
+            picked = [by_id[f"{m['site']}.{n}"] for n in range(lo, hi + 1) if f"{m['site']}.{n}" in by_id]
             if not picked:
                 raise ValueError(
                     f"--tasks {item}: the server has no task of {m['site']!r} in that range"
-                    + _hint(m["site"], sites)
+                    + _hint(m["site"], names)
                 )
-        elif item in by_id:
-            picked = [by_id[item]]
         else:
-            raise ValueError(
-                f"--tasks {item}: not a site with tasks nor a task id of this server"
-                + _hint(item, sites + list(by_id))
-            )
+            picked = [t for t in listed if _set_of(str(t["id"])) == item]
+            if not picked:
+                raise ValueError(
+                    f"--tasks {item}: not a site with tasks nor a task id of this server"
+                    + _hint(item, names + list(by_id))
+                )
         for t in picked:
             chosen.setdefault(str(t["id"]), t)
     return list(chosen.values())
+
+
+def _set_of(task_id: str) -> str:
+    """``shopping`` of ``shopping.17``, ``verified.shopping`` of ``verified.shopping.21``."""
+    head, _, n = task_id.rpartition(".")
+    return head if n.isdigit() else ""
+
+
+def task_set(task_id: str) -> str | None:
+    """The task set ``make`` needs for a task id: WebArena-Verified's ids are ``verified.SITE.N``."""
+    return "webarena-verified" if task_id.startswith("verified.") else None
 
 
 def _hint(item: str, names: list[str]) -> str:
