@@ -11,6 +11,8 @@ import os
 import sys
 from typing import NoReturn
 
+from ..errors import WebServError
+from ..models import ModelError
 from .compare import compare
 from .compare import console as compare_console
 from .report import console
@@ -129,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                 quiet=a.quiet or a.json,
             )
         )
-    except (ValueError, OSError) as e:
+    except (ValueError, OSError, WebServError, ModelError) as e:
+        # A run the settings, the server or the endpoint refused (rows written so far are kept).
         print(f"eval: {e}", file=sys.stderr)
         return 2
     if a.json:
