@@ -357,3 +357,33 @@ def test_replies_specs_and_options_are_read_or_refused_with_the_reason(binary: s
     )
     assert out.returncode == 2 and "usage: webserv eval" in out.stderr
     assert "--paralel (did you mean --parallel?)" in out.stderr
+
+
+def test_a_site_definitions_tasks_run_on_a_server_the_run_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--tasks examples/sites/tracker.yaml: the run's own server gets --sites examples/sites."""
+    import yaml
+    from conftest import REPO
+
+    monkeypatch.delenv("WEBSERV_URL", raising=False)
+    listed = yaml.safe_load((REPO / "examples/sites/tracker/tasks.yaml").read_text())
+    tasks = {f"tracker.{t['task_id']}": {"goal": t["intent"], "oracle": t["oracle"]} for t in listed}
+    m = StandInModel(oracle_script(tasks))
+    out = tmp_path / "tracker"
+    res = run(model=m.url, tasks=str(REPO / "examples/sites/tracker.yaml"), out=out, max_steps=8, parallel=3)
+    rows = read_rows(out)
+    assert sorted(r["task"] for r in rows) == sorted(tasks)
+    assert all(r["success"] and r["actions"] == tasks[r["task"]]["oracle"] for r in rows), rows
+    assert res.summary["overall"]["success_rate"] == 1.0
+
+
+def test_an_endpoint_that_refuses_the_model_name_stops_the_run(
+    rec_server: tuple[str, Path], tmp_path: Path
+) -> None:
+    """A 404 is the run's settings, not an infrastructure hiccup: the run stops with the endpoint's
+    message instead of counting every episode apart."""
+    m = StandInModel([{"status": 404, "keep": True}])
+    with pytest.raises(webserv.models.ModelError, match="answered 404"):
+        run(model=m.url, tasks="shopping.25", out=tmp_path / "nf", max_steps=2, server=rec_server[0])
+    assert len(m.requests) == 1  # not retried
