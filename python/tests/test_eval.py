@@ -387,3 +387,24 @@ def test_an_endpoint_that_refuses_the_model_name_stops_the_run(
     with pytest.raises(webserv.models.ModelError, match="answered 404"):
         run(model=m.url, tasks="shopping.25", out=tmp_path / "nf", max_steps=2, server=rec_server[0])
     assert len(m.requests) == 1  # not retried
+
+
+def test_a_task_file_of_the_storefront_gets_a_definition_that_serves_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--tasks FILE (a task list, as explore writes one): the run writes OUT/sites/shopping-eval.json
+    serving it from the bundled shop and starts its server with --sites OUT/sites."""
+    from conftest import REPO
+
+    monkeypatch.delenv("WEBSERV_URL", raising=False)
+    mine = [
+        t for t in json.loads((REPO / "sites/shop/tasks/shopping.json").read_text()) if t["task_id"] == 25
+    ]
+    (tmp_path / "tasks.json").write_text(json.dumps(mine))
+    m = StandInModel(
+        oracle_script({"shopping-eval.25": {"goal": mine[0]["intent"], "oracle": mine[0]["oracle"]}})
+    )
+    out = tmp_path / "file"
+    res = run(model=m.url, tasks=str(tmp_path / "tasks.json"), out=out, max_steps=6)
+    assert (out / "sites" / "shopping-eval.json").is_file()
+    assert [(r["task"], r["success"]) for r in res.rows] == [("shopping-eval.25", True)]
