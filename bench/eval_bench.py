@@ -11,7 +11,8 @@ episodes (the bundled tasks with a goal of their own, repeated to make up the nu
 - the environment's time per step (``env_s / steps``: reset and steps, as the client waits for them),
 - the model's (``model_s / steps``: the stand-in's round trips),
 - the harness's own time per step: ``(wall_s - env_s - model_s) / steps`` (prompts, parsing, the
-  rollout's bookkeeping, the results row), in the same run as the environment's step;
+  rollout's bookkeeping, the results row written and fsynced, and closing the environment, which
+  ``rollout.run`` does not time), in the same run as the environment's step;
 
 and the run's wall time and episodes per minute. Results: bench/results/eval.{json,md}.
 """

@@ -220,8 +220,11 @@ def test_a_garbage_stand_in_scores_zero_and_every_episode_finishes(
 def test_an_endpoint_that_dies_mid_run_is_counted_apart_and_resume_finishes_the_run(
     rec_server: tuple[str, Path], tasks: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:
-    # The first request of cms.37 (the last task of the spec) kills the stand-in.
-    dying = StandInModel([{"match": f"Goal: {tasks['cms.37']['goal']}", "die": True}, *oracle_script(tasks)])
+    # The first request of cms.37 (the last task of the spec; one episode at a time) kills the stand-in.
+    # (Every request of it, so a retry that arrives while the stand-in shuts down fails too.)
+    dying = StandInModel(
+        [{"match": f"Goal: {tasks['cms.37']['goal']}", "die": True, "keep": True}, *oracle_script(tasks)]
+    )
     out = tmp_path / "dies"
     common = {"tasks": SPEC, "out": out, "max_steps": 8, "server": rec_server[0], "parallel": 1}
     res = run(model=dying.url, model_retries=1, episode_retries=1, stop_after=1, **common)
