@@ -12,6 +12,7 @@
 //	webserv replay DIR  serve the replayer of recorded trajectories (--rerun: run them again)
 //	webserv tasks validate|check --sites DIR   check a site definition's own tasks
 //	webserv explore     make demonstrations and tasks by exploring a site (the Python loop, docs/explore.md)
+//	webserv eval        benchmark a model's agent over a task set (the Python runner, docs/eval.md)
 //	webserv image shop  build the bundled shop's Incus image
 //	webserv shop serve|generate   run the bundled shop, or make a catalog
 //	webserv version     print the release, commit and Go version
@@ -87,6 +88,8 @@ func main() {
 		run = tasksCmd
 	case "explore":
 		run = exploreCmd
+	case "eval":
+		run = evalCmd
 	case "bench":
 		fmt.Fprintln(os.Stderr, "webserv: the benchmark suites are their own binary: make bench-scale (and the other bench- targets) or go run ./bench/cmd/webserv-bench SUITE")
 		os.Exit(2)
@@ -199,6 +202,11 @@ commands:
             explore a site (NNetNav's loop, a Go-Browse frontier) and write
             demonstrations, tasks and a definition serving them (docs/explore.md);
             runs the Python package's loop (python -m webserv.explore)
+  eval --model URL --model-name NAME --tasks SPEC --out DIR [--parallel N]
+            run the reference agent on a model over a task set, with retries
+            of infrastructure failures, and report success with 95% intervals
+            (docs/eval.md); eval compare DIR_A DIR_B: the paired difference;
+            runs the Python package's runner (python -m webserv.eval)
   shop serve|generate
             run the bundled shop, or generate a catalog (--seed, --scale)
   version   print the release, the commit it was built from and the Go version

@@ -3,7 +3,9 @@ from a recorded script. It is not a model; every reply says it stands in for one
 
 The script is a list of entries, each consumed by the first request it matches:
 ``{"match": "substring of the last user message" (optional), "reply": "text"}`` or
-``{"status": 503}`` (an error answer, to exercise retries) or ``{"die": true}``
+``{"match": ..., "tool_calls": [{"name": "click", "arguments": {"bid": "x"}}]}`` (a reply that is
+OpenAI tool calls, its content null) or ``{"status": 503}`` (an error answer, to exercise retries) or
+``{"die": true}``
 (the server stops: an endpoint that dies mid-run); an entry with ``"keep": true`` answers every
 request it matches and is never used up. ``requests`` records every request body. ``port``: where
 to listen on 127.0.0.1 (0, the default, picks a free port).
@@ -42,7 +44,21 @@ class StandInModel:
                 elif "status" in entry:
                     self._send(entry["status"], {"error": {"message": NOTE + "recorded error"}})
                 else:
-                    text = entry["reply"]
+                    text = entry.get("reply", "")
+                    message: dict[str, Any] = {"role": "assistant", "content": text}
+                    if "tool_calls" in entry:
+                        message = {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {
+                                    "id": f"call-{i}",
+                                    "type": "function",
+                                    "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                                }
+                                for i, c in enumerate(entry["tool_calls"])
+                            ],
+                        }
                     self._send(
                         200,
                         {
@@ -53,8 +69,8 @@ class StandInModel:
                             "choices": [
                                 {
                                     "index": 0,
-                                    "message": {"role": "assistant", "content": text},
-                                    "finish_reason": "stop",
+                                    "message": message,
+                                    "finish_reason": "tool_calls" if "tool_calls" in entry else "stop",
                                 }
                             ],
                             "usage": {

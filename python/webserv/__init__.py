@@ -52,6 +52,9 @@ from .errors import (
     WebServError,
 )
 
+# `await webserv.evaluate(...)` (docs/eval.md).
+from .eval import evaluate
+
 # After the submodule's import, the name is the function: `await webserv.explore(...)` (docs/explore.md).
 from .explore import explore
 from .handle import AsyncEnv
@@ -103,6 +106,7 @@ __all__ = [
     "WebServError",
     "WebVectorEnv",
     "__version__",
+    "evaluate",
     "explore",
     "register_envs",
     "register_from_server",

@@ -69,14 +69,16 @@ def _native(path: str) -> bool:
 def run_binary() -> None:
     """The ``webserv`` console command ``pip install`` puts on the PATH: runs the server binary
     the package records (``webserv export``, ``webserv replay``, ``webserv serve`` as the docs
-    write them), with the same arguments. ``webserv explore`` goes through the binary too, which
-    runs ``python -m webserv.explore`` with this interpreter ($WEBSERV_PYTHON)."""
+    write them), with the same arguments. ``webserv explore`` and ``webserv eval`` go through the
+    binary too, which runs ``python -m webserv.explore`` (``webserv.eval``) with this interpreter
+    ($WEBSERV_PYTHON)."""
     binary = find_binary()
     if binary is None:
         sys.stderr.write("webserv: " + missing_binary_message() + "\n")
         raise SystemExit(1)
-    if sys.argv[1:2] == ["explore"] and not os.environ.get("WEBSERV_PYTHON"):
-        # `webserv explore` is this package's loop: the binary runs it with this interpreter.
+    if sys.argv[1:2] in (["explore"], ["eval"]) and not os.environ.get("WEBSERV_PYTHON"):
+        # `webserv explore` and `webserv eval` are this package's: the binary runs them with this
+        # interpreter.
         os.environ["WEBSERV_PYTHON"] = sys.executable
     os.execv(binary, [binary, *sys.argv[1:]])
 

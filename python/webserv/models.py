@@ -143,8 +143,10 @@ class ChatModel:
 
     def _reply(self, raw: dict[str, Any]) -> Reply:
         try:
-            text = raw["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError) as e:
+            message = raw["choices"][0]["message"]
+            # A reply that is a tool call may leave the content out.
+            text = message.get("content") if message.get("tool_calls") else message["content"]
+        except (KeyError, IndexError, TypeError, AttributeError) as e:
             raise ModelError(
                 f"{self.base_url}/chat/completions answered without choices[0].message.content "
                 f"({json.dumps(raw)[:200]}): is it an OpenAI-compatible chat endpoint?"

@@ -1,0 +1,413 @@
+"""webserv eval (docs/eval.md): the reference agent over bundled tasks, against stand-ins for the user's
+model that the tests start on 127.0.0.1 (python/tests/standin_model.py), on a real server, Chromium
+and the bundled shop."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import urllib.request
+from collections.abc import Iterator
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from standin_model import StandInModel
+
+import webserv
+from webserv.actions import by_name
+from webserv.eval import compare, console, evaluate, load_prompts, parse_action, read_rows
+from webserv.eval.agent import Malformed
+from webserv.eval.stats import paired, wilson
+from webserv.eval.tasks import Plan, select
+from webserv.launcher import LocalServer
+
+# Small bundled tasks of every category: an answer (signed in), a range of two searches, a state change
+# in the admin panel. Their goals differ, so a stand-in can tell them apart.
+SPEC = "shopping.15,shopping.25-26,cms.37"
+IDS = ["shopping.15", "shopping.25", "shopping.26", "cms.37"]
+
+
+@pytest.fixture(scope="module")
+def rec_server(binary: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A server of this module's that records trajectories (a user's own `webserv serve --trajectories`)."""
+    traj = tmp_path_factory.mktemp("server-trajectories")
+    s = LocalServer(binary, ["--idle", "200ms", "--trajectories", str(traj)])
+    yield s.url, traj
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def tasks(rec_server: tuple[str, Path]) -> dict[str, dict[str, Any]]:
+    async def listed() -> list[dict[str, Any]]:
+        async with webserv.AsyncClient(rec_server[0], register=False) as c:
+            return await c.tasks()
+
+    return {t["id"]: t for t in asyncio.run(listed()) if t["id"] in IDS}
+
+
+def _history(actions: list[str]) -> str:
+    return "\n".join(f"{i + 1}. {a}" for i, a in enumerate(actions)) or "none"
+
+
+def _match(task: dict[str, Any], done: list[str]) -> str:
+    """What the default step prompt holds at a step of task after the actions done (and only then)."""
+    return f"Goal: {task['goal']}\n\nPrevious actions:\n{_history(done)}\n\nCurrent page"
+
+
+def oracle_script(tasks: dict[str, dict[str, Any]], tools: bool = False) -> list[dict[str, Any]]:
+    """A stand-in that answers each task's oracle, step by step: as text, or as tool calls."""
+    script = []
+    for t in tasks.values():
+        # The actions as the agent writes them: a tool call becomes the call form with keywords.
+        done = [_as_called(a) for a in t["oracle"]] if tools else t["oracle"]
+        for i, action in enumerate(t["oracle"]):
+            entry: dict[str, Any] = {"match": _match(t, done[:i]), "keep": True}
+            if tools:
+                entry["tool_calls"] = [_tool_call(action)]
+            else:
+                entry["reply"] = f"The oracle's step {i + 1}.\nAction: {action}"
+            script.append(entry)
+    return script
+
+
+def _as_called(action: str) -> str:
+    c = _tool_call(action)
+    return by_name()[c["name"]].call(c["arguments"])
+
+
+def _tool_call(action: str) -> dict[str, Any]:
+    """An action of the call form as a tool call: positional arguments named by the action table."""
+    call = ast.parse(action, mode="eval").body
+    assert isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+    doc = by_name()[call.func.id]
+    args = {doc.args[i].name: ast.literal_eval(a) for i, a in enumerate(call.args)}
+    args |= {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+    return {"name": doc.name, "arguments": args}
+
+
+def run(**kw: Any) -> webserv.eval.EvalResult:
+    kw.setdefault("parallel", 2)
+    kw.setdefault("model_name", "standin")
+    kw.setdefault("model_backoff", 0.05)
+    return asyncio.run(evaluate(**kw))
+
+
+def test_the_oracle_stand_in_solves_every_task_in_its_oracle_steps_and_the_report_shows_it(
+    rec_server: tuple[str, Path],
+    tasks: dict[str, dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    binary: str,
+) -> None:
+    # No server given: the run starts its own, recording into OUT/trajectories.
+    monkeypatch.delenv("WEBSERV_URL", raising=False)
+    m = StandInModel(oracle_script(tasks))
+    out = tmp_path / "oracle"
+    res = run(model=m.url, tasks=SPEC, out=out, max_steps=8)
+    rows = read_rows(out)
+    assert sorted(r["task"] for r in rows) == sorted(IDS)
+    for r in rows:
+        t = tasks[r["task"]]
+        assert r["status"] == "scored" and r["success"] and r["reward"] == 1.0, r
+        assert r["steps"] == len(t["oracle"]) and r["actions"] == t["oracle"]
+        assert r["end_reason"] == "agent" and r["malformed"] == 0 and r["tokens_in"] > 0
+        assert r["category"] == t["category"]
+        assert (out / r["trajectory"]).is_file()
+    s = res.summary
+    assert s["overall"]["success_rate"] == 1.0 and s["overall"]["episodes"] == 4
+    assert s["overall"]["ci95"] == pytest.approx(list(wilson(4, 4)))
+    assert s["infra"]["count"] == 0
+    assert json.loads((out / "summary.json").read_text()) == json.loads(json.dumps(s))
+    cats = {(g["site"], g["category"]): g for g in s["groups"]}
+    assert cats[("shopping", "navigation")]["episodes"] == 2
+    assert cats[("shopping", "navigation")]["mean_steps"] == len(tasks["shopping.25"]["oracle"])
+    assert cats[("cms", "state")]["successes"] == 1
+    table = console(s)
+    assert re.search(r"all\s+\(all\)\s+4\s+4\s+100\.0%\s+\[51\.0, 100\.0\]", table), table
+
+    # `webserv replay DIR` lists the episodes the rows name.
+    rep = subprocess.Popen(
+        [binary, "replay", "--listen", "127.0.0.1:0", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert rep.stdout is not None
+        addr = ""
+        for line in rep.stdout:  # "webserv replay: DIR at http://A:P/ui/"
+            if mm := re.search(r" at (http://\S+)/ui/", line):
+                addr = mm.group(1)
+                break
+        with urllib.request.urlopen(f"{addr}/ui/api/episodes") as f:
+            listed = json.load(f)
+        paths = {e["path"] for e in listed["episodes"]}
+        assert {r["trajectory"] for r in rows} <= paths
+    finally:
+        rep.terminate()
+        rep.wait()
+
+    # The report in real Chromium: the open site, the report served from 127.0.0.1.
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(out)))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        page, shot = asyncio.run(
+            _open(rec_server[0], f"http://127.0.0.1:{srv.server_address[1]}/report.html")
+        )
+    finally:
+        srv.shutdown()
+    (tmp_path / "report.png").write_bytes(shot)
+    assert shot[:8] == b"\x89PNG\r\n\x1a\n" and len(shot) > 10_000
+    assert "100.0%" in page and "[51.0, 100.0]" in page  # the headline and the table's interval
+    for label in (
+        "Success rate with 95% CI",
+        "Steps to success",
+        "Reward against steps",
+        "Tokens per episode",
+    ):
+        assert label in page
+    assert page.count("replay") >= 4  # a replayer link per episode
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def _open(server: str, url: str) -> tuple[str, bytes]:
+    async with webserv.AsyncClient(server, register=False) as c:
+        env = c.env("open", start_url=url, viewport={"width": 1280, "height": 1400})
+        try:
+            obs, _ = await env.reset()
+            shown = await env.observe(screenshot=True)
+            return obs["axtree_txt"] + obs["pruned_html"], bytes(shown["screenshot"])
+        finally:
+            await env.close()
+
+
+def test_a_garbage_stand_in_scores_zero_and_every_episode_finishes(
+    rec_server: tuple[str, Path], tmp_path: Path
+) -> None:
+    m = StandInModel([{"reply": "I would rather talk about the weather.", "keep": True}])
+    out = tmp_path / "garbage"
+    res = run(model=m.url, tasks=SPEC, out=out, max_steps=2, server=rec_server[0], malformed_retries=1)
+    rows = read_rows(out)
+    assert len(rows) == 4 and all(r["status"] == "scored" for r in rows)
+    for r in rows:
+        assert r["reward"] == 0 and not r["success"]
+        assert r["steps"] == 2 and r["end_reason"] == "max_steps" and r["actions"] == ["noop()", "noop()"]
+        assert r["requests"] == 4 and r["malformed"] == 4  # each step asked once more, then a no-op
+    assert res.summary["overall"]["success_rate"] == 0.0 and res.summary["infra"]["count"] == 0
+    # The model read why its reply was refused, and the next step's prompt says the step did nothing.
+    retry = [b for b in m.requests if len(b["messages"]) == 4]
+    assert retry and "could not be used" in retry[0]["messages"][3]["content"]
+    second = [b for b in m.requests if "1. noop()" in b["messages"][1]["content"]]
+    assert second and "failed: the reply held no action" in second[0]["messages"][1]["content"]
+    # Recorded under the given server's --trajectories, in eval-<out's name>.
+    assert all(r["trajectory"].startswith("eval-garbage/") for r in rows)
+    assert all((rec_server[1] / r["trajectory"]).is_file() for r in rows)
+
+
+def test_an_endpoint_that_dies_mid_run_is_counted_apart_and_resume_finishes_the_run(
+    rec_server: tuple[str, Path], tasks: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    # The first request of cms.37 (the last task of the spec; one episode at a time) kills the stand-in.
+    # (Every request of it, so a retry that arrives while the stand-in shuts down fails too.)
+    dying = StandInModel(
+        [{"match": f"Goal: {tasks['cms.37']['goal']}", "die": True, "keep": True}, *oracle_script(tasks)]
+    )
+    out = tmp_path / "dies"
+    common = {"tasks": SPEC, "out": out, "max_steps": 8, "server": rec_server[0], "parallel": 1}
+    res = run(model=dying.url, model_retries=1, episode_retries=1, stop_after=1, **common)
+    rows = {r["task"]: r for r in read_rows(out)}
+    assert set(rows) == set(IDS)
+    assert rows["cms.37"]["status"] == "infra" and "model endpoint" in rows["cms.37"]["reason"]
+    assert rows["cms.37"]["reward"] is None
+    for t in ("shopping.15", "shopping.25", "shopping.26"):
+        assert rows[t]["status"] == "scored" and rows[t]["success"]
+    s = res.summary
+    assert s["infra"]["count"] == 1 and s["overall"]["episodes"] == 3 and s["overall"]["success_rate"] == 1.0
+    assert "1 episode(s) not scored" in console(s)
+
+    # Without --resume the directory is refused; with it only the unscored episode runs.
+    with pytest.raises(ValueError, match="resume"):
+        run(model=dying.url, **common)
+    again = StandInModel(oracle_script(tasks))
+    res = run(model=again.url, resume=True, **common)
+    assert {b["messages"][1]["content"].split("\n")[0] for b in again.requests} == {
+        f"Goal: {tasks['cms.37']['goal']}"
+    }
+    assert res.summary["overall"]["success_rate"] == 1.0 and res.summary["overall"]["episodes"] == 4
+    assert res.summary["infra"]["count"] == 0
+    # A resume with another model name would mix two models' episodes: refused.
+    with pytest.raises(ValueError, match="model_name"):
+        run(model=again.url, resume=True, **{**common, "model_name": "other"})
+
+
+def test_a_stand_in_that_answers_with_tool_calls(
+    rec_server: tuple[str, Path], tasks: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    m = StandInModel(oracle_script(tasks, tools=True))
+    out = tmp_path / "tools"
+    res = run(model=m.url, tasks="shopping.15,cms.37", out=out, max_steps=6, server=rec_server[0], tools=True)
+    assert res.summary["overall"]["success_rate"] == 1.0
+    for r in read_rows(out):
+        assert r["actions"] == [_as_called(a) for a in tasks[r["task"]]["oracle"]]
+    offered = {t["function"]["name"] for t in m.requests[0]["tools"]}
+    assert offered == set(by_name())
+    fill = next(t for t in m.requests[0]["tools"] if t["function"]["name"] == "fill")["function"]
+    assert fill["parameters"]["required"] == ["bid", "value"]
+    assert "Action:" not in m.requests[0]["messages"][0]["content"]
+
+
+def test_the_same_seed_gives_the_same_episode_seeds_and_compare_pairs_them(tmp_path: Path) -> None:
+    """compare: B - A per task, averaged over repeats, with a t interval; seeds must agree."""
+
+    def write(d: Path, wins: dict[str, list[bool]], name: str) -> None:
+        d.mkdir()
+        (d / "run.json").write_text(json.dumps({"model_name": name, "seed": 0, "max_steps": 5}))
+        with (d / "results.jsonl").open("w") as f:
+            for task, ws in wins.items():
+                for k, w in enumerate(ws):
+                    row = {"task": task, "site": "shopping", "category": "x", "repeat": k, "seed": k}
+                    f.write(
+                        json.dumps(row | {"status": "scored", "success": w, "reward": float(w), "steps": 1})
+                        + "\n"
+                    )
+            f.write(
+                json.dumps({"task": "t4", "site": "shopping", "repeat": 0, "seed": 0, "status": "infra"})
+                + "\n"
+            )
+
+    write(tmp_path / "a", {"t1": [False, False], "t2": [True, False], "t3": [True, True]}, "A")
+    write(tmp_path / "b", {"t1": [True, True], "t2": [True, True], "t3": [True, True]}, "B")
+    c = compare(tmp_path / "a", tmp_path / "b")
+    g = c["groups"][-1]
+    assert g["site"] == "all" and g["tasks"] == 3 and g["b_better"] == 2 and g["ties"] == 1
+    assert g["diff"] == pytest.approx(0.5)
+    d = paired([1.0, 0.5, 0.0])
+    assert g["ci95"] == pytest.approx([d["low"], d["high"]])
+    assert d["low"] == pytest.approx(0.5 - 4.303 * 0.5 / 3**0.5)
+    assert webserv.eval.episode_seed(0, "shopping.1", 0) == webserv.eval.episode_seed(0, "shopping.1", 0)
+    assert webserv.eval.episode_seed(0, "shopping.1", 0) != webserv.eval.episode_seed(0, "shopping.1", 1)
+    lo, hi = wilson(5, 10)
+    assert (round(lo, 4), round(hi, 4)) == (0.2366, 0.7634)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-m", "webserv.eval", "compare", str(tmp_path / "a"), str(tmp_path / "b")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert out.returncode == 0 and re.search(r"all\s+3\s+50\.0%\s+100\.0%\s+\+50\.0", out.stdout), out.stdout
+
+
+def test_replies_specs_and_options_are_read_or_refused_with_the_reason(binary: str, tmp_path: Path) -> None:
+    names = list(by_name())
+    assert parse_action('I will search.\nAction: fill("search", "mug")', names) == 'fill("search", "mug")'
+    assert parse_action('```\nAction: stop("42")\n```', names) == 'stop("42")'
+    with pytest.raises(Malformed, match="not an action"):
+        parse_action('Action: fly("moon")', names)
+    with pytest.raises(Malformed, match="last line"):
+        parse_action("I think the answer is 42.", names)
+    listed = [{"id": f"shopping.{i}", "site": "shopping"} for i in range(5)] + [
+        {"id": "cms.1", "site": "cms"},
+        {"id": "verified.shopping.2", "site": "shopping"},
+    ]
+    assert [t["id"] for t in select(Plan(["verified.shopping.0-3"]), listed)] == ["verified.shopping.2"]
+    assert len(select(Plan(["shopping"]), listed)) == 5  # a site's own set, not Verified's
+    assert [t["id"] for t in select(Plan(["shopping.1-2", "cms", "shopping.2"]), listed)] == [
+        "shopping.1",
+        "shopping.2",
+        "cms.1",
+    ]
+    with pytest.raises(ValueError, match="did you mean shopping"):
+        select(Plan(["shoping"]), listed)
+    with pytest.raises(ValueError, match="no task of 'shopping' in that range"):
+        select(Plan(["shopping.7-9"]), listed)
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "step.txt").write_text("{goal} {page}")
+    with pytest.raises(ValueError, match="step.txt.*'page'"):
+        load_prompts(tmp_path / "p")
+    (tmp_path / "p" / "step.txt").write_text("Task: {goal}\n{observation}")
+    assert load_prompts(tmp_path / "p")["step"].startswith("Task:")
+    env = {**os.environ, "WEBSERV_PYTHON": sys.executable, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [
+            binary,
+            "eval",
+            "--model",
+            "http://127.0.0.1:9/v1",
+            "--model-name",
+            "m",
+            "--tasks",
+            "shopping",
+            "--paralel",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert out.returncode == 2 and "usage: webserv eval" in out.stderr
+    assert "--paralel (did you mean --parallel?)" in out.stderr
+
+
+def test_a_site_definitions_tasks_run_on_a_server_the_run_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--tasks examples/sites/tracker.yaml: the run's own server gets --sites examples/sites."""
+    import yaml
+    from conftest import REPO
+
+    monkeypatch.delenv("WEBSERV_URL", raising=False)
+    listed = yaml.safe_load((REPO / "examples/sites/tracker/tasks.yaml").read_text())
+    tasks = {f"tracker.{t['task_id']}": {"goal": t["intent"], "oracle": t["oracle"]} for t in listed}
+    m = StandInModel(oracle_script(tasks))
+    out = tmp_path / "tracker"
+    res = run(model=m.url, tasks=str(REPO / "examples/sites/tracker.yaml"), out=out, max_steps=8, parallel=3)
+    rows = read_rows(out)
+    assert sorted(r["task"] for r in rows) == sorted(tasks)
+    assert all(r["success"] and r["actions"] == tasks[r["task"]]["oracle"] for r in rows), rows
+    assert res.summary["overall"]["success_rate"] == 1.0
+
+
+def test_an_endpoint_that_refuses_the_model_name_stops_the_run(
+    rec_server: tuple[str, Path], tmp_path: Path
+) -> None:
+    """A 404 is the run's settings, not an infrastructure hiccup: the run stops with the endpoint's
+    message instead of counting every episode apart."""
+    m = StandInModel([{"status": 404, "keep": True}])
+    with pytest.raises(webserv.models.ModelError, match="answered 404"):
+        run(model=m.url, tasks="shopping.25", out=tmp_path / "nf", max_steps=2, server=rec_server[0])
+    assert len(m.requests) == 1  # not retried
+
+
+def test_a_task_file_of_the_storefront_gets_a_definition_that_serves_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--tasks FILE (a task list, as explore writes one): the run writes OUT/sites/shopping-eval.json
+    serving it from the bundled shop and starts its server with --sites OUT/sites."""
+    from conftest import REPO
+
+    monkeypatch.delenv("WEBSERV_URL", raising=False)
+    mine = [
+        t for t in json.loads((REPO / "sites/shop/tasks/shopping.json").read_text()) if t["task_id"] == 25
+    ]
+    (tmp_path / "tasks.json").write_text(json.dumps(mine))
+    m = StandInModel(
+        oracle_script({"shopping-eval.25": {"goal": mine[0]["intent"], "oracle": mine[0]["oracle"]}})
+    )
+    out = tmp_path / "file"
+    res = run(model=m.url, tasks=str(tmp_path / "tasks.json"), out=out, max_steps=6)
+    assert (out / "sites" / "shopping-eval.json").is_file()
+    assert [(r["task"], r["success"]) for r in res.rows] == [("shopping-eval.25", True)]

@@ -1,0 +1,32 @@
+"""Benchmarking a model: the reference agent over a task set, in parallel, with results that survive
+faults and a report with confidence intervals (docs/eval.md).
+
+    result = await webserv.evaluate(model="http://127.0.0.1:8000/v1", model_name="qwen",
+                                    tasks="shopping.0-19", parallel=8, out="run1")
+    result.summary["overall"]["success_rate"], result.report
+
+or ``webserv eval --model URL --model-name NAME --tasks shopping.0-19 --out run1``.
+"""
+
+from .agent import NOOP, Agent, AgentConfig, Malformed, load_prompts, parse_action, tool_schema
+from .compare import compare
+from .report import console, summarize
+from .run import EvalResult, episode_seed, evaluate, latest, read_rows
+
+__all__ = [
+    "NOOP",
+    "Agent",
+    "AgentConfig",
+    "EvalResult",
+    "Malformed",
+    "compare",
+    "console",
+    "episode_seed",
+    "evaluate",
+    "latest",
+    "load_prompts",
+    "parse_action",
+    "read_rows",
+    "summarize",
+    "tool_schema",
+]

@@ -1,0 +1,284 @@
+"""The reference agent: the baseline a model is measured with (docs/eval.md, "The agent").
+
+Each step is one request: a system prompt made from the server's action table (the ``actions``
+op), then one user message with the goal, the previous actions with their errors and the page
+(the accessibility tree, or the pruned HTML with ``obs="html"``). The reply's last line is
+``Action: <call>``; with ``tools=True`` the endpoint is offered one OpenAI tool per action of the
+same table and the reply is a tool call. A reply without a usable action is asked again with the
+reason (``malformed_retries`` times); after that the step is the agent's mistake: the harness
+sends ``noop()`` and the next prompt shows why the reply was not an action, as a real environment
+shows a failed action.
+
+The prompts are the files of ``webserv/eval/prompts`` (``system.txt``, ``reply_text.txt``,
+``reply_tools.txt``, ``step.txt``, ``malformed.txt``); ``prompts_dir`` replaces any of them with a
+file of the same name, formatted with ``str.format`` and the fields the built-in one names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..actions import ActionDoc
+from ..models import ChatModel, Reply
+
+#: The prompt files and the fields each is formatted with.
+PROMPT_FIELDS: dict[str, tuple[str, ...]] = {
+    "system": ("actions", "reply_format"),
+    "reply_text": (),
+    "reply_tools": (),
+    "step": ("goal", "history", "step", "max_steps", "url", "title", "error", "observation"),
+    "malformed": ("reason",),
+}
+
+#: What the harness sends for a step whose replies held no action.
+NOOP = "noop()"
+
+_CALL = re.compile(r"^\s*([a-z_]+)\s*\(.*\)\s*$", re.S)
+
+
+class Malformed(Exception):
+    """A reply without a usable action; the message says why, for the model to read."""
+
+
+def load_prompts(prompts_dir: str | Path | None = None) -> dict[str, str]:
+    """The built-in prompts, with the files of ``prompts_dir`` in place of those it has."""
+    base = resources.files(__package__ or "webserv.eval").joinpath("prompts")
+    out = {name: base.joinpath(f"{name}.txt").read_text("utf-8") for name in PROMPT_FIELDS}
+    if prompts_dir is not None:
+        d = Path(prompts_dir)
+        if not d.is_dir():
+            raise ValueError(
+                f"prompts {d}: not a directory (want any of {', '.join(n + '.txt' for n in PROMPT_FIELDS)})"
+            )
+        known = {f"{n}.txt" for n in PROMPT_FIELDS}
+        for f in sorted(d.glob("*.txt")):
+            if f.name not in known:
+                raise ValueError(
+                    f"prompts {d}: {f.name} is not a prompt of the agent ({', '.join(sorted(known))})"
+                )
+            out[f.stem] = f.read_text("utf-8")
+    for name, text in out.items():
+        try:
+            text.format(**{k: "" for k in PROMPT_FIELDS[name]})
+        except (KeyError, IndexError, ValueError) as e:
+            raise ValueError(
+                f"prompt {name}.txt: {e!r} is not a field it has "
+                f"(it has {', '.join(PROMPT_FIELDS[name]) or 'none'}; "
+                "write a literal brace as {{ or }})"
+            ) from e
+    return out
+
+
+def tool_schema(doc: ActionDoc) -> dict[str, Any]:
+    """One action of the table as an OpenAI tool (a function with JSON-schema parameters)."""
+    props: dict[str, Any] = {}
+    for a in doc.args:
+        p: dict[str, Any] = {"type": a.type, "description": a.doc}
+        if a.type == "array":
+            p["items"] = {"type": "string"}
+        props[a.name] = p
+    params: dict[str, Any] = {"type": "object", "properties": props}
+    required = [a.name for a in doc.args if a.required]
+    if required:
+        params["required"] = required
+    return {
+        "type": "function",
+        "function": {"name": doc.name, "description": doc.description, "parameters": params},
+    }
+
+
+def parse_action(text: str, names: Sequence[str]) -> str:
+    """The action of a text reply: its last ``Action:`` line (else its last line that is a call
+    of one of ``names``). Raises ``Malformed`` saying what is wrong."""
+    lines = [
+        ln.strip().strip("`").strip() for ln in text.strip().splitlines() if ln.strip().strip("`").strip()
+    ]
+    if not lines:
+        raise Malformed('the reply was empty; end it with a line like Action: click("add-to-cart")')
+    tagged = [ln for ln in lines if ln.lower().startswith("action:")]
+    candidates = [tagged[-1][len("action:") :].strip()] if tagged else [lines[-1]]
+    for cand in candidates:
+        m = _CALL.match(cand)
+        if not m:
+            break
+        if m.group(1) not in names:
+            raise Malformed(f"{m.group(1)!r} is not an action; the actions are {', '.join(names)}")
+        return cand
+    raise Malformed(
+        f"its last line {lines[-1][:120]!r} is not an action; "
+        'end the reply with a line like Action: click("add-to-cart")'
+    )
+
+
+def tool_action(reply: Reply, table: Mapping[str, ActionDoc]) -> str | None:
+    """The action of a reply's first tool call, None when it made none. Raises ``Malformed`` for
+    a call of an unknown tool or with arguments that do not fit."""
+    try:
+        calls = reply.raw["choices"][0]["message"].get("tool_calls") or []
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+    if not calls:
+        return None
+    fn = calls[0].get("function") or {}
+    name = str(fn.get("name", ""))
+    doc = table.get(name)
+    if doc is None:
+        raise Malformed(f"there is no tool {name!r}; the tools are {', '.join(table)}")
+    raw_args = fn.get("arguments") or "{}"
+    try:
+        args = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
+    except ValueError as e:
+        raise Malformed(f"the arguments of {name} are not JSON ({str(raw_args)[:120]!r}): {e}") from e
+    if not isinstance(args, dict):
+        raise Malformed(f"the arguments of {name} must be a JSON object, got {str(raw_args)[:120]!r}")
+    try:
+        return doc.call(args)
+    except ValueError as e:
+        raise Malformed(str(e)) from e
+
+
+@dataclass
+class Turn:
+    """One step as the agent remembers it."""
+
+    action: str
+    error: str = ""
+
+
+@dataclass
+class Usage:
+    """What an episode's requests cost: requests, tokens in and out, the endpoint's cost if it says one."""
+
+    requests: int = 0
+    malformed: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    model_seconds: float = 0.0
+
+    def add(self, reply: Reply) -> None:
+        self.requests += 1
+        self.tokens_in += int(reply.usage.get("prompt_tokens", 0))
+        self.tokens_out += int(reply.usage.get("completion_tokens", 0))
+        cost = (reply.raw.get("usage") or {}).get("cost") if isinstance(reply.raw, dict) else None
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            self.cost = (self.cost or 0.0) + float(cost)
+
+
+@dataclass
+class AgentConfig:
+    """What every episode's agent shares."""
+
+    model: ChatModel
+    prompts: dict[str, str]
+    table: dict[str, ActionDoc]
+    actions_text: str
+    tools: bool = False
+    obs: str = "axtree"
+    max_steps: int = 30
+    malformed_retries: int = 2
+    max_obs_chars: int = 40000
+
+    @property
+    def system(self) -> str:
+        fmt = self.prompts["reply_tools" if self.tools else "reply_text"]
+        return self.prompts["system"].format(actions=self.actions_text.strip(), reply_format=fmt.strip())
+
+    def tool_list(self) -> list[dict[str, Any]]:
+        return [tool_schema(d) for d in self.table.values()]
+
+
+@dataclass
+class Agent:
+    """The reference agent for one episode (a policy for ``webserv.rollout.run``)."""
+
+    cfg: AgentConfig
+    seed: int | None = None
+    turns: list[Turn] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    # Why the replies of the last step held no action ("" when they did).
+    _mistake: str = ""
+
+    def history(self) -> str:
+        if not self.turns:
+            return "none"
+        out = []
+        for i, t in enumerate(self.turns):
+            out.append(f"{i + 1}. {t.action}" + (f"\n   failed: {t.error}" if t.error else ""))
+        return "\n".join(out)
+
+    def observation(self, obs: Mapping[str, Any]) -> str:
+        key = "pruned_html" if self.cfg.obs == "html" else "axtree_txt"
+        text = str(obs.get(key) or obs.get("axtree_txt") or obs.get("pruned_html") or "")
+        if len(text) > self.cfg.max_obs_chars:
+            text = (
+                text[: self.cfg.max_obs_chars]
+                + f"\n[... {len(text) - self.cfg.max_obs_chars} more characters]"
+            )
+        return text
+
+    def prompt(self, obs: Mapping[str, Any]) -> str:
+        err = str(obs.get("last_action_error") or "")
+        return self.cfg.prompts["step"].format(
+            goal=str(obs.get("goal") or ""),
+            history=self.history(),
+            step=len(self.turns) + 1,
+            max_steps=self.cfg.max_steps,
+            url=str(obs.get("url", "")),
+            title=str(obs.get("title", "")),
+            error=f"Error: {err}\n\n" if err else "",
+            observation=self.observation(obs),
+        )
+
+    async def __call__(self, obs: Mapping[str, Any], history: list[dict[str, Any]]) -> str:
+        """The next action for ``obs``; ``history`` is the rollout's (its last entry the previous
+        step's, whose error the server gave)."""
+        if self.turns and history:
+            self.turns[-1].error = self._mistake or str(history[-1].get("error") or "")
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self.cfg.system},
+            {"role": "user", "content": self.prompt(obs)},
+        ]
+        params: dict[str, Any] = {}
+        if self.cfg.tools:
+            params["tools"] = self.cfg.tool_list()
+        if self.seed is not None:
+            params["seed"] = self.seed
+        names = list(self.cfg.table)
+        reason = ""
+        for attempt in range(self.cfg.malformed_retries + 1):
+            t = time.monotonic()
+            reply = await self.cfg.model.chat(messages, **params)
+            self.usage.model_seconds += time.monotonic() - t
+            self.usage.add(reply)
+            try:
+                action = tool_action(reply, self.cfg.table) if self.cfg.tools else None
+                if action is None:
+                    action = parse_action(reply.text, names)
+            except Malformed as e:
+                reason = str(e)
+                self.usage.malformed += 1
+                if attempt < self.cfg.malformed_retries:
+                    messages += [
+                        _assistant(reply),
+                        {"role": "user", "content": self.cfg.prompts["malformed"].format(reason=reason)},
+                    ]
+                continue
+            self._mistake = ""
+            self.turns.append(Turn(action))
+            return action
+        self._mistake = f"the reply held no action ({reason}); nothing was done"
+        self.turns.append(Turn(NOOP))
+        return NOOP
+
+
+def _assistant(reply: Reply) -> dict[str, Any]:
+    """The reply as the next request's assistant message (a tool call answered as text)."""
+    return {"role": "assistant", "content": reply.text or "(a tool call that could not be used)"}

@@ -1,0 +1,398 @@
+"""The evaluation loop: every (task, repeat) an episode of the reference agent, ``parallel`` at once,
+each appended to ``OUT/results.jsonl`` as it ends and recorded as a trajectory (docs/eval.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import rollout
+from ..actions import ActionDoc
+from ..client import AsyncClient
+from ..errors import InfrastructureError, NotSupported
+from ..launcher import LocalServer, find_binary, missing_binary_message
+from ..models import ChatModel, ModelError
+from .agent import Agent, AgentConfig, load_prompts
+from .report import summarize, write_report
+from .tasks import plan as plan_tasks
+from .tasks import select, task_set
+
+RESULTS = "results.jsonl"
+RUN = "run.json"
+#: What a resumed run must share with the run it continues.
+_SAME_ON_RESUME = ("model_name", "seed", "max_steps", "obs", "tools")
+#: Statuses of a results row.
+SCORED, INFRA = "scored", "infra"
+#: Model answers that say the run is misconfigured: the run stops instead of counting them.
+_CONFIG_STATUS = (401, 403, 404)
+
+
+@dataclass
+class EvalResult:
+    """What a run wrote: the rows of its episodes (the latest per episode) and the summary."""
+
+    out: Path
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    report: Path
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.summary["overall"]["success_rate"]
+
+
+def episode_seed(seed: int, task: str, repeat: int) -> int:
+    """The seed of one episode: the same for the same run seed, task and repeat, in any process."""
+    h = hashlib.sha256(f"{seed}:{task}:{repeat}".encode()).digest()
+    return int.from_bytes(h[:4], "big")
+
+
+def read_rows(out: Path) -> list[dict[str, Any]]:
+    """The rows of ``out/results.jsonl`` (a last line cut short by a crash is left out)."""
+    path = out / RESULTS
+    rows: list[dict[str, Any]] = []
+    if not path.exists():
+        return rows
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
+def latest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last row of each (task, repeat)."""
+    by: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in rows:
+        by[(r["task"], int(r["repeat"]))] = r
+    return list(by.values())
+
+
+@dataclass
+class _Run:
+    client: AsyncClient
+    cfg: AgentConfig
+    out: Path
+    make_args: dict[str, Any]
+    seed: int
+    episode_retries: int
+    stop_after: int
+    record_root: str  # the trajectories' path prefix, relative to the replayer's directory
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    failing: int = 0  # episodes in a row whose model endpoint failed
+    stopped: str = ""  # why no more episodes start
+
+    async def write(self, row: dict[str, Any]) -> None:
+        async with self.lock:
+            with (self.out / RESULTS).open("a") as f:
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+
+
+def _row(task: dict[str, Any], repeat: int, seed: int) -> dict[str, Any]:
+    return {
+        "task": str(task["id"]),
+        "site": str(task.get("site", "")),
+        "category": str(task.get("category") or ""),
+        "repeat": repeat,
+        "seed": seed,
+    }
+
+
+async def _episode(run: _Run, task: dict[str, Any], repeat: int) -> dict[str, Any]:
+    """One episode, retried on infrastructure failures; its results row."""
+    seed = episode_seed(run.seed, str(task["id"]), repeat)
+    row = _row(task, repeat, seed)
+    errors: list[str] = []
+    t0 = time.monotonic()
+    for attempt in range(1, run.episode_retries + 2):
+        if run.stopped:
+            break
+        agent = Agent(run.cfg, seed=seed)
+        env = run.client.env(str(task["site"]), task_set=task_set(str(task["id"])), **run.make_args)
+        ts = time.monotonic()
+        try:
+            out = await rollout.run(
+                env, agent, run.cfg.max_steps, options={"task": str(task["id"])}, seed=seed
+            )
+        except ModelError as e:
+            if e.status in _CONFIG_STATUS:
+                raise
+            errors.append(f"model endpoint: {e}")
+            continue
+        if out.failure is not None:
+            errors.append(f"environment: {out.failure}")
+            continue
+        run.failing = 0
+        assert out.reward is not None
+        u = agent.usage
+        row.update(
+            status=SCORED,
+            reward=out.reward,
+            success=out.reward >= 1 - 1e-9,
+            steps=out.turns,
+            end_reason=out.end_reason,
+            answer=str(out.info.get("answer") or ""),
+            wall_s=round(time.monotonic() - ts, 3),
+            env_s=round(out.env_seconds, 3),
+            model_s=round(u.model_seconds, 3),
+            tokens_in=u.tokens_in,
+            tokens_out=u.tokens_out,
+            requests=u.requests,
+            malformed=u.malformed,
+            cost=u.cost,
+            attempts=attempt,
+            errors=errors,
+            trajectory=f"{run.record_root}{out.env}/0001.jsonl.gz" if run.record_root and out.env else "",
+            actions=out.actions,
+        )
+        return row
+    if errors and errors[-1].startswith("model endpoint"):
+        run.failing += 1
+        if run.failing >= run.stop_after and not run.stopped:
+            run.stopped = f"the model endpoint failed {run.failing} episodes in a row (last: {errors[-1]})"
+    reason = errors[-1] if errors else f"not run: {run.stopped}"
+    row.update(
+        status=INFRA,
+        reward=None,
+        success=None,
+        reason=reason,
+        errors=errors,
+        attempts=len(errors),
+        wall_s=round(time.monotonic() - t0, 3),
+    )
+    return row
+
+
+def _record_dir(out: Path) -> str:
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", out.resolve().name).strip("-")
+    return "eval-" + (name or "run")
+
+
+def _http_of(ws_url: str) -> str:
+    return re.sub(r"^ws", "http", ws_url).removesuffix("/v1/ws")
+
+
+async def evaluate(
+    *,
+    model: str,
+    model_name: str,
+    tasks: str,
+    out: str | Path = "eval-out",
+    parallel: int = 4,
+    max_steps: int = 30,
+    repeats: int = 1,
+    seed: int = 0,
+    resume: bool = False,
+    server: str | None = None,
+    obs: str = "axtree",
+    tools: bool = False,
+    prompts: str | Path | None = None,
+    temperature: float | None = 0.0,
+    max_tokens: int | None = None,
+    malformed_retries: int = 2,
+    episode_retries: int = 2,
+    model_timeout: float = 120.0,
+    model_retries: int = 3,
+    model_backoff: float = 1.0,
+    stop_after: int = 5,
+    screenshots: bool = False,
+    api_key: str | None = None,
+    quiet: bool = True,
+) -> EvalResult:
+    """Runs the reference agent on ``model`` (an OpenAI-compatible API root and the name it serves)
+    over the tasks of ``tasks`` (a spec: ``shopping``, ``shopping.0-19``, ``cms.3,cms.4``, a site
+    definition or task file; docs/eval.md), each ``repeats`` times, ``parallel`` episodes at once,
+    and writes ``out/results.jsonl`` (a row per episode as it ends), ``out/summary.json`` and
+    ``out/report.html``.
+
+    An infrastructure failure (the endpoint down or timing out after ``model_retries``, an
+    ``InfrastructureError`` of the environment, a grading that failed) is never scored: the
+    episode runs again, ``episode_retries`` times, and then is counted apart with its reason;
+    after ``stop_after`` episodes in a row lost to the endpoint, no more start (they are counted
+    apart as not run). ``resume=True`` continues a run in ``out``: episodes already scored are
+    kept, the others run.
+    """
+    if parallel < 1 or max_steps < 1 or repeats < 1 or episode_retries < 0 or malformed_retries < 0:
+        raise ValueError(
+            "parallel, max_steps and repeats must be >= 1, episode_retries and malformed_retries >= 0 "
+            f"(got {parallel}, {max_steps}, {repeats}, {episode_retries}, {malformed_retries})"
+        )
+    if obs not in ("axtree", "html"):
+        raise ValueError(f"obs is 'axtree' or 'html', not {obs!r}")
+    out_dir = Path(out)
+    await asyncio.to_thread(out_dir.mkdir, parents=True, exist_ok=True)
+    config = {
+        "model": model,
+        "model_name": model_name,
+        "tasks": tasks,
+        "max_steps": max_steps,
+        "repeats": repeats,
+        "seed": seed,
+        "obs": obs,
+        "tools": tools,
+        "temperature": temperature,
+        "prompts": str(prompts) if prompts else None,
+    }
+    previous = read_rows(out_dir)
+    if previous and not resume:
+        raise ValueError(
+            f"{out_dir / RESULTS} already has {len(previous)} episode(s): resume=True (--resume) "
+            "continues that run, or give another out directory"
+        )
+    if resume and (out_dir / RUN).exists():
+        before = json.loads((out_dir / RUN).read_text())
+        diff = [k for k in _SAME_ON_RESUME if before.get(k) != config[k]]
+        if diff:
+            raise ValueError(
+                f"--resume: {out_dir} was run with other "
+                + ", ".join(f"{k} ({before.get(k)!r}, now {config[k]!r})" for k in diff)
+                + ": its episodes would not compare; give another out directory"
+            )
+    prompt_texts = load_prompts(prompts)
+    chat = ChatModel(
+        model,
+        model_name,
+        api_key=api_key,
+        timeout_s=model_timeout,
+        retries=model_retries,
+        backoff_s=model_backoff,
+        temperature=temperature,
+        max_tokens=max_tokens,
+    )
+    p = plan_tasks(tasks, out_dir)
+    own: LocalServer | None = None
+    record: dict[str, Any] = {"screenshots": screenshots}
+    url = server or os.environ.get("WEBSERV_URL")
+    if url is None:
+        binary = find_binary()
+        if binary is None:
+            raise ValueError(missing_binary_message())
+        traj = (out_dir / "trajectories").resolve()
+        traj.mkdir(parents=True, exist_ok=True)
+        args = ["--trajectories", str(traj), "--max-envs", str(max(32, parallel))]
+        if p.sites_dir is not None:
+            args += ["--sites", str(p.sites_dir)]
+        own = await asyncio.to_thread(LocalServer, binary, args)
+        url = own.url
+        record_root, replay = "trajectories/", {"command": f"webserv replay {out_dir}", "base": ""}
+    else:
+        record["dir"] = _record_dir(out_dir)
+        record_root = record["dir"] + "/"
+        replay = {
+            "command": "the server's replayer (its --trajectories directory)",
+            "base": _http_of(url) + "/ui/replay.html",
+        }
+    t0 = time.monotonic()
+    try:
+        async with AsyncClient(url, register=False) as client:
+            listed = await client.tasks()
+            try:
+                chosen = select(p, listed)
+            except ValueError as e:
+                if p.files and own is None:
+                    raise ValueError(
+                        f"{e}; the server at {url} does not serve {', '.join(p.files)}: start it with "
+                        f"--sites {p.sites_dir}, or leave out --server to let the run start one"
+                    ) from e
+                raise
+            reply = await client.request("actions")
+            table = {r["name"]: ActionDoc.from_row(r) for r in reply["actions"]}
+            cfg = AgentConfig(
+                chat,
+                prompt_texts,
+                table,
+                str(reply.get("describe") or "\n".join(d.signature() for d in table.values())),
+                tools=tools,
+                obs=obs,
+                max_steps=max_steps,
+                malformed_retries=malformed_retries,
+            )
+            make_args: dict[str, Any] = {
+                "max_steps": max_steps,
+                "observe": {"axtree": True},
+                "record": record,
+            }
+            run = _Run(
+                client,
+                cfg,
+                out_dir,
+                make_args,
+                seed,
+                episode_retries,
+                max(1, stop_after),
+                record_root,
+            )
+            if own is None:
+                await _probe_record(run, chosen)
+            elif not chosen:
+                raise ValueError("no tasks to run")
+            config["server"] = url
+            config["replay"] = replay
+            config["tasks_resolved"] = [str(t["id"]) for t in chosen]
+            (out_dir / RUN).write_text(json.dumps(config, indent=1) + "\n")
+            done = {(r["task"], int(r["repeat"])) for r in latest(previous) if r.get("status") == SCORED}
+            todo = [(t, k) for k in range(repeats) for t in chosen if (str(t["id"]), k) not in done]
+            queue = iter(todo)
+
+            async def worker() -> None:
+                for t, k in queue:
+                    row = await _episode(run, t, k)
+                    await run.write(row)
+                    if not quiet:
+                        _progress(row)
+
+            workers = [asyncio.ensure_future(worker()) for _ in range(min(parallel, max(1, len(todo))))]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for w in workers:
+                    w.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+    finally:
+        if own is not None:
+            await asyncio.to_thread(own.stop)
+    rows = latest(read_rows(out_dir))
+    keys = {(str(t["id"]), k) for k in range(repeats) for t in chosen}
+    rows = [r for r in rows if (r["task"], int(r["repeat"])) in keys]
+    summary = summarize(rows, config, seconds=time.monotonic() - t0, stopped=run.stopped)
+    report = write_report(out_dir, rows, summary)
+    return EvalResult(out_dir, rows, summary, report)
+
+
+async def _probe_record(run: _Run, chosen: list[dict[str, Any]]) -> None:
+    """Turns recording off (with a note in the summary) when the given server records nothing."""
+    if not chosen:
+        raise ValueError("no tasks to run")
+    env = run.client.env(str(chosen[0]["site"]), task_set=task_set(str(chosen[0]["id"])), **run.make_args)
+    try:
+        await env.reset(options={"task": str(chosen[0]["id"])})
+    except NotSupported as e:
+        if "trajectories" not in str(e):
+            raise
+        run.make_args.pop("record", None)
+        run.record_root = ""
+    except InfrastructureError:
+        pass  # the episodes will meet it, retry it and count it
+    finally:
+        await env.close()
+
+
+def _progress(row: dict[str, Any]) -> None:
+    if row["status"] == SCORED:
+        print(
+            f"{row['task']} #{row['repeat']}: reward {row['reward']:g} in {row['steps']} steps "
+            f"({row['end_reason']}, {row['wall_s']:.1f}s)",
+            flush=True,
+        )
+    else:
+        print(f"{row['task']} #{row['repeat']}: not scored: {row['reason']}", flush=True)
