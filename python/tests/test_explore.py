@@ -17,7 +17,7 @@ import pytest
 from standin_model import StandInModel
 
 import webserv
-from webserv.explore import check_tasks, url_matches
+from webserv.explore import ExploreFailed, check_tasks, url_matches
 from webserv.launcher import LocalServer
 
 SFT_KEYS = {
@@ -334,7 +334,8 @@ def test_explored_tasks_of_a_users_site_definition_pass_tasks_check(binary: str,
         (check,) = t["eval"]["state"]
         assert check["db"] == "tracker.db" and check["sql"] == 'SELECT "status" FROM "issues" WHERE "id" = ?'
         assert check["expect"] in ("open", "closed") and t["intent"].split()[0] in ("Close", "Reopen")
-    definition = json.loads((out / "sites" / "tracker.json").read_text())
+    definition = json.loads((out / "sites" / "tracker-explored.json").read_text())
+    assert definition["name"] == "tracker-explored"  # beside the server's own tracker
     assert definition["local"]["command"][0] == str(EXAMPLE / "tracker" / "app.py")
     assert definition["tasks"] == ["../tasks.json"]
     _tasks_check(binary, out / "sites", len(tasks))
@@ -735,3 +736,87 @@ def test_the_model_labels_a_state_change_it_is_shown_and_the_task_checks_it(
     assert "S" in check["args"] and "Pink" in check["args"] and check["expect"] == "1"
     assert task["oracle"] == [*CART_TEE, 'stop("")']
     _tasks_check(binary, tmp_path / "sites", 1)
+
+
+def test_a_run_in_which_no_episode_could_run_fails_with_the_reason(
+    server: str, binary: str, tmp_path: Path
+) -> None:
+    """`webserv explore --site nosuch` exits non-zero, saying why (the server's refusal), and the Python
+    call raises; stats.json keeps every episode's error."""
+    with pytest.raises(ExploreFailed, match='unknown site "nosuch"'):
+        asyncio.run(
+            webserv.explore(site="nosuch", episodes=2, max_steps=2, out=tmp_path / "a", server=server)
+        )
+    assert len(json.loads((tmp_path / "a" / "stats.json").read_text())["errors"]) == 2
+    env = {**os.environ, "WEBSERV_PYTHON": sys.executable}
+    args = ["explore", "--site", "nosuch", "--episodes", "1", "--max-steps", "2", "--server", server]
+    out = subprocess.run(
+        [binary, *args, "--out", str(tmp_path / "b")], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 1 and "no episode of the run could run" in out.stderr, out.stderr
+    assert 'unknown site "nosuch"' in out.stderr
+
+
+def _tracker_definition(dir: Path, name: str, *, state_db: bool) -> Path:
+    """The example tracker as a definition named name, with or without its state_db (a site whose
+    state the server cannot diff), and no tasks of its own."""
+    dir.mkdir(parents=True, exist_ok=True)
+    d = {
+        "name": name,
+        "description": "the example tracker",
+        "local": {
+            "command": [str(EXAMPLE / "tracker" / "app.py"), "serve", "--port", "{port}"],
+            "data_dir": str(EXAMPLE / "tracker" / "data"),
+        },
+        "ready": {"path": "/healthz", "timeout_ms": 20000},
+        "start_path": "/",
+    }
+    if state_db:
+        d["state_db"] = "tracker.db"
+    path = dir / f"{name}.json"
+    path.write_text(json.dumps(d))
+    return path
+
+
+def test_a_site_without_a_state_database_is_explored_without_state_tasks(binary: str, tmp_path: Path) -> None:
+    """On a site whose definition has no state_db, no episode fails on state_diff (three start at once:
+    the first reset's refusal answers for all), stats.json says state tasks were left out and why, and
+    the definition the run writes takes a name the server does not have (notes-explored is taken)."""
+    sites = tmp_path / "sites"
+    source = _tracker_definition(sites, "notes", state_db=False)
+    _tracker_definition(sites, "notes-explored", state_db=False)
+    srv = LocalServer(
+        binary,
+        [
+            "--idle",
+            "200ms",
+            "--no-bundled",
+            "--no-incus",
+            "--sites",
+            str(sites),
+            "--instances",
+            str(tmp_path / "i"),
+        ],
+    )
+    try:
+        r = asyncio.run(
+            webserv.explore(
+                site="notes",
+                episodes=3,
+                max_steps=4,
+                k=2,
+                out=tmp_path / "run",
+                server=srv.url,
+                site_definition_file=source,
+                concurrency=3,
+            )
+        )
+    finally:
+        srv.stop()
+    assert r.stats["status"].get("env_error", 0) == 0 and not r.stats["errors"], r.stats["errors"]
+    assert all(len(ep.steps) == 4 or ep.status == "pruned" for ep in r.episodes)
+    note = r.stats["state"]["note"]
+    assert note.startswith("state tasks left out") and "state_diff is not supported on site notes" in note
+    assert r.stats["state"]["db"] is None and r.stats["state"]["changed"] == 0
+    assert r.site_definition == tmp_path / "run" / "sites" / "notes-explored-2.json"
+    assert json.loads(r.site_definition.read_text())["name"] == "notes-explored-2"

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from .loop import explore
+from .loop import ExploreFailed, explore
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as e:
         print(f"explore: {e}", file=sys.stderr)
         return 2
+    except ExploreFailed as e:
+        print(f"explore: {e}", file=sys.stderr)
+        return 1
     print(json.dumps(result.stats, indent=1))
     return 0
 

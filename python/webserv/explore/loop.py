@@ -47,6 +47,11 @@ DEFAULT_PERSONAS = [
 ]
 
 
+class ExploreFailed(RuntimeError):
+    """No episode of the run could run (an unknown site, a server that cannot start it): the reason is
+    the first episode's error. The run's stats.json is written all the same."""
+
+
 @dataclass
 class ExploreResult:
     """What a run produced: the files written and the run's statistics."""
@@ -99,6 +104,8 @@ class _Run:
     # the server says the site has none; state_note says why not.
     state: bool = False
     state_note: str = ""
+    state_known: bool = False  # the first reset's answer is in (state stays as it is from then on)
+    state_probe: asyncio.Lock = field(default_factory=asyncio.Lock)
     start_path: str = "/"  # a site definition's start_path
     # make's record for the exploration episodes (raw=True), None when not recorded.
     record: dict[str, Any] | None = None
@@ -124,17 +131,32 @@ class _Run:
         )
 
     async def reset(self, seed: int, options: dict[str, Any]) -> tuple[AsyncEnv, dict[str, Any]]:
-        """A new environment at its first observation; on a site without a state database the first
-        refusal of state_diff turns it off for the run."""
+        """A new environment at its first observation. The run's first reset asks for state_diff and
+        the others wait for its answer: on a site without a state database the server refuses it
+        (not_supported) once, and the run goes on without (state_note says why)."""
+        if self.state_known:
+            return await self._reset(seed, options)
+        async with self.state_probe:
+            if self.state_known:
+                return await self._reset(seed, options)
+            made_with = self.state
+            try:
+                out = await self._reset(seed, options)
+            except NotSupported as e:
+                if not made_with or "state_diff" not in str(e):
+                    raise
+                self.state, self.state_note = False, f"state tasks left out: {e}"
+                out = await self._reset(seed, options)
+            self.state_known = True
+            return out
+
+    async def _reset(self, seed: int, options: dict[str, Any]) -> tuple[AsyncEnv, dict[str, Any]]:
         env = self.env(explore=True)
         try:
             obs, _ = await env.reset(seed=seed, options=options)
-        except NotSupported as e:
-            if not self.state or "state_diff" not in str(e):
-                raise
-            self.state, self.state_note = False, str(e)
-            env = self.env(explore=True)
-            obs, _ = await env.reset(seed=seed, options=options)
+        except BaseException:
+            await env.close()
+            raise
         return env, obs
 
 
@@ -681,6 +703,8 @@ async def explore(
             run.state = site != "open"
             run.record = record
             run.start_path = start_path(site_definition_file)
+            # The sites the server has: the definition the run writes takes a name none of them has.
+            taken = [str(x.get("name")) for x in (await client.request("sites")).get("sites") or []]
 
             done: dict[int, Episode] = {}
             todo = iter(range(episodes))
@@ -716,7 +740,9 @@ async def explore(
             own.stop()
     elapsed = time.monotonic() - t0
     demos_path, tasks_path, n_tasks = _write(out_dir, site, demos)
-    definition, why = site_definition(site, tasks_path, source=site_definition_file, shop_data=shop_data)
+    definition, why = site_definition(
+        site, tasks_path, source=site_definition_file, shop_data=shop_data, taken=taken
+    )
     def_path = write_definition(out_dir, definition) if definition else None
     stats = {
         "site": site,
@@ -771,4 +797,9 @@ async def explore(
         else None,
     }
     (out_dir / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
+    if eps and not any(ep.steps for ep in eps) and all(ep.status == "env_error" for ep in eps):
+        raise ExploreFailed(
+            f"no episode of the run could run on site {site!r} ({len(eps)} failed before their first "
+            f"step): {eps[0].error} ({out_dir / 'stats.json'} has every episode's error)"
+        )
     return ExploreResult(eps, demos_path, tasks_path, stats, demos, def_path)
