@@ -820,3 +820,107 @@ def test_a_site_without_a_state_database_is_explored_without_state_tasks(binary:
     assert r.stats["state"]["db"] is None and r.stats["state"]["changed"] == 0
     assert r.site_definition == tmp_path / "run" / "sites" / "notes-explored-2.json"
     assert json.loads(r.site_definition.read_text())["name"] == "notes-explored-2"
+
+
+def _assert_instructions_determine_verifiers(tasks: list[dict[str, Any]]) -> None:
+    """What item 3 of issue 46 asks of every emitted task file."""
+    from urllib.parse import parse_qsl, urlparse
+
+    from webserv.explore.instruction import check_values, named, names_nothing
+
+    by_intent: dict[str, str] = {}
+    for t in tasks:
+        assert not names_nothing(t["intent"]), t["intent"]
+        assert "\\u" not in t["intent"], t["intent"]  # names as people write them
+        ev = json.dumps(t["eval"], sort_keys=True)
+        assert by_intent.setdefault(t["intent"], ev) == ev, f"one intent, two verifiers: {t['intent']}"
+        if "url_match" in t["eval"]["eval_types"]:
+            for k, v in parse_qsl(urlparse(t["eval"]["reference_url"]).query, keep_blank_values=True):
+                assert named(v, t["intent"]), f"{t['intent']!r} does not name {k}={v!r} its reference keeps"
+        for c in t["eval"].get("state") or []:
+            for col, v in check_values(c):
+                assert not isinstance(v, str) or not v or named(v, t["intent"]), (t["intent"], col, v)
+
+
+def test_explored_verifiers_check_what_the_instruction_names(
+    server: str, binary: str, tmp_path: Path
+) -> None:
+    """A model-free shop run: url references keep only the query parameters the intent names, state
+    checks' values are named in the intent, no intent names nothing (a search for “”), one verifier per
+    intent; and every task still passes the server's check."""
+    r = asyncio.run(
+        webserv.explore(site="shopping", episodes=6, max_steps=12, k=4, out=tmp_path, server=server, seed=2)
+    )
+    tasks = json.loads(r.tasks.read_text())
+    assert tasks, r.stats
+    _assert_instructions_determine_verifiers(tasks)
+    assert r.stats["intents"]["distinct"] == len(tasks)
+    assert len({row["instruction"] for row in _rows(r.demonstrations)}) >= len(tasks)
+    _tasks_check(binary, tmp_path / "sites", len(tasks))
+
+
+def test_what_the_instruction_names_is_what_the_verifier_keeps() -> None:
+    from webserv.explore.instruction import merge_intents, name_constraints, names_nothing, reference_url
+    from webserv.explore.modelfree import TrajectoryLabeler
+    from webserv.explore.trajectory import Episode, Step
+
+    # The issue's cases: a search graded with the filters the explorer left on the URL, a category's
+    # second page, a page titled after an empty search.
+    search = 'Search the site for "hiker" and show the results.'
+    assert (
+        reference_url("http://s/search?sort=price_desc&min=rainy&q=hiker&size=9", search)
+        == "http://s/search?q=hiker"
+    )
+    assert (
+        reference_url("http://s/category/shoes?page=2", 'Go to the "Shoes" page.')
+        == "http://s/category/shoes"
+    )
+    assert (
+        names_nothing('Go to the "Search results for “”" page.') and names_nothing("Search for ''.") is False
+    )
+    assert names_nothing('Search the site for "" and show the results.')
+    assert not names_nothing('Go to the "Boots" page.')
+    check = {
+        "sql": 'SELECT COUNT(*) FROM "c" WHERE "pid" = ? AND "size" = ? AND "colour" = ? AND "note" IS NULL',
+        "args": [7, "L", "Black"],
+    }
+    assert name_constraints('Add to cart on the "Tee" page.', [check]) == (
+        'Add to cart on the "Tee" page with size "L" and colour "Black".'
+    )
+
+    # Typing into a filter (a minimum price) is no search; typing into the search box is, and its
+    # reference is the results page the search made (its term only), whatever was added after.
+    def ep(action: str, nxt: str) -> Episode:
+        e = Episode(0, "p", "http://s/")
+        e.steps = [Step("http://s/", "Home", "", action, nxt, "Results")]
+        return e
+
+    lab = TrajectoryLabeler()
+    filt = asyncio.run(
+        lab.label(
+            ep('type("filter.min-price", "hiker", enter=True)', "http://s/search?min=hiker"),
+            {"url": "http://s/search?min=hiker", "title": "Results"},
+        )
+    )
+    assert not filt.instruction.startswith("Search")
+    box = ep('type("search.search-products", "hiker", enter=True)', "http://s/search?q=hiker")
+    box.steps.append(
+        Step(
+            "http://s/search?q=hiker",
+            "R",
+            "",
+            'select_option("sort", "Price")',
+            "http://s/search?q=hiker&sort=price",
+            "R",
+        )
+    )
+    lab2 = asyncio.run(lab.label(box, {"url": "http://s/search?q=hiker&sort=price", "title": "R"}))
+    assert lab2.instruction == search and lab2.reference == "http://s/search?q=hiker"
+
+    # One task per intent: the verifier most share (the shortest oracle of those); another verifier of
+    # the same intent is left out.
+    def t(intent: str, ref: str, n: int) -> dict[str, Any]:
+        return {"intent": intent, "eval": {"reference_url": ref}, "oracle": ["a"] * n}
+
+    fate = merge_intents([t("A", "/x", 5), t("A", "/y", 1), t("A", "/x", 3), t("B", "/z", 2)])
+    assert fate == ["merged", "conflicting", "keep", "keep"]

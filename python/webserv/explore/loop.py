@@ -23,6 +23,7 @@ from ..models import ChatModel, ModelError
 from .check import _check_one, _queries, state_holds, url_matches
 from .definition import PLACEHOLDERS, placeholder, site_definition, start_path, write_definition
 from .frontier import Frontier, FrontierEntry
+from .instruction import merge_intents, name_constraints, names_nothing, reference_url
 from .llm import ModelAttempter, ModelExplorer, ModelLabeler, ModelReward, load_prompts
 from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler, page_key
 from .state import MAX_CHECKS, candidates, signature
@@ -470,12 +471,14 @@ def _task(site: str, task_id: int, demo: Demo) -> dict[str, Any] | None:
         category = "state"
         ev = {"eval_types": ["state"], "state": [dict(c) for c in demo.checks]}
     else:
-        if url_matches(label.url, demo.start_url):
+        # The page's path and the query parameters the instruction names, no more.
+        reference = reference_url(label.reference or label.url, label.instruction)
+        if url_matches(reference, demo.start_url):
             return None  # the start page already matches: stopping at once would pass
         category = "navigation"
         ev = {
             "eval_types": ["url_match"],
-            "reference_url": _relative(site, label.url),
+            "reference_url": _relative(site, reference),
             "url_note": "GOLD in PRED",
         }
     explored: dict[str, Any] = {
@@ -536,19 +539,51 @@ def _sft_rows(demo: Demo, idx: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _write(out_dir: Path, site: str, demos: list[Demo]) -> tuple[Path, Path, int]:
+def _settle_instructions(
+    site: str, demos: list[Demo]
+) -> tuple[list[Demo], list[dict[str, Any] | None], dict[str, int]]:
+    """The demonstrations and their tasks as written (instruction.py): an instruction that names
+    nothing is left out; a state task's intent names the values its checks require; one task per
+    intent (the others with its verifier merged into it, those with another verifier left out with
+    their demonstrations). Returns the demonstrations, each one's task (None: rows only) and counts."""
+    kept: list[Demo] = []
+    empty = 0
+    for d in demos:
+        if names_nothing(d.label.instruction):
+            empty += 1
+            continue
+        if d.checks:
+            d.label.instruction = name_constraints(d.label.instruction, d.checks)
+        kept.append(d)
+    tasks = [_task(site, 0, d) for d in kept]
+    fate = iter(merge_intents([t for t in tasks if t is not None]))
+    out_demos: list[Demo] = []
+    out_tasks: list[dict[str, Any] | None] = []
+    merged = conflicting = 0
+    for d, t in zip(kept, tasks, strict=True):
+        what = next(fate) if t is not None else "rows"
+        if what == "conflicting":
+            conflicting += 1
+            continue
+        merged += what == "merged"
+        out_demos.append(d)
+        out_tasks.append(t if what in ("keep", "rows") and t is not None else None)
+    counts = {"names_nothing": empty, "merged": merged, "conflicting": conflicting}
+    return out_demos, out_tasks, counts
+
+
+def _write(out_dir: Path, demos: list[Demo], tasks_of: list[dict[str, Any] | None]) -> tuple[Path, Path, int]:
     """Writes the demonstrations as sft rows and their tasks as a task file; returns the paths and
     how many tasks."""
     out_dir.mkdir(parents=True, exist_ok=True)
     tasks: list[dict[str, Any]] = []
     demos_path, tasks_path = out_dir / "demonstrations.jsonl", out_dir / "tasks.json"
     with demos_path.open("w") as f:
-        for idx, d in enumerate(demos):
+        for idx, (d, t) in enumerate(zip(demos, tasks_of, strict=True)):
             for row in _sft_rows(d, idx):
                 f.write(json.dumps(row) + "\n")
-            t = _task(site, len(tasks), d)
             if t is not None:
-                tasks.append(t)
+                tasks.append(t | {"task_id": len(tasks)})
     tasks_path.write_text(json.dumps(tasks, indent=1) + "\n")
     return demos_path, tasks_path, len(tasks)
 
@@ -739,7 +774,8 @@ async def explore(
         if own is not None:
             own.stop()
     elapsed = time.monotonic() - t0
-    demos_path, tasks_path, n_tasks = _write(out_dir, site, demos)
+    demos, tasks_of, intents = _settle_instructions(site, demos)
+    demos_path, tasks_path, n_tasks = _write(out_dir, demos, tasks_of)
     definition, why = site_definition(
         site, tasks_path, source=site_definition_file, shop_data=shop_data, taken=taken
     )
@@ -751,6 +787,9 @@ async def explore(
         "status": dict(Counter(ep.status for ep in eps)),
         "kept": len(demos),
         "tasks": n_tasks,
+        # Instructions that named nothing (left out), tasks merged into another of the same intent
+        # and verifier, and left out for another verifier of the same intent (instruction.py).
+        "intents": intents | {"distinct": len({t["intent"] for t in tasks_of if t is not None})},
         "pruned_by_step": dict(sorted(Counter(ep.pruned_at for ep in eps if ep.pruned_at).items())),
         "steps": sum(len(ep.steps) for ep in eps),
         "distinct_pages": len(fr.pages),

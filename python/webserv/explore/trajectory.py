@@ -34,6 +34,9 @@ class Label:
     answer: str = ""
     # Candidate state checks of what the labeled steps changed (state.candidates), for a state task.
     state: list[dict[str, Any]] = field(default_factory=list)
+    # The page a url_match task's reference is made of, when the labeler knows it better than the
+    # final page (a search's results, only its term in the query); "" for url.
+    reference: str = ""
 
 
 @dataclass
