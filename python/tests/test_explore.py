@@ -40,7 +40,9 @@ def explore_shop_with_standin(
     script: list[dict[str, str]], out: Path, server: Any, **kwargs: Any
 ) -> tuple[Any, StandInModel]:
     """One exploration episode of the shop with the stand-in answering from script (it stands in for the
-    user's model); returns the run's result and the stand-in, stopped."""
+    user's model); returns the run's result and the stand-in, stopped. Its demonstrations are written
+    as the model gave them (shorten=False), unless the test asks otherwise."""
+    kwargs.setdefault("shorten", False)
     m = StandInModel(script)
     try:
         r = asyncio.run(
@@ -924,3 +926,59 @@ def test_what_the_instruction_names_is_what_the_verifier_keeps() -> None:
 
     fate = merge_intents([t("A", "/x", 5), t("A", "/y", 1), t("A", "/x", 3), t("B", "/z", 2)])
     assert fate == ["merged", "conflicting", "keep", "keep"]
+
+
+def test_oracles_are_shortened_to_what_the_task_needs(server: str, binary: str, tmp_path: Path) -> None:
+    """A model-free shop run: each demonstration is shortened by replay before it is written; the
+    median oracle is shorter than the explored demonstrations, the rows are the shortened sequence,
+    and every task still passes the server's check (oracle 1, wrong 0)."""
+    r = asyncio.run(
+        webserv.explore(site="shopping", episodes=4, max_steps=12, k=4, out=tmp_path, server=server, seed=3)
+    )
+    tasks = json.loads(r.tasks.read_text())
+    lengths = r.stats["oracle_length"]
+    assert tasks and lengths["tasks"] == len(tasks) and lengths["replays"] > 0, lengths
+    assert lengths["after_median"] < lengths["before_median"], lengths
+    for t in tasks:
+        assert len(t["oracle"]) - 1 <= t["explored"]["explored_steps"]
+        assert t["explored"]["steps"] == len(t["oracle"]) - 1
+    rows = _rows(r.demonstrations)
+    by_demo: dict[str, list[dict]] = {}
+    for row in rows:
+        by_demo.setdefault(row["episode_id"], []).append(row)
+    oracles = sorted(t["oracle"] for t in tasks)
+    assert all(o in [[x["action"] for x in d] for d in by_demo.values()] for o in oracles)
+    _tasks_check(binary, tmp_path / "sites", len(tasks))
+
+
+def test_shortening_drops_what_changed_nothing_then_what_a_replay_does_without() -> None:
+    from webserv.explore.shorten import drop_noops, shortest
+    from webserv.explore.trajectory import Step
+
+    def st(url: str, obs: str, action: str, nxt: str, changes: list | None = None) -> Step:
+        return Step(url, "", obs, action, nxt, "", changes=changes or [])
+
+    home, cat, prod = "[cat] link\n[p1] link", "[cat] link\n[p2] link", "[cat] link\n[buy] button"
+    raw = [
+        st("/", home, 'click("p1")', "/p1"),  # a detour: back to the start after it
+        st("/p1", "[back]", "go_back()", "/"),
+        st("/", home, 'click("cat")', "/c"),
+        st("/c", cat, 'hover("p2")', "/c"),  # no change: the same page after it
+        st("/c", cat, 'click("p2")', "/p2"),
+        st("/p2", prod, 'click("buy")', "/p2", [{"table": "cart", "op": "insert"}]),
+        st("/p2", prod, 'click("cat")', "/c"),  # after the last change
+    ]
+    assert [s.action for s in drop_noops(raw[:-1])] == ['click("cat")', 'click("p2")', 'click("buy")']
+    # The task: "buy p2" (which needs the category page first); the replay stands in for the server's.
+    replayed: list[list[str]] = []
+
+    async def passes(actions: list[str]) -> list[Step] | None:
+        replayed.append(actions)
+        ok = actions[-1] == 'click("buy")' and 'click("p2")' in actions and 'click("cat")' in actions
+        return [st("/", home, a, "/") for a in actions] if ok else None
+
+    best, spent = asyncio.run(shortest(raw, passes, budget=20))
+    assert [s.action for s in best] == ['click("cat")', 'click("p2")', 'click("buy")']
+    assert spent == len(replayed) <= 20
+    best, spent = asyncio.run(shortest(raw, passes, budget=0))  # no replay: nothing is left out
+    assert best == raw and spent == 0

@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from .frontier import Frontier, FrontierEntry
 from .instruction import merge_intents, name_constraints, names_nothing, reference_url
 from .llm import ModelAttempter, ModelExplorer, ModelLabeler, ModelReward, load_prompts
 from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler, page_key
+from .shorten import shortest
 from .state import MAX_CHECKS, candidates, signature
 from .trajectory import (
     Demo,
@@ -418,6 +420,59 @@ async def _best_of(run: _Run, demos: list[Demo], k: int, attempter: Any, gate: a
             d.steps = cands[best][1]
 
 
+async def _replay(run: _Run, d: Demo, actions: list[str]) -> list[Step] | None:
+    """actions replayed from d's task's start in a fresh environment: the replay's steps when they
+    all ran and still do d's task (_does_task), else None."""
+    env = run.env()
+    try:
+        obs, _ = await env.reset(seed=run.seed, options=_options_for(run, d.start_url))
+        steps: list[Step] = []
+        for a in actions:
+            nxt, _, terminated, _, _ = await env.step(a)
+            if nxt.get("last_action_error"):
+                return None
+            steps.append(_step(obs, a, nxt))
+            obs = nxt
+            if terminated and len(steps) < len(actions):
+                return None
+        return steps if await _does_task(d, env, obs) else None
+    except WebServError:
+        return None
+    finally:
+        await env.close()
+
+
+async def _does_task(d: Demo, env: AsyncEnv, obs: dict[str, Any]) -> bool:
+    """Whether a replay that ended at obs did d's task as its evaluator will grade it: the state checks
+    hold (and did not at the start), the reference page is reached, or (an answer, which its grader
+    reads from the stop alone) the page it was read from is reached and shows it."""
+    label = d.label
+    if label.answer:
+        page = reference_url(label.url, label.instruction)
+        return url_matches(page, obs["url"]) and label.answer in obs_text(obs, 1 << 20)
+    if label.state:
+        if not d.checks:
+            return False
+        return state_holds(d.checks, (await env.state_diff(_queries(d.checks)))["queries"])
+    return url_matches(reference_url(label.reference or label.url, label.instruction), obs["url"])
+
+
+async def _shorten(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> int:
+    """Each demonstration that has a task, shortened to the fewest actions that still do it from its
+    start (shorten.py); returns the replays spent."""
+
+    async def one(d: Demo) -> int:
+        if len(d.steps) < 2 or (d.label.state and not d.checks):
+            return 0  # nothing to leave out, or no task to keep doing
+        async with gate:
+            steps, spent = await shortest(d.steps, lambda acts: _replay(run, d, acts), 2 * len(d.steps) + 4)
+        if len(steps) < len(d.steps):
+            d.steps = steps
+        return spent
+
+    return sum(await asyncio.gather(*(one(d) for d in demos)))
+
+
 async def _verify_frontier(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> list[Demo]:
     """The demonstrations found from frontier states, replayed from the site's start (the path to the
     frontier state, then their own steps) as their task says; one whose replay does not pass (a path
@@ -485,6 +540,7 @@ def _task(site: str, task_id: int, demo: Demo) -> dict[str, Any] | None:
         "episode": ep.index,
         "persona": ep.persona,
         "steps": len(demo.steps),
+        "explored_steps": demo.raw_length or len(demo.steps),  # before the shortening
         "start": ep.start_cause,
     }
     if demo.best_of:
@@ -588,6 +644,22 @@ def _write(out_dir: Path, demos: list[Demo], tasks_of: list[dict[str, Any] | Non
     return demos_path, tasks_path, len(tasks)
 
 
+def _lengths(demos: list[Demo], tasks_of: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """The median and mean lengths of the emitted tasks' demonstrations, before and after."""
+    pairs = [(d.raw_length or len(d.steps), len(d.steps)) for d, t in zip(demos, tasks_of, strict=True) if t]
+    if not pairs:
+        return {"tasks": 0, "before_median": None, "after_median": None, "shortened": 0}
+    before, after = [b for b, _ in pairs], [a for _, a in pairs]
+    return {
+        "tasks": len(pairs),
+        "before_median": statistics.median(before),
+        "after_median": statistics.median(after),
+        "before_mean": round(statistics.fmean(before), 2),
+        "after_mean": round(statistics.fmean(after), 2),
+        "shortened": sum(a < b for b, a in pairs),
+    }
+
+
 def _trajectory_dir(out_dir: Path) -> Path:
     """OUT/trajectories, made, absolute: where the run's own server records (raw=True)."""
     traj = (out_dir / "trajectories").resolve()
@@ -629,6 +701,7 @@ async def explore(
     shop_data: str | Path | None = None,
     raw: bool = False,
     screenshots: bool = False,
+    shorten: bool = True,
 ) -> ExploreResult:
     """Runs ``episodes`` exploration episodes (``concurrency`` at once) on ``site`` and writes
     ``out/demonstrations.jsonl`` (sft rows), ``out/tasks.json`` (a task file), ``out/sites/NAME.json``
@@ -645,6 +718,8 @@ async def explore(
     (``screenshots=True`` with a screenshot per step): in ``out/trajectories`` when the run starts its
     own server (no ``server`` and no $WEBSERV_URL), else under the server's ``--trajectories``
     directory in ``explore-NAME`` (``stats["raw"]`` says where and which environment ran each episode).
+    ``shorten`` (default True) shortens each demonstration to the fewest actions that still do its
+    task before it is written (shorten.py).
     """
     if episodes < 1 or max_steps < 1 or k < 1 or best_of < 0:
         raise ValueError(
@@ -760,10 +835,13 @@ async def explore(
                     for ep in eps
                     for n, label in ep.kept
                 ]
+                for d in demos:
+                    d.raw_length = len(d.steps)
                 if best_of:
                     await _best_of(run, demos, best_of, attempter, gate)
                 if run.state:
                     await _verify_state(run, demos, gate)
+                replays = await _shorten(run, demos, gate) if shorten else 0
                 found = len(demos)
                 if frontier:
                     demos = await _verify_frontier(run, demos, gate)
@@ -787,6 +865,8 @@ async def explore(
         "status": dict(Counter(ep.status for ep in eps)),
         "kept": len(demos),
         "tasks": n_tasks,
+        # Oracle lengths (actions before the final stop): as explored and as written (shorten.py).
+        "oracle_length": _lengths(demos, tasks_of) | {"replays": replays},
         # Instructions that named nothing (left out), tasks merged into another of the same intent
         # and verifier, and left out for another verifier of the same intent (instruction.py).
         "intents": intents | {"distinct": len({t["intent"] for t in tasks_of if t is not None})},

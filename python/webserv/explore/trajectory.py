@@ -86,6 +86,8 @@ class Demo:
     best_of: dict[str, Any] | None = None
     # The state checks a replay from the task's start verified ({db, sql, args, expect}).
     checks: list[dict[str, Any]] = field(default_factory=list)
+    # The explored demonstration's length, before best-of-K and the shortening (shorten.py).
+    raw_length: int = 0
 
 
 class Explorer(Protocol):
