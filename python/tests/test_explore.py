@@ -107,7 +107,9 @@ def test_model_free_run_makes_demonstrations_and_tasks_whose_oracles_pass(
     _tasks_check(binary, tmp_path / "sites", len(tasks))
 
 
-def _tasks_check(binary: str, sites: Path, n: int) -> None:
+def _tasks_check(binary: str, sites: Path, n: int, unverified: int | None = None) -> str:
+    """`webserv tasks check` on the run's definition: every task passes (oracle and solutions 1,
+    wrong and null agents 0); unverified, when given, is how many have no independent solution."""
     out = subprocess.run(
         [
             binary,
@@ -125,6 +127,11 @@ def _tasks_check(binary: str, sites: Path, n: int) -> None:
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert f"{n} task(s), {n} passed, 0 failed" in out.stdout, out.stdout
+    if unverified is not None:
+        rows = [line for line in out.stdout.splitlines() if line.endswith(("  ok", "  unverified"))]
+        assert sum(r.endswith("unverified") for r in rows) == unverified, out.stdout
+        assert all(r.split()[4] == "1" for r in rows if r.endswith("  ok")), out.stdout  # solution 1
+    return out.stdout
 
 
 def test_url_match_is_gold_in_pred() -> None:
@@ -931,7 +938,8 @@ def test_what_the_instruction_names_is_what_the_verifier_keeps() -> None:
 def test_oracles_are_shortened_to_what_the_task_needs(server: str, binary: str, tmp_path: Path) -> None:
     """A model-free shop run: each demonstration is shortened by replay before it is written; the
     median oracle is shorter than the explored demonstrations, the rows are the shortened sequence,
-    and every task still passes the server's check (oracle 1, wrong 0)."""
+    and every task still passes the server's check (oracle and independent solutions 1, wrong and
+    null agents 0)."""
     r = asyncio.run(
         webserv.explore(site="shopping", episodes=4, max_steps=12, k=4, out=tmp_path, server=server, seed=3)
     )
@@ -948,7 +956,12 @@ def test_oracles_are_shortened_to_what_the_task_needs(server: str, binary: str, 
         by_demo.setdefault(row["episode_id"], []).append(row)
     oracles = sorted(t["oracle"] for t in tasks)
     assert all(o in [[x["action"] for x in d] for d in by_demo.values()] for o in oracles)
-    _tasks_check(binary, tmp_path / "sites", len(tasks))
+    # Independent solutions, found from the intent and the pages: most tasks have one, each earns 1
+    # in the server's check, and the others are unverified there.
+    sols = r.stats["solutions"]
+    assert sols["solved"] >= 1 and sols["solved"] + sols["unverified"] == len(tasks), sols
+    assert sum(1 for t in tasks if t.get("solutions")) == sols["solved"]
+    _tasks_check(binary, tmp_path / "sites", len(tasks), unverified=sols["unverified"])
 
 
 def test_shortening_drops_what_changed_nothing_then_what_a_replay_does_without() -> None:
@@ -982,3 +995,46 @@ def test_shortening_drops_what_changed_nothing_then_what_a_replay_does_without()
     assert spent == len(replayed) <= 20
     best, spent = asyncio.run(shortest(raw, passes, budget=0))  # no replay: nothing is left out
     assert best == raw and spent == 0
+
+
+def test_the_scripted_reader_follows_the_labelers_instructions() -> None:
+    """solve.py reads the model-free labeler's templates, and nothing else."""
+    from webserv.explore.solve import solve
+
+    class Pages:
+        """A two-page stand-in for an environment: a home page with a search box and a link."""
+
+        def __init__(self) -> None:
+            self.taken: list[str] = []
+
+        async def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
+            self.taken.append(action)
+            if action.startswith("type("):
+                return RESULTS, 0.0, False, False, {}
+            return PRODUCT, 0.0, False, False, {}
+
+    HOME = {
+        "url": "http://s/",
+        "axtree_txt": '[search.q] searchbox "Search"\n[cat.shoes] link "Shoes" url="/c/shoes"',
+        "clickable": ["cat.shoes"],
+        "inputs": [{"id": "search.q", "type": "search", "editable": True}],
+    }
+    RESULTS = {
+        "url": "http://s/search?q=Trail+Boot",
+        "axtree_txt": '[trail-boot] link "Trail Boot"',
+        "clickable": ["trail-boot"],
+    }
+    PRODUCT = {
+        "url": "http://s/p/trail-boot",
+        "axtree_txt": 'StaticText "$12.50"\n[buy] button "Add to cart"\n[opt.size] combobox "Size"',
+        "clickable": ["buy"],
+        "selects": [{"id": "opt.size", "options": [{"text": "M"}, {"text": "L"}]}],
+    }
+    acts, end = asyncio.run(solve('Go to the "Shoes" page.', Pages(), HOME))
+    assert acts == ['click("cat.shoes")', 'stop("")']
+    acts, end = asyncio.run(solve('What is the price of "Trail Boot"?', Pages(), HOME))
+    assert acts == ['type("search.q", "Trail Boot", enter=True)', 'click("trail-boot")', 'stop("$12.50")']
+    acts, _ = asyncio.run(solve('Add to cart on the "Trail Boot" page with size "L".', Pages(), HOME))
+    assert acts[-3:] == ['select_option("opt.size", "L")', 'click("buy")', 'stop("")']
+    assert asyncio.run(solve("Find me something nice for a rainy day.", Pages(), HOME)) is None
+    assert asyncio.run(solve('Add to cart on the "Trail Boot" page with size "XXL".', Pages(), HOME)) is None

@@ -28,6 +28,7 @@ from .instruction import merge_intents, name_constraints, names_nothing, referen
 from .llm import ModelAttempter, ModelExplorer, ModelLabeler, ModelReward, load_prompts
 from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler, page_key
 from .shorten import shortest
+from .solve import solve
 from .state import MAX_CHECKS, candidates, signature
 from .trajectory import (
     Demo,
@@ -473,6 +474,33 @@ async def _shorten(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> int
     return sum(await asyncio.gather(*(one(d) for d in demos)))
 
 
+async def _solve(
+    run: _Run, demos: list[Demo], tasks_of: list[dict[str, Any] | None], gate: asyncio.Semaphore
+) -> None:
+    """Each task's independent solution (solve.py: found from its intent and the pages, not from
+    its demonstration), in its solutions when a replay from its start does the task with it."""
+
+    async def one(d: Demo, t: dict[str, Any]) -> None:
+        async with gate:
+            env = run.env()
+            try:
+                obs, _ = await env.reset(seed=run.seed, options=_options_for(run, d.start_url))
+                found = await solve(t["intent"], env, obs)
+                if found is None:
+                    return
+                actions, end = found
+                if d.label.answer and answer_of(actions[-1]) != d.label.answer:
+                    return
+                if await _does_task(d, env, end):
+                    t["solutions"] = [actions]
+            except WebServError:
+                return
+            finally:
+                await env.close()
+
+    await asyncio.gather(*(one(d, t) for d, t in zip(demos, tasks_of, strict=True) if t is not None))
+
+
 async def _verify_frontier(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> list[Demo]:
     """The demonstrations found from frontier states, replayed from the site's start (the path to the
     frontier state, then their own steps) as their task says; one whose replay does not pass (a path
@@ -846,13 +874,14 @@ async def explore(
                 if frontier:
                     demos = await _verify_frontier(run, demos, gate)
                 dropped = found - len(demos)
+                demos, tasks_of, intents = _settle_instructions(site, demos)
+                await _solve(run, demos, tasks_of, gate)
             finally:
                 await asyncio.gather(*(h.close() for h in run.holders), return_exceptions=True)
     finally:
         if own is not None:
             own.stop()
     elapsed = time.monotonic() - t0
-    demos, tasks_of, intents = _settle_instructions(site, demos)
     demos_path, tasks_path, n_tasks = _write(out_dir, demos, tasks_of)
     definition, why = site_definition(
         site, tasks_path, source=site_definition_file, shop_data=shop_data, taken=taken
@@ -865,6 +894,11 @@ async def explore(
         "status": dict(Counter(ep.status for ep in eps)),
         "kept": len(demos),
         "tasks": n_tasks,
+        # Tasks with an independent solution (solve.py); the others are unverified.
+        "solutions": {
+            "solved": sum(1 for t in tasks_of if t and t.get("solutions")),
+            "unverified": sum(1 for t in tasks_of if t and not t.get("solutions")),
+        },
         # Oracle lengths (actions before the final stop): as explored and as written (shorten.py).
         "oracle_length": _lengths(demos, tasks_of) | {"replays": replays},
         # Instructions that named nothing (left out), tasks merged into another of the same intent

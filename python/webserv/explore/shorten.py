@@ -7,8 +7,10 @@ start state, before its task and rows are written.
    the way: a ``go_back()`` detour).
 2. Shortcuts: a stretch ``i..j-1`` is left out when the element step ``j`` acts on is already on the
    page step ``i`` starts on (the categories menu on every page, a product on the start page), the
-   longest stretches first; ``i = 0`` is a suffix that does the task from the start alone.
-3. Greedy deletion: each action in turn is left out, kept out when the rest still does the task.
+   longest stretches first; ``i = 0`` is a suffix that does the task from the start alone (at most
+   half the replays).
+3. Greedy deletion: each action in turn, from the last back, is left out, kept out when the rest
+   still does the task.
 
 Every candidate is replayed from the task's start in a fresh environment (``passes``); the steps kept
 are the replay's (their observations the ones the shorter sequence sees), so the demonstration rows
@@ -76,7 +78,8 @@ async def shortest(steps: list[Step], passes: Passes, budget: int) -> tuple[list
     stop = acts(best)[-1:] if best and ends_episode(best[-1].action) else []
     body = acts(best)[: len(best) - len(stop)]
     tried: set[tuple[str, ...]] = set()
-    while spent < budget:
+    # Shortcuts take at most half the replays; the greedy pass has the rest.
+    while spent < budget // 2:
         cands = [
             (i, j)
             for i, j in shortcuts(best[: len(body)])
@@ -90,15 +93,16 @@ async def shortest(steps: list[Step], passes: Passes, budget: int) -> tuple[list
         got = await attempt(cand + stop)
         if got is not None:
             best, body = got, cand
-    i = 0
-    while i < len(body) and len(body) > 1 and spent < budget:
+    # From the last action back: what trails the outcome goes first, and an action that enables a
+    # later one is tried again once that one is gone.
+    i = len(body) - 1
+    while i >= 0 and len(body) > 1 and spent < budget:
         cand = body[:i] + body[i + 1 :]
         got = await attempt(cand + stop) if tuple(cand) not in tried else None
         tried.add(tuple(cand))
         if got is not None:
             best, body = got, cand
-        else:
-            i += 1
+        i -= 1
     return best, spent
 
 
