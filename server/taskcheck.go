@@ -74,10 +74,20 @@ type checkAgent struct {
 	took []string
 }
 
-// nullAgents are the agents that must earn 0 on task: stop at once (left
+// nullAgents are the agents that must earn 0 on t: stop at once (left
 // out when the wrong sequence is just that), stop with the start page's
-// title as the answer, and randomActions seeded random actions then stop.
-func nullAgents(task string, wrong []string) []checkAgent {
+// title as the answer, and randomActions seeded random actions then stop,
+// none of them an action of the oracle or a solution (a random click on
+// the very link a one-click task asks for does the task; the agent is to
+// show that doing other things does not).
+func nullAgents(t TaskScripts) []checkAgent {
+	task, wrong := t.Task, t.Wrong
+	solving := map[string]bool{}
+	for _, seq := range append([][]string{t.Oracle}, t.Solutions...) {
+		for _, a := range seq {
+			solving[strings.ReplaceAll(a, " ", "")] = true
+		}
+	}
 	out := []checkAgent{
 		{name: "null agent (stop with the start page's title)", next: func(k int, o *Observation) string {
 			if k > 0 {
@@ -96,7 +106,7 @@ func nullAgents(task string, wrong []string) []checkAgent {
 	return append(out, checkAgent{name: fmt.Sprintf("null agent (%d random actions, seed %d)", randomActions, seed), next: func(k int, o *Observation) string {
 		switch {
 		case k < randomActions:
-			return randomAction(rng, o)
+			return randomAction(rng, o, solving)
 		case k == randomActions:
 			return `stop("")`
 		}
@@ -108,18 +118,25 @@ func nullAgents(task string, wrong []string) []checkAgent {
 const randomActions = 3
 
 // randomAction is a valid action on o drawn from rng: a scroll either way,
-// a hover or a click on one of the page's elements.
-func randomAction(rng *rand.Rand, o *Observation) string {
-	ids := append(slices.Clone(o.Clickable), o.Hoverable...)
+// a hover or a click on one of the page's elements, other than those in
+// solving (the oracle's and the solutions' actions, spaces removed).
+func randomAction(rng *rand.Rand, o *Observation, solving map[string]bool) string {
+	var clicks, hovers []string
+	for _, id := range append(slices.Clone(o.Clickable), o.Hoverable...) {
+		if c := "click(" + quoteArg(id) + ")"; slices.Contains(o.Clickable, id) && !solving[c] && !slices.Contains(clicks, c) {
+			clicks = append(clicks, c)
+		}
+		if h := "hover(" + quoteArg(id) + ")"; !solving[h] && !slices.Contains(hovers, h) {
+			hovers = append(hovers, h)
+		}
+	}
 	switch n := rng.IntN(4); {
-	case n == 0 || len(ids) == 0:
-		return "scroll(0, 400)"
+	case n == 2 && len(hovers) > 0:
+		return hovers[rng.IntN(len(hovers))]
+	case n == 3 && len(clicks) > 0:
+		return clicks[rng.IntN(len(clicks))]
 	case n == 1:
 		return "scroll(0, -400)"
-	case n == 2:
-		return "hover(" + quoteArg(ids[rng.IntN(len(ids))]) + ")"
-	case len(o.Clickable) > 0:
-		return "click(" + quoteArg(o.Clickable[rng.IntN(len(o.Clickable))]) + ")"
 	}
 	return "scroll(0, 400)"
 }
@@ -156,7 +173,7 @@ func (s *Server) CheckTasks(ctx context.Context, scripts []TaskScripts, workers 
 		} else {
 			add(checkAgent{name: "wrong", want: 0, script: t.Wrong})
 		}
-		for _, a := range nullAgents(t.Task, t.Wrong) {
+		for _, a := range nullAgents(t) {
 			add(a)
 		}
 		for k, sol := range t.Solutions {
