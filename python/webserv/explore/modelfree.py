@@ -119,7 +119,9 @@ def shown_answer(obs: dict[str, Any]) -> str:
 
 
 def page_name(title: str, url: str) -> str:
-    return title.split(" · ")[0].strip() or urlparse(url).path
+    """The page's own name: its title before the site's ("Boots · WebServ Shop", "Search is slow -
+    Tracker"), else its path."""
+    return re.split(r" [·|—–-] ", title)[0].strip() or urlparse(url).path
 
 
 # A search box's element id (a filter's fields, like a minimum price, are not one).
