@@ -18,7 +18,7 @@ const DefaultMaxSteps = 5
 const (
 	EndAgent    = "agent"           // the agent stopped (stop, report_infeasible)
 	EndModel    = "model"           // the world model said the episode is over
-	EndUnseen   = "unseen"          // the memory model never saw the pair
+	EndUnseen   = "unseen"          // the memory model never saw the pair (truncated)
 	EndMaxSteps = "max_dream_steps" // the dream reached its length
 )
 
@@ -167,9 +167,12 @@ func (e *Env) Step(ctx context.Context, act Action) (Step, error) {
 		return Step{}, err
 	}
 	if p.Unseen {
+		// The model ran out, not the task: a truncation, so a trainer
+		// that bootstraps values does not read it as the task's end.
 		e.steps++
-		st := e.result(0, true, EndUnseen)
-		st.Info["model_note"] = "the memory model never saw this action in this state: the dream ends here (Dyna-Q's table has no entry)"
+		st := e.result(0, false, "")
+		e.over, st.Truncated, st.Info["dream_end"] = "truncated", true, EndUnseen
+		st.Info["model_note"] = "the memory model never saw this action in this state: the dream ends here, truncated (Dyna-Q's table has no entry)"
 		e.grade(ctx, &st, "", false)
 		return st, nil
 	}

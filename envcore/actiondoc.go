@@ -22,7 +22,9 @@ type ActionDoc struct {
 	Type ActionType `json:"type"`
 	// Description is one or two sentences for a model.
 	Description string `json:"description"`
-	// Args are the arguments, required ones first.
+	// Args are the arguments in the order the call form reads them
+	// positionally (press's optional bid comes before its key, as in
+	// BrowserGym; a single positional argument of press is its key).
 	Args []ActionArg `json:"args"`
 	// Example is a call of this action that ParseAction reads.
 	Example string `json:"example"`

@@ -368,8 +368,8 @@ var callForms = []callForm{
 		example: `hover("menu")`,
 		parse:   targetOnly(Hover)},
 	{names: []string{"press"},
-		desc:    "Press a key or key combination, on an element when bid is given (focused first), else on whatever has focus.",
-		args:    []ActionArg{keyArg("key"), {Name: "bid", Type: ArgString, Doc: "the semantic id of the element to press the key on"}},
+		desc:    "Press a key or key combination on an element (focused first), as BrowserGym's press(bid, key_comb); with the key alone, on whatever has focus.",
+		args:    []ActionArg{{Name: "bid", Type: ArgString, Doc: "the semantic id of the element to press the key on; leave it out to press on whatever has focus"}, keyArg("key")},
 		example: `press("search", "Enter")`,
 		parse: func(c parsedCall, a *Action) (err error) {
 			a.Type = Press

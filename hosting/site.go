@@ -257,9 +257,54 @@ func LoadSite(path string) (*Site, error) {
 	abs, _ := filepath.Abs(filepath.Dir(path))
 	s, err := ParseSite(data, abs)
 	if err != nil {
+		if what := notADefinition(data); what != "" {
+			return nil, fmt.Errorf("%s is %s, not a site definition: task files belong in a definition's tasks: list (paths relative to the definition, as examples/sites/tracker.yaml names tracker/tasks.yaml); move it into a subfolder, which --sites does not read as definitions (%w)", path, what, err)
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
+}
+
+// notADefinition says what data looks like when it is a task file rather
+// than a site definition ("a list of 6 tasks", "a task"), or "" when it
+// looks like neither.
+func notADefinition(data []byte) string {
+	var v any
+	if yaml.Unmarshal(data, &v) != nil {
+		return ""
+	}
+	isTask := func(x any) bool {
+		m, ok := x.(map[string]any)
+		if !ok {
+			return false
+		}
+		_, intent := m["intent"]
+		_, eval := m["eval"]
+		_, id := m["task_id"]
+		return intent || eval || id
+	}
+	switch v := v.(type) {
+	case []any:
+		n := 0
+		for _, x := range v {
+			if isTask(x) {
+				n++
+			}
+		}
+		switch {
+		case n == 0 && len(v) > 0:
+			return fmt.Sprintf("a list of %d items", len(v))
+		case n == 1:
+			return "a list of 1 task"
+		case n > 0:
+			return fmt.Sprintf("a list of %d tasks", n)
+		}
+	case map[string]any:
+		if _, name := v["name"]; !name && isTask(v) {
+			return "a task"
+		}
+	}
+	return ""
 }
 
 // LoadSites reads every *.yaml, *.yml and *.json file of dir.

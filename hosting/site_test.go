@@ -103,3 +103,38 @@ func TestSiteTaskFiles(t *testing.T) {
 		t.Errorf("a pattern matching nothing: %v", err)
 	}
 }
+
+// A task file left beside the definitions in --sites is not read as a
+// broken definition: the error says it is a task file and where task
+// files belong, for a list of tasks (YAML or JSON) and a single task.
+func TestLoadSitesNamesATaskFileBesideTheDefinitions(t *testing.T) {
+	for name, body := range map[string]string{
+		"tasks.yaml":  "- task_id: 1\n  intent: Open the issue.\n  eval: {eval_types: [url_match]}\n- task_id: 2\n  intent: Close it.\n",
+		"tasks.json":  `[{"task_id": 1, "intent": "Open the issue."}]`,
+		"task.json":   `{"task_id": 3, "intent": "Open the issue.", "eval": {"eval_types": ["url_match"]}}`,
+		"broken.yaml": "name: x\nlocall: {command: [x]}\n",
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := hosting.LoadSites(dir)
+		if err == nil {
+			t.Fatalf("%s: LoadSites accepted it", name)
+		}
+		msg := err.Error()
+		if name == "broken.yaml" {
+			// A definition with a typo keeps the parser's own message.
+			if strings.Contains(msg, "not a site definition") || !strings.Contains(msg, "locall") {
+				t.Errorf("%s: %v", name, err)
+			}
+			continue
+		}
+		want := map[string]string{"tasks.yaml": "a list of 2 tasks", "tasks.json": "a list of 1 task", "task.json": "a task"}[name]
+		for _, part := range []string{want + ", not a site definition", "tasks: list", "subfolder"} {
+			if !strings.Contains(msg, part) {
+				t.Errorf("%s: error %q does not say %q", name, msg, part)
+			}
+		}
+	}
+}

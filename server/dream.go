@@ -218,7 +218,7 @@ func (s *Server) dreamEpisode(ctx context.Context, x *session, a *resetArgs, cau
 	grade, gradeNote := s.dreamGrader(ep.TaskID, x.dreamJudge)
 	x.dream.SetGrader(grade, gradeNote)
 	first := x.dream.Reset(obs)
-	x.episode, x.started, x.steps, x.over, x.failed = ep, time.Now(), 0, "", nil
+	x.episode, x.started, x.steps, x.over, x.failed, x.grade = ep, time.Now(), 0, "", nil, 0
 	info := map[string]any{"dreamed": true, "cause": cause, "step": 0, "site": DreamSite, "model": x.dream.Model().Name(),
 		"max_dream_steps": x.dream.MaxSteps(), "elapsed_s": 0.0}
 	if ep.TaskID != "" {
@@ -350,6 +350,12 @@ func (s *Server) dreamStep(ctx context.Context, x *session, a *stepArgs) (any, e
 	x.steps++
 	x.over = x.dream.Over()
 	st.Info["site"], st.Info["elapsed_s"] = DreamSite, time.Since(x.started).Seconds()
+	if end, ok := st.Info["dream_end"].(string); ok {
+		st.Info["end_reason"] = end // the same names as a real episode's (endreason.go)
+	}
+	if st.Info["reward_source"] == dream.RewardTask {
+		st.Info["grade"] = st.Reward
+	}
 	if x.episode.TaskID != "" {
 		st.Info["task_id"] = x.episode.TaskID
 	}

@@ -106,7 +106,8 @@ func TestDreams(t *testing.T) {
 	made := cl.call("make", "", map[string]any{"site": "dream", "world_model": memory, "start": map[string]any{"episode": paths[run.task], "step": 0}})
 	env := made["env"].(string)
 	res := cl.call("step", env, map[string]any{"action": `click("no-such-element")`})
-	if info := res["info"].(map[string]any); res["terminated"] != true || info["dream_end"] != dream.EndUnseen || res["reward"] != 0.0 {
+	if info := res["info"].(map[string]any); res["terminated"] != false || res["truncated"] != true || info["dream_end"] != dream.EndUnseen ||
+		info["end_reason"] != "unseen" || res["reward"] != 0.0 {
 		t.Errorf("an unseen action: %v", res)
 	}
 	sameObs(t, "after an unseen action", obsOf(res), *episodes[run.task].Reset.Obs)

@@ -149,7 +149,7 @@ func (x *session) rebuild(st envcore.BrowserState) func(context.Context) (envcor
 // begin resets the episode's bookkeeping (clock, steps, over, a failed
 // start), builds the reply and tells the observers.
 func (s *Server) begin(x *session, cause string, ep Episode, reply func() *EpisodeReply) *EpisodeReply {
-	x.episode, x.started, x.steps, x.over, x.failed = ep, time.Now(), 0, "", nil
+	x.episode, x.started, x.steps, x.over, x.failed, x.grade = ep, time.Now(), 0, "", nil, 0
 	r := reply()
 	r.Info["cause"] = cause
 	s.notify(func(o Observer) {

@@ -200,10 +200,13 @@ type MCPDefaults struct {
 	Site, Task, StartURL, Goal string
 	Record, Approve            bool
 	MaxSteps                   int
+	// EvaluateEveryStep grades every step: each result's reward is the
+	// change in the task's grade (docs/protocol.md, Rewards).
+	EvaluateEveryStep bool
 }
 
 // mcpDefaultKeys are the URL query keys of MCPDefaults.
-var mcpDefaultKeys = []string{"site", "task", "start_url", "goal", "record", "approve", "max_steps"}
+var mcpDefaultKeys = []string{"site", "task", "start_url", "goal", "record", "approve", "max_steps", "evaluate_every_step"}
 
 // ParseMCPDefaults reads MCPDefaults from a URL query, refusing keys it
 // does not know.
@@ -218,7 +221,7 @@ func ParseMCPDefaults(q url.Values) (MCPDefaults, error) {
 	for _, b := range []struct {
 		key string
 		dst *bool
-	}{{"record", &d.Record}, {"approve", &d.Approve}} {
+	}{{"record", &d.Record}, {"approve", &d.Approve}, {"evaluate_every_step", &d.EvaluateEveryStep}} {
 		if v := q.Get(b.key); v != "" {
 			on, err := strconv.ParseBool(v)
 			if err != nil {
@@ -443,6 +446,9 @@ func (m *mcpSession) make(site, task, startURL, goal string, seed *int64) (*Epis
 	}
 	if d.MaxSteps > 0 {
 		a["max_steps"] = d.MaxSteps
+	}
+	if d.EvaluateEveryStep {
+		a["evaluate_every_step"] = true
 	}
 	m.s.metrics.requests.WithLabelValues("make").Inc()
 	res, err := m.s.run(Request{Op: "make", Args: a}, call{conn: m.owner})
@@ -734,6 +740,7 @@ func (m *mcpSession) result(a map[string]any, obs Observation, st mcpState, step
 		head = append(head, "The action failed: "+obs.LastActionError)
 	}
 	var b strings.Builder
+	b.WriteString(GoalHeader(st.Goal)) // the goal first, as every model-facing text has it (prompt.go)
 	for _, h := range head {
 		b.WriteString(h + "\n")
 	}
@@ -749,9 +756,6 @@ func (m *mcpSession) result(a map[string]any, obs Observation, st mcpState, step
 	}
 	for _, d := range obs.Dialogs {
 		fmt.Fprintf(&b, "dialog: %+v\n", d)
-	}
-	if step == nil || st.Step == 0 {
-		fmt.Fprintf(&b, "goal: %s\n", st.Goal)
 	}
 	b.WriteString("\n")
 	if a["view"] == "html" {

@@ -189,7 +189,7 @@ func TestMCPResetClickObserve(t *testing.T) {
 
 	res := okTool(t, cs, "reset", map[string]any{"start_url": pageURL(7), "goal": "load the list"})
 	text := textOf(res)
-	if !strings.Contains(text, "env 7") || !strings.Contains(text, "goal: load the list") {
+	if !strings.Contains(text, "env 7") || !strings.HasPrefix(text, "Goal: load the list\n\n") {
 		t.Fatalf("reset's observation lacks the page or the goal:\n%s", text)
 	}
 	st := structOf(t, res)

@@ -171,7 +171,10 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 			return fail(err)
 		}
 		r := res.(*StepReply)
-		return "observation", map[string]any{"observation": openEnvObs(r.Obs, r.Info), "reward": r.Reward,
+		obs := openEnvObs(r.Obs, r.Info)
+		// OpenEnv has one flag, done; the observation says which end it was.
+		obs["terminated"], obs["truncated"] = r.Terminated, r.Truncated
+		return "observation", map[string]any{"observation": obs, "reward": r.Reward,
 			"done": r.Terminated || r.Truncated}
 	case "state":
 		if x == nil {
@@ -208,6 +211,7 @@ func openEnvObs(o Observation, info map[string]any) map[string]any {
 		obs = map[string]any{}
 	}
 	obs["info"] = info
+	obs["text"] = ModelText(o) // what a model reads: the goal first (prompt.go)
 	return obs
 }
 

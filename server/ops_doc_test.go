@@ -62,3 +62,13 @@ func TestDocsListEveryErrorCodeWithItsFault(t *testing.T) {
 	}
 	checkTable(t, "<!-- codes: the table in server/codes.go -->", want)
 }
+
+// The docs' table of the ways an episode ends is the end table.
+func TestDocsListEveryEndReason(t *testing.T) {
+	want := []string{"| `end_reason` | terminated | truncated | reward | fault | when |", "|---|---|---|---|---|---|"}
+	yes := map[bool]string{true: "yes", false: ""}
+	for _, e := range endTable {
+		want = append(want, fmt.Sprintf("| `%s` | %s | %s | %s | `%s` | %s |", e.reason, yes[e.terminated], yes[!e.terminated], e.reward, e.fault, e.doc))
+	}
+	checkTable(t, "<!-- ends: the table in server/endreason.go -->", want)
+}

@@ -41,11 +41,14 @@ type session struct {
 	started time.Time
 	steps   int
 	over    string // why the episode is over: terminated, truncated
-	limits  limits
-	snaps   map[string]snapshotInfo
-	spec    MakeSpec
-	joined  *group // the group make joined (consumed by the first episode)
-	leads   bool
+	// grade is the episode's last grade (0 before its first), the base of
+	// the next step's reward: each reward is the change in the grade.
+	grade  float64
+	limits limits
+	snaps  map[string]snapshotInfo
+	spec   MakeSpec
+	joined *group // the group make joined (consumed by the first episode)
+	leads  bool
 	// prepared is a group member's preparation, which its worker runs
 	// before any further request (group.go); failed is its error, the
 	// answer to every request but reset and close until a reset.

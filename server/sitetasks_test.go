@@ -128,7 +128,7 @@ func TestSiteTasksCheckLoop(t *testing.T) {
 		t.Fatalf("%d tasks checked, want 6:\n%s", len(checks), table)
 	}
 	for _, c := range checks {
-		if !c.OK() || c.Oracle != 1 || c.Wrong != 0 {
+		if !c.OK() || c.Oracle != 1 || c.Wrong != 0 || c.Start != 0 {
 			t.Errorf("%s: oracle %v, wrong %v, problems %v", c.Task, c.Oracle, c.Wrong, c.Problems)
 		}
 	}
@@ -263,7 +263,8 @@ func TestSiteTasksCheckLoopFailures(t *testing.T) {
 		byID[c.Task] = c
 	}
 	broken := byID["tracker.4"]
-	if broken.OK() || !math.IsNaN(broken.Oracle) || !strings.Contains(strings.Join(broken.Problems, "\n"), "exited 2") ||
+	if broken.OK() || !math.IsNaN(broken.Oracle) || !strings.Contains(strings.Join(broken.Problems, "\n"), "verifier: the grading failed on the oracle's final state") ||
+		!strings.Contains(strings.Join(broken.Problems, "\n"), "exit status 2") ||
 		!strings.Contains(strings.Join(broken.Problems, "\n"), "no issue titled") {
 		t.Errorf("the broken verifier: %+v\n%s", broken, table)
 	}
@@ -279,8 +280,71 @@ func TestSiteTasksCheckLoopFailures(t *testing.T) {
 	env := cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.4"})["env"].(string)
 	r := cl.call("step", env, map[string]any{"action": `stop("")`})
 	info := r["info"].(map[string]any)
-	if r["reward"] != nil || !strings.Contains(fmt.Sprint(info["eval_error"]), "exited 2") {
+	if r["reward"] != nil || !strings.Contains(fmt.Sprint(info["eval_error"]), "exit status 2") {
 		t.Errorf("broken verifier step: reward %v, info %v", r["reward"], info)
+	}
+}
+
+// A verifier that crashes (an uncaught exception: Python exits 1) is an
+// evaluation error with its traceback, never a 0, and the check loop
+// blames the verifier; a crash only on the failure path that the wrong
+// sequence does not reach is caught on the start state. A verifier that
+// prints no verdict is an error too.
+func TestSiteTasksCrashingVerifier(t *testing.T) {
+	t.Parallel()
+	task := `- task_id: 1
+  intent: How many open issues are labelled bug?
+  eval:
+    eval_types: [check]
+    check: {command: [./count.py]}
+  oracle: ['stop("3")']
+  wrong: ['stop("4")']
+- task_id: 2
+  intent: Say nothing.
+  eval:
+    eval_types: [check]
+    check: {command: [./silent.py]}
+  oracle: ['stop("")']
+  wrong: ['stop("x")']
+`
+	def := trackerCopy(t, func(string) string { return task }, nil, "")
+	dir := filepath.Dir(def)
+	for name, text := range map[string]string{
+		// int("") raises on an empty answer: the failure path the wrong
+		// sequence (a wrong number) never takes.
+		"count.py":  "#!/usr/bin/env python3\nimport os\nprint('checking', flush=True)\nprint('pass' if int(os.environ['WEBSERV_ANSWER']) == 3 else 'fail')\n",
+		"silent.py": "#!/usr/bin/env python3\nimport sys\nprint('about to decide', file=sys.stderr)\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, f, cl := trackerServer(t, def)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	checks, err := srv.CheckTasks(ctx, taskScripts(t, f, []string{"tracker"}), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := server.FormatTaskChecks(checks)
+	count, silent := checks[0], checks[1]
+	problems := strings.Join(count.Problems, "\n")
+	if count.OK() || count.Oracle != 1 || count.Wrong != 0 || !math.IsNaN(count.Start) || len(count.Problems) != 1 ||
+		!strings.Contains(problems, "verifier: the grading failed on the start state") || !strings.Contains(problems, "ValueError") ||
+		!strings.Contains(problems, "exit status 1") {
+		t.Errorf("a verifier crashing on the start state: %+v\n%s", count, table)
+	}
+	if silent.OK() || !math.IsNaN(silent.Oracle) || !strings.Contains(strings.Join(silent.Problems, "\n"), "printed no verdict") ||
+		!strings.Contains(strings.Join(silent.Problems, "\n"), "about to decide") {
+		t.Errorf("a verifier printing no verdict: %+v\n%s", silent, table)
+	}
+	// Through the protocol: reward nil, the traceback in info.eval_error.
+	env := cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.1"})["env"].(string)
+	r := cl.call("step", env, map[string]any{"action": `stop("")`})
+	info := r["info"].(map[string]any)
+	if r["reward"] != nil || r["terminated"] != true || info["end_reason"] != "agent" ||
+		!strings.Contains(fmt.Sprint(info["eval_error"]), "Traceback") || !strings.Contains(fmt.Sprint(info["eval_error"]), "ValueError") {
+		t.Errorf("a crashed verifier's step: reward %v, info %v", r["reward"], info)
 	}
 }
 
@@ -426,5 +490,45 @@ func TestSiteTaskCheckOnEachGroupMember(t *testing.T) {
 	}
 	if r := cl.call("step", leader, map[string]any{"action": `stop("")`})["reward"]; r != 0.0 {
 		t.Errorf("leader did nothing: reward %v, want 0", r)
+	}
+}
+
+// With evaluate_every_step, each step's reward is the change in the
+// task's grade since the last step (info.grade is the grade), so an
+// episode's rewards add up to its final grade however long it stays in
+// the goal state; max_steps and episode_timeout_ms truncate, saying why.
+func TestDenseRewardsAddUpToTheGrade(t *testing.T) {
+	t.Parallel()
+	_, _, cl := trackerServer(t, filepath.Join(trackerDir(t), "tracker.yaml"))
+	made := cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.6", "evaluate_every_step": true, "max_steps": 4})
+	env := made["env"].(string)
+	var rewards, grades []any
+	var last map[string]any
+	for _, a := range []string{`scroll(0, 100)`, `click("close-issue")`, `scroll(0, 100)`, `scroll(0, 100)`} {
+		last = cl.call("step", env, map[string]any{"action": a})
+		info := last["info"].(map[string]any)
+		rewards, grades = append(rewards, last["reward"]), append(grades, info["grade"])
+	}
+	if fmt.Sprint(rewards) != "[0 1 0 0]" || fmt.Sprint(grades) != "[0 1 1 1]" {
+		t.Errorf("rewards %v, grades %v; want [0 1 0 0] and [0 1 1 1]", rewards, grades)
+	}
+	info := last["info"].(map[string]any)
+	if last["terminated"] != false || last["truncated"] != true || info["end_reason"] != "max_steps" {
+		t.Errorf("the 4th step of max_steps 4: terminated %v, truncated %v, info %v", last["terminated"], last["truncated"], info)
+	}
+	// An episode past its time limit is truncated, saying so (1 ms: the first step is past it).
+	made = cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.6", "episode_timeout_ms": 1})
+	late := cl.call("step", made["env"].(string), map[string]any{"action": `scroll(0, 100)`})
+	if late["terminated"] != false || late["truncated"] != true || late["info"].(map[string]any)["end_reason"] != "episode_timeout" {
+		t.Errorf("a step past episode_timeout_ms: %v", late)
+	}
+	// Graded only where the agent stops: the reward is the grade itself.
+	made = cl.call("make", "", map[string]any{"site": "tracker", "task": "tracker.6"})
+	env = made["env"].(string)
+	first := cl.call("step", env, map[string]any{"action": `click("close-issue")`})
+	stop := cl.call("step", env, map[string]any{"action": `stop("")`})
+	if first["reward"] != 0.0 || first["info"].(map[string]any)["grade"] != nil || stop["reward"] != 1.0 ||
+		stop["info"].(map[string]any)["grade"] != 1.0 || stop["info"].(map[string]any)["end_reason"] != "agent" {
+		t.Errorf("graded at the end: %v then %v", first, stop)
 	}
 }

@@ -73,34 +73,27 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 		s.metrics.notSettled.Inc()
 	}
 	var reward any = 0.0
-	terminated := info.Terminated
 	var evalErr string
 	var scores map[string]float64
 	var grading any
+	var grade *float64
 	if ev := x.episode.Evaluate; ev != nil {
 		res, err := ev(ctx, x.env, x.net.Client(), execerOf(x.inst), info, x.limits.everyStep, x.trace)
 		switch {
 		case err != nil:
 			// Not a silent 0: the reward is missing and the reply says why.
 			reward, evalErr = nil, err.Error()
-			s.log.Warn("grading failed", zap.String("env", x.id), zap.String("task", x.episode.TaskID), zap.Error(err))
+			s.log.Warn("grading failed", zap.String("env", x.id), zap.String("task", x.episode.TaskID), zap.Int("step", x.steps), zap.Error(err))
 		case res != nil:
-			reward, scores, grading = res.Reward, res.Scores, res.Grading
+			// The reward is the change in the grade since the last one, so
+			// that an episode's rewards add up to its final grade.
+			g := res.Reward
+			reward, scores, grading, grade = g-x.grade, res.Scores, res.Grading, &g
+			x.grade = g
 		}
 	}
-	truncated := false
-	if !terminated {
-		l := x.limits
-		if l.maxSteps > 0 && x.steps >= l.maxSteps {
-			truncated = true
-		}
-		if l.timeLimit > 0 && time.Since(x.started) >= l.timeLimit {
-			truncated = true
-		}
-		if l.stepLimit > 0 && info.Action+info.Settle+info.Extract > l.stepLimit {
-			truncated = true // a step past its deadline ends the episode
-		}
-	}
+	end := endOf(x, info)
+	terminated, truncated := endFlags(end)
 	switch {
 	case terminated:
 		x.over = "terminated"
@@ -112,6 +105,12 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	reportRefusals(x, &obs, wi)
 	if evalErr != "" {
 		wi["eval_error"] = evalErr
+	}
+	if grade != nil {
+		wi["grade"] = *grade
+	}
+	if end != "" {
+		wi["end_reason"] = string(end)
 	}
 	if scores != nil {
 		wi["scores"] = scores
@@ -130,6 +129,23 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a.Action), Reply: res, Time: time.Now(), Began: began, Review: review})
 	})
 	return res, nil
+}
+
+// endOf is why this step ended the episode ("" if it did not): the
+// agent's ending of the task, else the first limit it reached.
+func endOf(x *session, info envcore.StepInfo) EndReason {
+	l := x.limits
+	switch {
+	case info.Terminated:
+		return EndAgent
+	case l.maxSteps > 0 && x.steps >= l.maxSteps:
+		return EndMaxSteps
+	case l.timeLimit > 0 && time.Since(x.started) >= l.timeLimit:
+		return EndEpisodeTimeout
+	case l.stepLimit > 0 && info.Action+info.Settle+info.Extract > l.stepLimit:
+		return EndStepTimeout // a step past its deadline ends the episode
+	}
+	return ""
 }
 
 // actionText is an action as recorded: its string form.

@@ -9,8 +9,9 @@ import (
 	"github.com/webserv-rl/webserv/server"
 )
 
-// The check loop proves more than a replay: null agents (stop at once,
-// stop with the start page's title, seeded random actions) must earn 0,
+// The check loop proves more than a replay: null agents (stop with the
+// start page's title, seeded random actions) must earn 0 as the start
+// state does,
 // and each independent solution 1. On the example tracker: task 1 graded
 // against the start page itself (every null agent passes it), task 2 with
 // a second route to its answer (the label's page by URL: it passes, the
@@ -48,7 +49,7 @@ func TestTaskCheckNullAgentsAndIndependentSolutions(t *testing.T) {
 			t.Errorf("tracker.1 (graded on its start page): problems lack %q:\n%s", want, table)
 		}
 	}
-	if lax.OK() || lax.Null != 1 {
+	if lax.OK() || lax.Null != 1 || lax.Start != 1 {
 		t.Errorf("tracker.1: %+v\n%s", lax, table)
 	}
 	if v := byID["tracker.2"]; !v.OK() || v.Unverified() || v.Solution != 1 || v.Null != 0 {
@@ -64,7 +65,7 @@ func TestTaskCheckNullAgentsAndIndependentSolutions(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"task       oracle  wrong   null    solution  steps  seconds  result",
+		"task       oracle  wrong   start   null    solution  steps  seconds  result",
 		"6 task(s), 4 passed, 2 failed; 3 unverified (no independent solution",
 	} {
 		if !strings.Contains(table, want) {
@@ -72,7 +73,7 @@ func TestTaskCheckNullAgentsAndIndependentSolutions(t *testing.T) {
 		}
 	}
 	for _, line := range strings.Split(table, "\n") {
-		if strings.HasPrefix(line, "tracker.2 ") && (!strings.HasPrefix(line, "tracker.2  1       0       0       1  ") || !strings.HasSuffix(line, "  ok")) {
+		if strings.HasPrefix(line, "tracker.2 ") && (!strings.HasPrefix(line, "tracker.2  1       0       0       0       1  ") || !strings.HasSuffix(line, "  ok")) {
 			t.Errorf("tracker.2's row: %q", line)
 		}
 	}

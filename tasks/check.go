@@ -23,16 +23,20 @@ import (
 // instance after the episode (hosting.Execer: local, in the instance's data
 // directory with the site's environment; Incus, in the container). It
 // reads the agent's answer and the final URL from $WEBSERV_ANSWER and
-// $WEBSERV_URL (and as JSON on stdin: {"task_id", "answer", "url"}) and
-// either prints a score or exits 0 (1) / 1 (0):
+// $WEBSERV_URL (and as JSON on stdin: {"task_id", "answer", "url"}), exits
+// 0 and prints its verdict as the last line of its stdout (earlier lines
+// are its own log, ignored):
 //
+//	pass  or  fail                       1 or 0
 //	0.5                                  a score in [0, 1]
 //	{"title": 1, "body": 0}              named sub-scores, equal weights
 //	{"title": {"score": 1, "weight": 3}} named sub-scores with weights
 //
-// The reward is the weighted mean. A verifier that exits otherwise (2 and
-// up, a signal), runs past its timeout, writes more than 1 MiB or prints
-// something else cannot grade the episode: an evaluation error, never 0.
+// The reward is the weighted mean. The exit status is never a verdict: a
+// verifier that exits non-zero (an uncaught exception is exit 1 in
+// Python), is killed, runs past its timeout, writes more than 1 MiB, or
+// prints no verdict cannot grade the episode: an evaluation error (with
+// the end of its stderr), never a score.
 type Check struct {
 	Command []string `json:"command"`
 	// TimeoutMs bounds the run (default 30000, at most 600000).
@@ -78,33 +82,44 @@ func runCheck(ctx context.Context, t *Task, page Page, answer string, sites map[
 		Command: t.Eval.Check.Command, Stdin: stdin, Timeout: t.Eval.Check.timeout(), MaxOutput: CheckOutputLimit,
 		Env: map[string]string{"WEBSERV_ANSWER": answer, "WEBSERV_URL": final, "WEBSERV_TASK_ID": id},
 	})
-	if err != nil {
-		return 0, nil, fmt.Errorf("verifier: %w", err)
+	line := hosting.ExecLine(t.Eval.Check.Command)
+	if err != nil { // a timeout, too much output, a command that would not start
+		return 0, nil, fmt.Errorf("verifier %q: %w", line, err)
 	}
-	out := bytes.TrimSpace(res.Stdout)
-	switch {
-	case res.ExitCode == 1:
-		return 0, nil, nil
-	case res.ExitCode != 0:
-		return 0, nil, fmt.Errorf("verifier %q exited %d (0 and 1 are scores; anything else is the verifier's failure): %s", hosting.ExecLine(t.Eval.Check.Command), res.ExitCode, lastLines(res.Stderr))
-	case len(out) == 0:
-		return 1, nil, nil
+	if res.ExitCode != 0 {
+		return 0, nil, fmt.Errorf("verifier %q failed: exit status %d (a verifier exits 0 and prints its verdict; any other exit is its own failure, not a score): %s", line, res.ExitCode, lastLines(res.Stderr))
 	}
-	score, subs, err := ParseCheckOutput(out)
+	score, subs, err := ParseCheckOutput(res.Stdout)
 	if err != nil {
-		return 0, nil, fmt.Errorf("verifier %q: %w", hosting.ExecLine(t.Eval.Check.Command), err)
+		return 0, nil, fmt.Errorf("verifier %q: %w; its stderr: %s", line, err, lastLines(res.Stderr))
 	}
 	return score, subs, nil
 }
 
-// ParseCheckOutput reads a verifier's stdout: a number in [0, 1], or an
-// object of named sub-scores, each a number or {"score": s, "weight": w}.
-func ParseCheckOutput(out []byte) (float64, map[string]float64, error) {
+// verdictLine is the last non-empty line of a verifier's stdout.
+func verdictLine(out []byte) []byte {
+	lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+	return bytes.TrimSpace(lines[len(lines)-1])
+}
+
+// ParseCheckOutput reads a verifier's verdict, the last non-empty line
+// of its stdout: pass (1), fail (0), a number in [0, 1], or an object of
+// named sub-scores, each a number or {"score": s, "weight": w}.
+func ParseCheckOutput(stdout []byte) (float64, map[string]float64, error) {
+	out := verdictLine(stdout)
+	switch string(out) {
+	case "":
+		return 0, nil, errors.New("printed no verdict; want pass, fail, a score in [0, 1] or {\"name\": score, ...} as the last line of stdout")
+	case "pass":
+		return 1, nil, nil
+	case "fail":
+		return 0, nil, nil
+	}
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil || dec.More() {
-		return 0, nil, fmt.Errorf("printed %q; want one JSON score: a number in [0, 1] or {\"name\": score, ...}", shorten(string(out), 200))
+		return 0, nil, fmt.Errorf("printed %q as its verdict; want pass, fail, a score in [0, 1] or {\"name\": score, ...} as the last line of stdout", shorten(string(out), 200))
 	}
 	score := func(name string, x any) (float64, error) {
 		n, ok := x.(json.Number)

@@ -91,7 +91,8 @@ func ExportHAR(out string, dirs []string) (int, error) {
 }
 
 // readExportedEpisode reads what episode.json keeps from a trajectory file:
-// its task and the last step's reward, answer and grading.
+// its task and the last step's grade (its reward when the step has no
+// info.grade), answer and grading.
 func readExportedEpisode(path string) (ExportedEpisode, error) {
 	var ep ExportedEpisode
 	t, err := trajectory.Read(path)
@@ -104,10 +105,14 @@ func readExportedEpisode(path string) (ExportedEpisode, error) {
 			Answer  string           `json:"answer"`
 			TaskSet string           `json:"task_set"`
 			Grading *VerifiedGrading `json:"grading"`
+			Grade   *float64         `json:"grade"`
 		}
 		raw, _ := json.Marshal(l.Info)
 		_ = json.Unmarshal(raw, &info)
 		ep.Reward, ep.Answer, ep.TaskSet = l.Reward, info.Answer, info.TaskSet
+		if info.Grade != nil && l.Reward != nil {
+			ep.Reward = info.Grade // the grade itself: a step's reward is its change (dense grading)
+		}
 		if info.Grading != nil {
 			ep.Grading = info.Grading
 		}

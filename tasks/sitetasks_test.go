@@ -102,8 +102,9 @@ func TestLoadSiteTasks(t *testing.T) {
 	}
 }
 
-// A verifier's stdout: a score, named sub-scores (weighted), or an error
-// that says what was wrong; never a silent 0.
+// A verifier's verdict, the last line of its stdout: pass or fail, a
+// score, named sub-scores (weighted), or an error that says what was
+// wrong; never a silent 0. Nothing printed is an error, not a 0.
 func TestParseCheckOutput(t *testing.T) {
 	for _, c := range []struct {
 		out   string
@@ -112,6 +113,10 @@ func TestParseCheckOutput(t *testing.T) {
 	}{
 		{"1", 1, 0},
 		{"0.25\n", 0.25, 0},
+		{"pass", 1, 0},
+		{"fail\n", 0, 0},
+		{"checking issue 3\nrows: 2\n\nfail\n", 0, 0},
+		{"debug {\"a\": 0}\n0.5", 0.5, 0},
 		{`{"a": 1, "b": 0}`, 0.5, 2},
 		{`{"a": {"score": 1, "weight": 3}, "b": 0}`, 0.75, 2},
 	} {
@@ -122,8 +127,11 @@ func TestParseCheckOutput(t *testing.T) {
 	}
 	for _, c := range []struct{ out, want string }{
 		{"1.5", "want a number in [0, 1]"},
-		{"passed", "want one JSON score"},
-		{"1 2", "want one JSON score"},
+		{"passed", "as its verdict"},
+		{"1 2", "as its verdict"},
+		{"", "printed no verdict"},
+		{"\n \n", "printed no verdict"},
+		{"pass\ntraceback", `"traceback" as its verdict`},
 		{`{"a": "yes"}`, "score a is yes, not a number"},
 		{`{"a": {"score": 1, "weight": -1}}`, "weight of a"},
 		{`{"a": {"score": 1, "wieght": 2}}`, `sub-score a has field "wieght"`},

@@ -77,7 +77,7 @@ func demoCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reade
 	var ef envFlags
 	ef.register(fs)
 	interactive := fs.Bool("i", false, "after the script, keep reading actions from stdin")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	url, stop, err := demoServer()

@@ -33,7 +33,7 @@ func exportCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Rea
 		fmt.Fprintln(fs.Output(), "usage: webserv export [flags] TRAJECTORY-DIR...\n\nReads the *.jsonl.gz episodes `webserv serve --trajectories` recorded and writes JSON Lines that Hugging Face datasets loads. With --describe-with, each transition also gets a reasoning and a description of its change from an OpenAI-compatible endpoint (docs/dream.md).")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
@@ -148,7 +148,7 @@ func regradeCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Re
 		fmt.Fprintln(fs.Output(), "usage: webserv regrade [flags] EXPORT-DIR...\n\nGrades again, with WebArena-Verified's evaluators, the episodes `webserv export --format har` wrote, and compares with the rewards given online.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

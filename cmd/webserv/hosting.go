@@ -98,7 +98,7 @@ func gcCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader,
 	all := fs.Bool("all", false, "remove every WebServ container, base snapshots and live servers' instances too")
 	var h hostingFlags
 	h.incusFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	c, err := incusmgr.Client(h.opts.Incus)
@@ -125,7 +125,7 @@ func imageCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	alias := fs.String("alias", "", "Incus image alias to create (the site definition's incus.image)")
 	var h hostingFlags
 	h.incusFlags(fs)
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseArgs(fs, args[1:]); err != nil {
 		return err
 	}
 	if *alias == "" || fs.NArg() != 1 {
@@ -160,7 +160,7 @@ func shopImageCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	data := fs.String("shop-data", bundled.DefaultDataDir(), "the catalog to put in the image (generated if missing)")
 	var h hostingFlags
 	h.incusFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	exe, err := os.Executable()

@@ -35,6 +35,7 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/shop"
@@ -53,7 +54,7 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	log, err := zap.NewDevelopment()
+	log, err := newLogger(logLevel)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -109,6 +110,32 @@ func main() {
 		fmt.Fprintln(os.Stderr, "webserv:", err)
 		os.Exit(1)
 	}
+}
+
+// logLevel is the level of the command's logger: info unless a
+// command's --log-level changes it (serve, mcp) once its flags are read.
+var logLevel = zap.NewAtomicLevelAt(zap.InfoLevel)
+
+// newLogger is the command's logger: human-readable lines on stderr at
+// level, with stack traces for errors only (zap's development logger adds
+// them to every warning, a page of noise per refused request).
+func newLogger(level zap.AtomicLevel) (*zap.Logger, error) {
+	cfg := zap.NewDevelopmentConfig()
+	cfg.Development = false
+	cfg.Level = level
+	return cfg.Build(zap.AddStacktrace(zap.ErrorLevel))
+}
+
+// logLevelFlag adds --log-level to fs, setting logLevel when parsed.
+func logLevelFlag(fs *flag.FlagSet) {
+	fs.Func("log-level", "least severe log level printed: debug, info, warn or error (default info)", func(s string) error {
+		l, err := zapcore.ParseLevel(s)
+		if err != nil || l < zapcore.DebugLevel || l > zapcore.ErrorLevel {
+			return fmt.Errorf("unknown log level %q: use debug, info, warn or error", s)
+		}
+		logLevel.SetLevel(l)
+		return nil
+	})
 }
 
 // flagNames are the names of the flags fs has now.

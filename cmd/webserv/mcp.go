@@ -35,6 +35,7 @@ func mcpCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader
 	fs.BoolVar(&d.Record, "record", false, "record the session's episodes in --trajectories")
 	fs.BoolVar(&d.Approve, "approve", false, "hold every action for a person's approval in the live view (needs --listen)")
 	fs.IntVar(&d.MaxSteps, "max-steps", 0, "truncate an episode after this many steps (0: no limit)")
+	fs.BoolVar(&d.EvaluateEveryStep, "evaluate-every-step", false, "grade every step: each reward is the change in the task's grade")
 	var cfg server.Config
 	fs.StringVar(&cfg.TrajectoryDir, "trajectories", "", "directory where recorded episodes are written (off when empty)")
 	fs.DurationVar(&cfg.StepTimeout, "request-timeout", 2*time.Minute, "longest a tool call may run")
@@ -43,7 +44,7 @@ func mcpCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader
 		fmt.Fprintln(fs.Output(), "usage: webserv mcp [flags]\n\nServes one Model Context Protocol session over stdin and stdout (docs/mcp.md).")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

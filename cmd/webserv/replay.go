@@ -36,7 +36,7 @@ func replayCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Rea
 		printFlags(fs, own)
 		fmt.Fprintln(fs.Output(), "\nWith --rerun it also takes the browser and site flags of serve (webserv serve --help).")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 || !*rerun && fs.NArg() != 1 {

@@ -35,9 +35,10 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	fs.StringVar(&cfg.TrajectoryDir, "trajectories", "", "directory where make's record option writes episodes (off when empty); the UI's replayer shows them")
 	shutdownBound := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM or Ctrl-C, exit after at most this long even if environments are still closing")
 	fs.BoolVar(&cfg.NoUI, "no-ui", false, "do not serve the web UI at /ui (live view, approval, replayer)")
+	logLevelFlag(fs)
 	fs.Lookup("warm-contexts").DefValue = "4"
 	ef.warm = 4
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	cfg.Token = *token

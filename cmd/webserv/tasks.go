@@ -29,7 +29,7 @@ func tasksCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	case "check":
 		return tasksCheckCmd(ctx, log, args[1:], stdout)
 	case "-h", "--help", "help":
-		fmt.Fprintln(os.Stderr, usage+"\n\n  validate  load every task file of the sites and check it (no browser, no site started)\n  check     replay every task's oracle and solutions (reward must be 1), wrong sequence and null agents (reward 0) on fresh instances")
+		fmt.Fprintln(os.Stderr, usage+"\n\n  validate  load every task file of the sites and check it (no browser, no site started)\n  check     replay every task's oracle and solutions (reward must be 1), wrong sequence, stop(\"\") on its start state and null agents (reward 0) on fresh instances")
 		return flag.ErrHelp
 	}
 	return fmt.Errorf("unknown tasks command %q; %s", args[0], usage)
@@ -75,7 +75,7 @@ func tasksValidateCmd(args []string, stdout io.Writer) error {
 			"fields, oracle and wrong actions, and (local backend) setup and check programs.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	sites, err := taskSites(*dir, *only)
@@ -116,14 +116,15 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 	verbose := fs.Bool("v", false, "log the server's info messages too")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: webserv tasks check --sites DIR [--site NAME] [--parallel N] [flags]\n\n"+
-			"Replays every task's oracle (reward must be 1), wrong sequence (reward 0), null agents (stop at\n"+
-			"once, stop with the start page's title, random actions: reward 0) and independent solutions\n"+
-			"(reward 1) of the site definitions in DIR that have tasks:, each on a fresh instance; exit\n"+
-			"status 1 on any failure (and, with --strict, on a task without an independent solution).\n"+
+			"Replays every task's oracle (reward must be 1), wrong sequence (reward 0), stop(\"\") on its\n"+
+			"start state (reward 0), null agents (stop with the start page's title, random actions: reward 0)\n"+
+			"and independent solutions (reward 1) of the site definitions in DIR that have tasks:, each on a\n"+
+			"fresh instance; a grading that fails is reported as the verifier's. Exit status 1 on any\n"+
+			"failure (and, with --strict, on a task without an independent solution).\n"+
 			"It takes serve's browser and hosting flags (the bundled shop is never served):")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if log == nil {

@@ -56,7 +56,7 @@ func tryCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader
 		fmt.Fprintln(fs.Output(), "usage: webserv try [flags] URL\n\nOpens URL, prints the observation, then reads one action per line from stdin.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

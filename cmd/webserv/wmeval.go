@@ -33,7 +33,7 @@ func wmEvalCmd(ctx context.Context, _ *zap.Logger, args []string, _ io.Reader, s
 		fmt.Fprintln(fs.Output(), "usage: webserv wm-eval --model MODEL --transitions FILE [flags]\n\nScores a world model on held-out real transitions: exact next-state match, element-level F1 of the predicted change, URL accuracy, and their decay over dream length (dreams of each episode's recorded actions from its first real observation). docs/dream.md")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
 	if *model == "" || *transitions == "" {

@@ -1,5 +1,5 @@
 """The dream environment through gymnasium, against a real server: a recorded real episode is
-dreamed again by the transition-memory model, exactly, and an action it never saw ends the dream."""
+dreamed again by the transition-memory model, exactly, and an action it never saw truncates the dream."""
 
 from __future__ import annotations
 
@@ -49,7 +49,9 @@ def test_dream_replays_a_recorded_episode(binary: str, pages: str, tmp_path: Pat
         assert "nope" in obs["last_action_error"]  # the recorded failure, dreamed again
 
         obs, reward, terminated, truncated, info = env.step('click("never-recorded")')
-        assert terminated and info["dream_end"] == "unseen" and reward == 0.0
+        # The model ran out, not the task: truncated, saying why.
+        assert truncated and not terminated and reward == 0.0, info
+        assert info["dream_end"] == "unseen" and info["end_reason"] == "unseen"
         env.close()
 
         # A setting that does not fit a dream is refused, with what it takes.

@@ -130,7 +130,7 @@ def _tasks_check(binary: str, sites: Path, n: int, unverified: int | None = None
     if unverified is not None:
         rows = [line for line in out.stdout.splitlines() if line.endswith(("  ok", "  unverified"))]
         assert sum(r.endswith("unverified") for r in rows) == unverified, out.stdout
-        assert all(r.split()[4] == "1" for r in rows if r.endswith("  ok")), out.stdout  # solution 1
+        assert all(r.split()[5] == "1" for r in rows if r.endswith("  ok")), out.stdout  # solution 1
     return out.stdout
 
 

@@ -39,6 +39,15 @@ def test_verl_agent_loop_two_groups_of_eight(server: str, pages: str) -> None:
     asyncio.run(main())
 
 
+def test_adapters_refuse_an_unknown_keyword_with_the_nearest() -> None:
+    """As make does: a misspelt setting fails where it is written, not later with another message."""
+    with pytest.raises(TypeError, match=r"WebAgentLoop has no argument 'sitee' \(did you mean 'site'\?\)"):
+        WebAgentLoop(sitee="shopping")
+    # verl passes these to every agent loop: taken, not refused.
+    loop = WebAgentLoop(trainer_config={"x": 1}, processor=None, dataset_cls=None, dataset_config=None)
+    assert loop.config == {"x": 1}
+
+
 def test_verl_tool_keyed_by_request(server: str, pages: str) -> None:
     async def main() -> None:
         tool = WebTool(server_url=server)

@@ -323,6 +323,9 @@ def test_verl_agent_loop_runs_a_group_on_the_fleet(fleet: wr.Fleet) -> None:
         assert said.count("I will do this next.") == len(ORACLE["shopping.3"])
         assert 0 in out.response_mask
         assert bytes(out.prompt_ids).decode().startswith("<system>You shop.")
+        # The row names only the task: the first user message is its goal, then the page.
+        assert f"<user>Goal: {GOALS['shopping.3']}\n\n" in bytes(out.prompt_ids).decode()
+        assert out.extra_fields["webserv"]["end_reason"] == "agent"
     assert sorted(o.extra_fields["webserv"]["group_role"] for o in outs) == ["leader", "member"]
     assert len({o.extra_fields["webserv"]["host"] for o in outs}) == 1
 
@@ -332,6 +335,10 @@ def test_verl_config_names_the_loop_and_actions_parse() -> None:
     assert "name: webserv" in text and "_target_: webserv.ray.verl.WebServAgentLoop" in text
     assert parse_action('Let me search.\n```\nfill("q", "tee")\n```') == 'fill("q", "tee")'
     assert parse_action('thinking...\nclick("buy")') == 'click("buy")'
+    # verl's own keywords are taken; a misspelt setting is refused with the nearest name.
+    WebServAgentLoop(None, None, None, None, dataset_cls=None, dataset_config=None)
+    with pytest.raises(TypeError, match="no argument 'flet' \\(did you mean 'fleet'\\?\\)"):
+        WebServAgentLoop(None, None, None, None, flet="webserv")
     # Importing the loop does not import verl (it is not installed here, and must not be needed).
     out = subprocess.run(
         [sys.executable, "-c", "import sys, webserv.ray.verl; print('verl' in sys.modules)"],

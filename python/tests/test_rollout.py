@@ -94,6 +94,7 @@ def test_a_resource_limit_ends_the_episode_as_the_policys(binary: str, pages: st
             out = await rollout.run(client.env(start_url=f"{pages}/grow"), lambda o, h: 'click("grow")', 3)
             assert out.failure is None and out.reward == 0.0, out
             assert out.truncated and out.ended_by == "resource_limit" and "limit" in out.ended_because
+            assert not out.terminated and out.end_reason == "resource_limit"  # not the task's end
             assert out.turns == 1
 
     try:

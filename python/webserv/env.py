@@ -9,6 +9,7 @@ import gymnasium as gym
 from .handle import AsyncEnv
 from .observation import action_space
 from .options import EnvOptions
+from .prompt import render
 from .sync import Loop as _Loop
 
 
@@ -128,7 +129,7 @@ class WebEnv(gym.Env[dict[str, Any], str]):
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
-            return self._last.get("axtree_txt") or self._last.get("pruned_html", "")
+            return render(self._last)  # the goal first, then the page (webserv.prompt)
         return None
 
     def close(self) -> None:

@@ -8,9 +8,14 @@ episode runner and pool) follows, here and nowhere else:
   (infrastructure), never a reward (:func:`graded`);
 - an ``InfrastructureError`` ends the rollout: ``Outcome.reward`` is None and
   ``Outcome.failure`` holds the error (or ``run`` raises it, with ``on_failure="raise"``);
+- a step's reward is the change in the task's grade (the server's rule, docs/protocol.md
+  "Rewards"), so the summed reward is the episode's final grade, also in ``Outcome.grade``;
 - a ``ResourceLimit`` (the pages the policy opened went past a limit) ends the episode as the
   policy's doing: the reward so far stands, ``Outcome.truncated`` is set and ``Outcome.ended_by``
   says why;
+- running out of ``max_turns`` before the episode ended is a truncation too
+  (``end_reason="max_turns"``); ``Outcome.end_reason`` is always the table's name of the end
+  (docs/protocol.md, "How an episode ends"), "" when the policy stopped without ending it;
 - anything else (a wrong argument, a site this server is not configured for) is the
   caller's and is raised: a misconfigured run fails loudly instead of scoring None forever;
 - the environment is closed whatever happens.
@@ -50,8 +55,12 @@ def failure_record(e: InfrastructureError) -> dict[str, Any]:
 class Outcome:
     """How one rollout ended."""
 
-    #: The summed reward; None when the environment or its grader failed (see ``failure``).
+    #: The summed reward (the final grade); None when the environment or its grader failed.
     reward: float | None = 0.0
+    #: The task's last grade (``info["grade"]``), None when no step was graded.
+    grade: float | None = None
+    #: How the episode ended: ``info["end_reason"]``, ``resource_limit`` or ``max_turns``.
+    end_reason: str = ""
     turns: int = 0
     terminated: bool = False
     truncated: bool = False
@@ -125,12 +134,20 @@ async def run(
                 out.env_seconds += time.monotonic() - t
                 out.history.append({"action": str(action), "error": e.message, "url": ""})
                 out.truncated, out.ended_by, out.ended_because = True, e.code, e.message
+                out.end_reason = e.code
                 break
             out.env_seconds += time.monotonic() - t
             out.history.append({"action": str(action), "error": obs["last_action_error"], "url": obs["url"]})
+            if out.terminated or out.truncated:
+                out.end_reason = str(out.info.get("end_reason", ""))
             reward += graded(r, out.info)
+            if out.info.get("grade") is not None:
+                out.grade = float(out.info["grade"])
             if out.terminated or out.truncated:
                 break
+        else:
+            if max_turns > 0:  # the turns ran out, not the task: a truncation
+                out.truncated, out.end_reason = True, "max_turns"
         out.reward = reward
     except InfrastructureError as e:
         if on_failure == "raise":

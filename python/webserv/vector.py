@@ -36,6 +36,7 @@ from .handle import AsyncEnv
 from .mixing import Demonstrations, ExpertEnv, Mix, Source, member_options
 from .observation import action_space
 from .options import EnvOptions
+from .prompt import render
 from .sync import Loop as _Loop
 
 Action = str | dict[str, Any]
@@ -238,7 +239,7 @@ class WebVectorEnv(VectorEnv):
     def render(self) -> tuple[str, ...] | None:
         if self.render_mode != "ansi":
             return None
-        return tuple(o.get("axtree_txt") or o.get("pruned_html", "") for o in self._obs)
+        return tuple(render(o) for o in self._obs)  # the goal first, then the page
 
     def close_extras(self, **kwargs: Any) -> None:
         async def close_all() -> None:

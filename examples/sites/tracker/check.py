@@ -3,9 +3,11 @@
 
 Run by the server in the episode's instance after the agent stops: the
 working directory is the instance's data directory; $WEBSERV_ANSWER and
-$WEBSERV_URL hold the agent's answer and the final URL. Prints a JSON
-score (here: named sub-scores with weights) or exits 1 for 0; any other
-exit is the verifier's own failure, reported as an evaluation error.
+$WEBSERV_URL hold the agent's answer and the final URL. Its verdict is
+the last line it prints (here: named sub-scores with weights, as JSON),
+and it exits 0. A non-zero exit (a usage error here, or any uncaught
+exception: Python exits 1) is the verifier's own failure, which the
+server reports as an evaluation error, never as a score of 0.
 
     check.py closed-with-comment TITLE TEXT
 """

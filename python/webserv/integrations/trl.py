@@ -53,6 +53,7 @@ from ..env import WebEnv
 from ..errors import InfrastructureError, ResourceLimit
 from ..mixing import Mix, Source, member_options
 from ..options import EnvOptions
+from ..prompt import render
 
 #: The Python type of each argument type of the table (what TRL turns back into the JSON schema).
 _PY_TYPES: dict[str, Any] = {
@@ -77,6 +78,8 @@ class WebEnvironment:
     server_url: str | None = None
     server_token: str | None = None
     max_steps: int | None = 30
+    #: Further arguments of the protocol's ``make`` (``evaluate_every_step``, ``record``, ...).
+    make_args: dict[str, Any] = {}  # noqa: RUF012 (a class's setting, replaced by web_environment)
     #: Mixed groups (``web_environment(mix=...)``): each member's source, and per ``uid`` how many
     #: members began (shared by the class's instances, as TRL resets a group's members one by one).
     sources: tuple[Source, ...] = ("real",)
@@ -95,11 +98,27 @@ class WebEnvironment:
         self._reward = 0.0
         self._done = False
         self._failure: InfrastructureError | None = None
+        self._ended: tuple[bool, bool, str] = (False, False, "")
 
     @property
     def failure(self) -> InfrastructureError | None:
         """The infrastructure failure that ended this episode, if one did (then get_reward() is None)."""
         return self._failure
+
+    @property
+    def terminated(self) -> bool:
+        """Whether the task ended (the agent stopped): docs/protocol.md, "How an episode ends"."""
+        return self._ended[0]
+
+    @property
+    def truncated(self) -> bool:
+        """Whether something else ended the episode (a step limit, a resource limit)."""
+        return self._ended[1]
+
+    @property
+    def end_reason(self) -> str:
+        """How the episode ended (``agent``, ``max_steps``, ``resource_limit``, ...), "" while it runs."""
+        return self._ended[2]
 
     @property
     def web_env(self) -> WebEnv | None:
@@ -109,18 +128,23 @@ class WebEnvironment:
     # -- the trainer's side ---------------------------------------------------
 
     def reset(self, **row: Any) -> str | None:
-        """Starts the episode the dataset row describes and returns the first page."""
+        """Starts the episode the dataset row describes and returns what the model reads first:
+        the goal (the task's, for a row naming only ``task_id``) and the first page."""
         self.source = self._next_source(row.get("uid"))
         if self.source not in self._envs:
             group = EnvOptions(
-                self.site, url=self.server_url, token=self.server_token, max_steps=self.max_steps
+                self.site,
+                url=self.server_url,
+                token=self.server_token,
+                max_steps=self.max_steps,
+                make_args=self.make_args,
             )
             if self.source == "dream":
                 assert self.mix is not None
                 group = self.mix.dream_options(group)
             self._envs[self.source] = WebEnv(options=group)
         self._env = self._envs[self.source]
-        self._reward, self._done, self._failure = 0.0, False, None
+        self._reward, self._done, self._failure, self._ended = 0.0, False, None, (False, False, "")
         options: dict[str, Any] = {}
         for key in ("start_url", "goal"):
             if row.get(key):
@@ -169,11 +193,13 @@ class WebEnvironment:
             return "The episode is over."
         try:
             obs, reward, terminated, truncated, info = self._env.step(action)
+            if terminated or truncated:  # said even when the grading then fails
+                self._ended = (terminated, truncated, str(info.get("end_reason", "")))
             reward = rollout.graded(reward, info)
         except InfrastructureError as e:
             return self._fail(e)
         except ResourceLimit as e:  # the pages this policy opened: its episode ends, its reward stands
-            self._done = True
+            self._done, self._ended = True, (False, True, e.code)
             return f"Error: {e.message}\n\nThe episode has ended."
         self._reward += reward
         self._done = terminated or truncated
@@ -194,10 +220,7 @@ class WebEnvironment:
 
     @staticmethod
     def _render(obs: dict[str, Any]) -> str:
-        out = obs.get("axtree_txt") or obs.get("pruned_html", "")
-        if obs.get("last_action_error"):
-            out = f"Error: {obs['last_action_error']}\n\n{out}"
-        return out
+        return render(obs)  # the goal first, then the page: every path's one format
 
 
 def _docstring(doc: ActionDoc) -> str:
@@ -214,30 +237,34 @@ def _docstring(doc: ActionDoc) -> str:
 
 def _tool(doc: ActionDoc) -> Callable[..., str]:
     """The method that offers one action of the table as a tool: its name, a typed signature
-    (optional arguments default to None), and a docstring with every argument."""
+    (optional arguments default to None), and a docstring with every argument. Arguments after
+    an optional one (press's key, after its optional bid) are keyword-only, as Python requires."""
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     annotations: dict[str, Any] = {}
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    positional: list[str] = []
     for a in doc.args:
         typ = _PY_TYPES[a.type]
         if a.required:
-            params.append(inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typ))
+            params.append(inspect.Parameter(a.name, kind, annotation=typ))
+            if kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+                positional.append(a.name)
         else:
             # transformers' schema reads typing.Optional (a Union), not X | None, on Python 3.10-3.13.
             typ = Optional[typ]  # noqa: UP045  # ty: ignore[invalid-type-form]
-            params.append(
-                inspect.Parameter(
-                    a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=typ
-                )
-            )
+            params.append(inspect.Parameter(a.name, kind, default=None, annotation=typ))
+            if kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+                positional.append(a.name)
+            kind = inspect.Parameter.KEYWORD_ONLY
         annotations[a.name] = typ
     annotations["return"] = str
-    names = [a.name for a in doc.args]
 
     def tool(self: WebEnvironment, *args: Any, **kwargs: Any) -> str:
-        if len(args) > len(names):
-            takes = ", ".join(names)
-            return f"Error: {doc.name} takes at most {len(names)} arguments ({takes}), not {len(args)}."
-        values = dict(zip(names, args, strict=False))
+        if len(args) > len(positional):
+            takes = ", ".join(positional)
+            n = len(positional)
+            return f"Error: {doc.name} takes at most {n} positional arguments ({takes}), not {len(args)}."
+        values = dict(zip(positional, args, strict=False))
         twice = sorted(set(values) & set(kwargs))
         if twice:
             return f"Error: {doc.name}: {', '.join(twice)} given twice."
@@ -277,6 +304,7 @@ def web_environment(
     tools: Iterable[str] | None = None,
     mix: Mix | None = None,
     group_size: int | None = None,
+    make_args: dict[str, Any] | None = None,
 ) -> type[WebEnvironment]:
     """A WebEnvironment class bound to a site and server, for ``environment_factory``.
 
@@ -289,12 +317,17 @@ def web_environment(
     and ``env.source`` says which. Expert members are refused: TRL trains on the model's own
     tool calls, and an expert member has none (train on the demonstrations with SFT, or mix
     them in with the verl adapter or the vector environment; docs/dream.md, "Mixing").
+
+    ``make_args`` are further arguments of the protocol's ``make``, such as
+    ``{"evaluate_every_step": True}`` (then each tool call's reward is the change in the task's
+    grade, so ``get_reward()``, their sum, is the final grade; docs/protocol.md, "Rewards").
     """
     attrs: dict[str, Any] = {
         "site": site,
         "server_url": server_url,
         "server_token": server_token,
         "max_steps": max_steps,
+        "make_args": dict(make_args or {}),
     }
     if mix is not None:
         if group_size is None or group_size < 1:

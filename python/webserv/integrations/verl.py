@@ -45,10 +45,14 @@ from ..client import AsyncClient, AsyncEnv, Obs
 from ..errors import InfrastructureError
 from ..mixing import Demonstration, Demonstrations, Mix, Source, member_options
 from ..options import EnvOptions
+from ..prompt import keywords_of, refuse_unknown, render
 
 Policy = Callable[[Obs, list[dict[str, Any]]], Awaitable[str]]
 
 _clients: dict[tuple[str | None, str | None], AsyncClient] = {}
+
+#: Keywords verl's AgentLoopWorker passes to an agent loop that this loop has no use for.
+_VERL_KEYWORDS = ("trainer_config", "processor", "dataset_cls", "dataset_config")
 
 
 def _client(url: str | None, token: str | None = None) -> AsyncClient:
@@ -76,8 +80,15 @@ class WebAgentLoop:
         on_infrastructure_error: Literal["raise", "report"] = "raise",
         mix: Mix | None = None,
         group_size: int | None = None,
-        **_: Any,
+        make_args: dict[str, Any] | None = None,
+        **verl_keywords: Any,
     ):
+        # verl passes these to every agent loop; anything else is a misspelt setting.
+        refuse_unknown(
+            "WebAgentLoop",
+            {k: v for k, v in verl_keywords.items() if k not in _VERL_KEYWORDS},
+            [*keywords_of(WebAgentLoop.__init__), *_VERL_KEYWORDS],
+        )
         if on_infrastructure_error not in ("raise", "report"):
             raise ValueError("on_infrastructure_error is 'raise' or 'report'")
         if mix is not None and (group_size is None or group_size < 1):
@@ -87,8 +98,9 @@ class WebAgentLoop:
         self._slots: dict[str, int] = {}  # uid -> rollouts of it begun so far (mixed groups)
         self._demos: Demonstrations | None = None
         self.server_url, self.server_token = server_url, server_token
+        self.make_args = dict(make_args or {})  # further make arguments (evaluate_every_step, ...)
         self.on_infrastructure_error = on_infrastructure_error
-        self.config = config
+        self.config = config if config is not None else verl_keywords.get("trainer_config")
         self.server_manager = server_manager
         self.tokenizer = tokenizer
         self.site = site
@@ -97,8 +109,15 @@ class WebAgentLoop:
         self.client = _client(server_url, server_token)
         self.sessions: dict[str, str] = {}  # request id -> environment id (resumed rollouts)
 
+    @staticmethod
+    def render(obs: Obs) -> str:
+        """What the model reads of an observation: the goal first, then the page
+        (``webserv.prompt.render``, every adapter's one format). ``generate`` builds its
+        prompt from it."""
+        return render(obs)
+
     async def generate(self, obs: Obs, history: list[dict[str, Any]], sampling_params: dict[str, Any]) -> str:
-        """The model's next action for this observation."""
+        """The model's next action for this observation (its text: ``self.render(obs)``)."""
         if self.policy is None:
             raise NotImplementedError(
                 "subclass WebAgentLoop and generate with verl's server_manager, or pass policy="
@@ -130,7 +149,7 @@ class WebAgentLoop:
             return await self.generate(obs, history, sampling_params)
 
         source = self._source(uid)
-        env = AsyncEnv(self.client, self.site)
+        env = AsyncEnv(self.client, self.site, **self.make_args)
         policy: rollout.Policy = generate
         max_turns = self.max_turns
         demo: Demonstration | None = None
@@ -170,6 +189,8 @@ class WebAgentLoop:
             "metrics": {
                 "terminated": outcome.terminated,
                 "truncated": outcome.truncated,
+                "end_reason": outcome.end_reason,
+                "grade": outcome.grade,
                 "group_role": outcome.group_role,
                 "source": source,
             },
@@ -233,8 +254,10 @@ class WebTool:
         site: str = "open",
         server_url: str | None = None,
         server_token: str | None = None,
+        make_args: dict[str, Any] | None = None,
     ):
         self.config, self.tool_schema, self.site = config, tool_schema, site
+        self.make_args = dict(make_args or {})  # further make arguments (evaluate_every_step, ...)
         self.client = _client(server_url, server_token)
         self.envs: dict[str, AsyncEnv] = {}
         self.rewards: dict[str, float] = {}
@@ -243,8 +266,10 @@ class WebTool:
     async def create(self, instance_id: str, **row: Any) -> str:
         env = self.envs.get(instance_id)
         if env is None:
-            env = self.envs[instance_id] = AsyncEnv(self.client, self.site)
+            env = self.envs[instance_id] = AsyncEnv(self.client, self.site, **self.make_args)
         options = {k: row[k] for k in ("start_url", "goal") if k in row}
+        if row.get("task_id") is not None:
+            options["task"] = str(row["task_id"])
         if "uid" in row:
             options["group_key"] = str(row["uid"])
         self.failures.pop(instance_id, None)
@@ -268,13 +293,15 @@ class WebTool:
         except InfrastructureError as e:
             self._fail(instance_id, e, agent_data)
         self.rewards[instance_id] = self.rewards.get(instance_id, 0.0) + reward
-        text = obs["axtree_txt"] or obs["pruned_html"]
-        if obs["last_action_error"]:
-            text = f"Error: {obs['last_action_error']}\n\n{text}"
         return (
-            text,
+            render(obs),  # the goal first, then the page
             reward,
-            {"terminated": terminated, "truncated": truncated, "settled": info.get("settled")},
+            {
+                "terminated": terminated,
+                "truncated": truncated,
+                "end_reason": info.get("end_reason", ""),
+                "settled": info.get("settled"),
+            },
         )
 
     async def calc_reward(self, instance_id: str, **_: Any) -> float:
@@ -293,7 +320,7 @@ class WebTool:
             self.envs[new_id] = child
             self.rewards[new_id] = self.rewards.get(instance_id, 0.0)
             obs = child.last_obs or {}
-            texts.append(obs.get("axtree_txt") or obs.get("pruned_html", ""))
+            texts.append(render(obs))
         return texts
 
     async def release(self, instance_id: str, **_: Any) -> None:

@@ -30,6 +30,8 @@ class EpisodeSpec:
     goal: str | None = None
     group_key: str | None = None
     max_steps: int = 10
+    #: Grade every step (``make``'s ``evaluate_every_step``): each reward is the grade's change.
+    evaluate_every_step: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,9 @@ class Episode:
     seconds: float = 0.0
     #: ``{code, fault, message}`` of the InfrastructureError that ended the episode.
     failure: dict[str, Any] | None = None
+    #: How the episode ended (docs/protocol.md, "How an episode ends"); its last grade.
+    end_reason: str = ""
+    grade: float | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
 
@@ -69,7 +74,8 @@ async def run_episode(client: AsyncClient, spec: EpisodeSpec, policy: Policy) ->
         return policy(obs, [h["action"] for h in history])
 
     started = time.monotonic()
-    out = await rollouts.run(AsyncEnv(client, spec.site), act, spec.max_steps, options=options)
+    make = {"evaluate_every_step": True} if spec.evaluate_every_step else {}
+    out = await rollouts.run(AsyncEnv(client, spec.site, **make), act, spec.max_steps, options=options)
     return Episode(
         spec=spec,
         reward=out.reward,
@@ -84,6 +90,8 @@ async def run_episode(client: AsyncClient, spec: EpisodeSpec, policy: Policy) ->
         first_url=out.first_url,
         seconds=time.monotonic() - started,
         failure=out.failure_record(),
+        end_reason=out.end_reason,
+        grade=out.grade,
         info={k: v for k, v in out.info.items() if isinstance(v, (str, int, float, bool))},
     )
 

@@ -22,15 +22,8 @@ from .. import rollout
 from ..client import AsyncClient
 from ..errors import HostLost, InfrastructureError, UnknownEnv
 from ..handle import AsyncEnv, Obs
+from ..prompt import page_text, render
 from .fleet import Fleet
-
-
-def page_text(obs: Obs) -> str:
-    """The text a language model reads: the accessibility tree, or the pruned HTML, and any action error."""
-    text = str(obs.get("axtree_txt") or obs.get("pruned_html") or "")
-    if obs.get("last_action_error"):
-        text = f"Error: {obs['last_action_error']}\n\n{text}"
-    return text
 
 
 @dataclass(frozen=True)
@@ -42,7 +35,7 @@ class Lease:
     host: str
     goal: str
     url: str
-    #: The first page as text (``page_text``).
+    #: The first page as a model reads it, the goal first (``webserv.prompt.render``).
     observation: str
     info: dict[str, Any] = field(default_factory=dict)
 
@@ -121,7 +114,7 @@ class EnvironmentPool:
             host=env.host or "",
             goal=str(obs.get("goal", "")),
             url=str(obs.get("url", "")),
-            observation=page_text(obs),
+            observation=render(obs),
             info={k: v for k, v in info.items() if isinstance(v, (str, int, float, bool))},
         )
         self._leased[lease.id] = env

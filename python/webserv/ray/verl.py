@@ -39,10 +39,13 @@ from typing import Any, Literal
 from .. import rollout
 from ..client import AsyncClient
 from ..handle import AsyncEnv, Obs
+from ..prompt import keywords_of, page_text, refuse_unknown, render
 from .fleet import Fleet
-from .pool import page_text
 
 AGENT_NAME = "webserv"
+
+#: Keywords verl's AgentLoopWorker passes to an agent loop that this loop has no use for.
+_VERL_KEYWORDS = ("dataset_cls", "dataset_config")
 
 #: verl's ``agent_loop_config_path``: registers this loop as ``webserv`` in every AgentLoopWorker.
 AGENT_LOOP_CONFIG = Path(__file__).with_name("verl_agent_loop.yaml")
@@ -134,8 +137,14 @@ class WebServAgentLoop:
         site: str = "shopping",
         max_turns: int | None = None,
         on_infrastructure_error: Literal["raise", "report"] = "raise",
-        **_: Any,
+        **verl_keywords: Any,
     ):
+        # verl's AgentLoopWorker passes these to every loop; anything else is a misspelt setting.
+        refuse_unknown(
+            "WebServAgentLoop",
+            {k: v for k, v in verl_keywords.items() if k not in _VERL_KEYWORDS},
+            [*keywords_of(WebServAgentLoop.__init__), *_VERL_KEYWORDS],
+        )
         if on_infrastructure_error not in ("raise", "report"):
             raise ValueError("on_infrastructure_error is 'raise' or 'report'")
         self.config = getattr(trainer_config, "config", trainer_config)
@@ -175,9 +184,7 @@ class WebServAgentLoop:
         async def policy(obs: Obs, history: list[dict[str, Any]]) -> str | None:
             nonlocal prompt_ids
             if not history:  # the first page is the prompt's end
-                messages.append(
-                    {"role": "user", "content": f"Goal: {obs.get('goal', '')}\n\n{page_text(obs)}"}
-                )
+                messages.append({"role": "user", "content": render(obs)})
                 prompt_ids = self._template(messages)
             else:  # each later page follows the model's turn, masked out
                 page = self._template([{"role": "user", "content": page_text(obs)}])
@@ -210,6 +217,8 @@ class WebServAgentLoop:
                 "host": outcome.host,
                 "terminated": outcome.terminated,
                 "truncated": outcome.truncated,
+                "end_reason": outcome.end_reason,
+                "grade": outcome.grade,
             }
         }
         if failure is not None:

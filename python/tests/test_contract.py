@@ -1,0 +1,510 @@
+"""One reward contract on every path (docs/protocol.md, "Rewards" and "How an episode ends").
+
+The same episodes of a small site's own tasks (the example tracker, state in SQLite, with tasks
+written here) are played through every door a trainer comes in by: the WebSocket client,
+gymnasium, the vector env, the TRL tools, the verl agent loop and tool, the Ray episode runner,
+OpenEnv and MCP; and the dream environment with the memory model. Each must give the same
+reward, the same flags and the same errors:
+
+- an oracle earns 1 and a wrong answer 0, ``terminated`` with ``end_reason`` ``agent``;
+- a verifier that crashes (a typo in its SQL: Python exits 1) is an evaluation error (no
+  reward, the traceback in the error), never a 0;
+- a step limit truncates (not terminates), saying why;
+- with ``evaluate_every_step``, the rewards add up to the final grade (the grade is in
+  ``info["grade"]``), however long the episode stays in the goal state;
+- the model-facing text of an episode started from a task id alone begins with its goal;
+- in a dream, an action the memory model never saw truncates.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import pytest
+from mcp import Client
+from websockets.asyncio.client import connect
+
+import webserv
+from webserv.errors import EvaluationError
+from webserv.integrations.trl import web_environment
+from webserv.integrations.verl import WebAgentLoop, WebTool
+from webserv.launcher import LocalServer
+from webserv.prompt import render
+from webserv.ray.episode import EpisodeSpec, run_episode
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sites"
+SITE = "contract"
+
+GOAL_STATE = 'Close the issue "Crash when title is empty".'
+GOAL_COUNT = "How many open issues are labelled bug?"
+
+TASKS = f"""
+- task_id: 1
+  intent: {json.dumps(GOAL_STATE)}
+  eval:
+    eval_types: [state]
+    state:
+      - db: tracker.db
+        sql: SELECT status FROM issues WHERE title = 'Crash when title is empty'
+        expect: closed
+- task_id: 2
+  intent: {GOAL_COUNT}
+  eval:
+    eval_types: [check]
+    check: {{command: [./contract/count.py]}}
+- task_id: 3
+  intent: How many issues are closed?
+  eval:
+    eval_types: [check]
+    check: {{command: [./contract/typo.py]}}
+"""
+
+# A verifier that says pass or fail on its last line (earlier lines are its log).
+COUNT = """#!/usr/bin/env python3
+import os
+answer = os.environ["WEBSERV_ANSWER"].strip()
+print("answer:", repr(answer))
+print("pass" if answer == "3" else "fail")
+"""
+
+# A verifier with a typo in its SQL: sqlite3 raises, Python exits 1 with a traceback.
+TYPO = """#!/usr/bin/env python3
+import os, sqlite3
+db = sqlite3.connect(os.path.join(os.environ.get("DATA_DIR", "."), "tracker.db"))
+n = db.execute("SELEC COUNT(*) FROM issues WHERE status = 'closed'").fetchone()[0]
+print("pass" if os.environ["WEBSERV_ANSWER"].strip() == str(n) else "fail")
+"""
+
+
+@pytest.fixture(scope="module")
+def site_server(binary: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
+    d = tmp_path_factory.mktemp("contract")
+    tracker = EXAMPLE / "tracker"
+    (d / "sites" / SITE).mkdir(parents=True)
+    (d / "sites" / f"{SITE}.yaml").write_text(
+        f"name: {SITE}\n"
+        f"local:\n  command: [{tracker}/app.py, serve, --port, '{{port}}']\n  data_dir: {tracker}/data\n"
+        "ready: {path: /healthz, timeout_ms: 20000}\nstart_path: /\nstate_db: tracker.db\n"
+        f"tasks: [{SITE}/tasks.yaml]\n"
+    )
+    (d / "sites" / SITE / "tasks.yaml").write_text(TASKS)
+    for name, text in (("count.py", COUNT), ("typo.py", TYPO)):
+        (d / "sites" / SITE / name).write_text(text)
+        (d / "sites" / SITE / name).chmod(0o755)
+    srv = LocalServer(
+        binary,
+        [
+            "--idle",
+            "200ms",
+            "--no-bundled",
+            "--no-incus",
+            "--sites",
+            str(d / "sites"),
+            "--instances",
+            str(d / "instances"),
+            "--trajectories",
+            str(d / "trajectories"),
+        ],
+    )
+    srv.trajectories = d / "trajectories"  # type: ignore[attr-defined]
+    yield srv
+    srv.stop()
+
+
+@dataclass
+class Played:
+    """One episode as a path reports it."""
+
+    #: The episode's reward as the path gives it to a trainer (None: not graded).
+    reward: float | None
+    terminated: bool | None  # None where the path does not say
+    truncated: bool | None
+    end_reason: str | None
+    #: The evaluation error's text ("" without one).
+    error: str = ""
+    #: The per-step rewards, where the path shows them.
+    steps: list[float | None] | None = None
+    #: What the model reads first ("" where the path has no model-facing text).
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Case:
+    task: int
+    actions: tuple[str, ...]
+    make: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def task_id(self) -> str:
+        return f"{SITE}.{self.task}"
+
+    @property
+    def make_args(self) -> dict[str, Any]:
+        return dict(self.make)
+
+
+ORACLE = Case(2, ('click("bug")', 'stop("3")'))
+WRONG = Case(2, ('stop("4")',))
+CRASH = Case(3, ('stop("1")',))
+LIMIT = Case(1, ('click("crash-when-title-is-empty")', "scroll(0, 100)"), (("max_steps", 2),))
+DENSE = Case(
+    1,
+    ('click("crash-when-title-is-empty")', 'click("close-issue")', "scroll(0, 100)", 'stop("")'),
+    (("evaluate_every_step", True),),
+)
+
+
+def nan_none(r: Any) -> float | None:
+    return None if r is None or (isinstance(r, float) and math.isnan(r)) else float(r)
+
+
+# -- the paths -------------------------------------------------------------------
+
+
+def via_websocket(url: str, case: Case) -> Played:
+    async def main() -> Played:
+        async with webserv.AsyncClient(url) as client:
+            env = webserv.AsyncEnv(client, SITE, **case.make_args)
+            obs, _ = await env.reset(options={"task": case.task_id})
+            assert obs["goal"] == (await client.tasks(SITE))[case.task - 1]["goal"]
+            steps: list[float | None] = []
+            for a in case.actions:
+                obs, r, term, trunc, info = await env.step(a)
+                steps.append(nan_none(r))
+            await env.close()
+            total = None if None in steps else sum(s for s in steps if s is not None)
+            return Played(total, term, trunc, info.get("end_reason"), str(info.get("eval_error", "")), steps)
+
+    return asyncio.run(main())
+
+
+def via_gymnasium(url: str, case: Case) -> Played:
+    env = webserv.WebEnv(site=SITE, task=case.task_id, url=url, render_mode="ansi", **case.make_args)
+    try:
+        env.reset()
+        text = env.render() or ""
+        steps: list[float | None] = []
+        for a in case.actions:
+            _, r, term, trunc, info = env.step(a)
+            steps.append(nan_none(r))
+        total = None if None in steps else sum(s for s in steps if s is not None)
+        return Played(
+            total, term, trunc, info.get("end_reason"), str(info.get("eval_error", "")), steps, text
+        )
+    finally:
+        env.close()
+
+
+def via_vector(url: str, case: Case) -> Played:
+    envs = webserv.WebVectorEnv(
+        1, site=SITE, task=case.task_id, url=url, render_mode="ansi", **case.make_args
+    )
+    try:
+        envs.reset()
+        text = (envs.render() or ("",))[0]
+        steps: list[float | None] = []
+        for a in case.actions:
+            _, r, term, trunc, info = envs.step([a])
+            steps.append(nan_none(float(r[0])))
+        total = None if None in steps else sum(s for s in steps if s is not None)
+        return Played(
+            total,
+            bool(term[0]),
+            bool(trunc[0]),
+            info["end_reason"][0] if "end_reason" in info else None,
+            str(info["eval_error"][0]) if "eval_error" in info else "",
+            steps,
+            text,
+        )
+    finally:
+        envs.close()
+
+
+def tool_call(action: str) -> tuple[str, dict[str, Any]]:
+    """An action in the call form as a tool call (its name and arguments by the table)."""
+    call = ast.parse(action, mode="eval").body
+    assert isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+    doc = next(d for d in webserv.actions.table() if d.name == call.func.id)
+    names = [a.name for a in doc.args]
+    return call.func.id, {k: ast.literal_eval(v) for k, v in zip(names, call.args, strict=False)}
+
+
+def via_trl(url: str, case: Case) -> Played:
+    make = case.make_args
+    cls = web_environment(site=SITE, server_url=url, max_steps=make.pop("max_steps", 30), make_args=make)
+    env = cls()  # as TRL constructs it: no arguments
+    text = env.reset(task_id=case.task_id) or ""  # a dataset row naming only the task
+    for a in case.actions:
+        name, args = tool_call(a)
+        getattr(env, name)(**args)
+    error = str(env.failure) if env.failure is not None else ""
+    if env.failure is not None:
+        assert isinstance(env.failure, EvaluationError)
+    return Played(env.get_reward(), env.terminated, env.truncated, env.end_reason, error, None, text)
+
+
+def via_verl_loop(url: str, case: Case) -> Played:
+    seen: list[str] = []
+    loop: WebAgentLoop
+
+    async def policy(obs: dict[str, Any], history: list[dict[str, Any]]) -> str:
+        if not history:
+            seen.append(loop.render(obs))
+        return case.actions[len(history)]
+
+    loop = WebAgentLoop(
+        server_url=url,
+        site=SITE,
+        policy=policy,
+        max_turns=len(case.actions),
+        on_infrastructure_error="report",
+        make_args=case.make_args,
+    )
+    out = asyncio.run(loop.run({}, extra_info={"task_id": case.task_id}))
+    m = out["metrics"]
+    failure = out.get("failure") or {}
+    if failure:
+        assert failure["code"] == "eval_error", failure
+    return Played(
+        out["reward_score"],
+        m["terminated"],
+        m["truncated"],
+        m["end_reason"],
+        failure.get("message", ""),
+        None,
+        seen[0],
+    )
+
+
+def via_verl_tool(url: str, case: Case) -> Played:
+    async def main() -> Played:
+        tool = WebTool(site=SITE, server_url=url, make_args=case.make_args)
+        await tool.create("r1", task_id=case.task_id)
+        text, extra, error = "", {}, ""
+        steps: list[float | None] = []
+        try:
+            for a in case.actions:
+                page, r, extra = await tool.execute("r1", {"action": a})
+                text, steps = text or page, [*steps, r]
+            reward: float | None = await tool.calc_reward("r1")
+        except EvaluationError as e:
+            reward, error = None, str(e)
+        finally:
+            await tool.release("r1")
+        end = (extra.get("terminated"), extra.get("truncated"), extra.get("end_reason"))
+        return Played(reward, *end, error, steps if reward is not None else None, text)
+
+    return asyncio.run(main())
+
+
+def via_ray_episode(url: str, case: Case) -> Played:
+    async def main() -> Played:
+        make = case.make_args
+        spec = EpisodeSpec(
+            site=SITE,
+            task=case.task_id,
+            max_steps=make.get("max_steps", len(case.actions)),  # its turn budget
+            evaluate_every_step=bool(make.get("evaluate_every_step")),
+        )
+
+        def policy(_obs: dict[str, Any], done: list[str]) -> str:
+            return case.actions[len(done)]
+
+        async with webserv.AsyncClient(url) as client:
+            ep = await run_episode(client, spec, policy)
+        error = (ep.failure or {}).get("message", "")
+        return Played(ep.reward, ep.terminated, ep.truncated, ep.end_reason, error)
+
+    return asyncio.run(main())
+
+
+def via_openenv(url: str, case: Case) -> Played:
+    async def main() -> Played:
+        ws = url.removesuffix("/v1/ws") + "/openenv/ws"
+        async with connect(ws) as c:
+            await c.send(
+                json.dumps({"type": "reset", "data": {"site": SITE, "task": case.task_id, **case.make_args}})
+            )
+            first = json.loads(await c.recv())
+            assert first["type"] == "observation", first
+            o = first["data"]["observation"]
+            text = o["text"]
+            # The server's text (Go) and the Python adapters' are one format, word for word.
+            same = {"goal": o["goal"], "axtree_txt": o.get("axtree", ""), "pruned_html": o.get("html", "")}
+            assert text == render({**same, "last_action_error": o.get("last_action_error", "")})
+            steps: list[float | None] = []
+            for a in case.actions:
+                await c.send(json.dumps({"type": "step", "data": {"action": a}}))
+                reply = json.loads(await c.recv())
+                assert reply["type"] == "observation", reply
+                steps.append(nan_none(reply["data"]["reward"]))
+            obs = reply["data"]["observation"]
+            assert reply["data"]["done"] == (obs["terminated"] or obs["truncated"])
+            info = obs["info"]
+            total = None if None in steps else sum(s for s in steps if s is not None)
+            return Played(
+                total,
+                obs["terminated"],
+                obs["truncated"],
+                info.get("end_reason"),
+                str(info.get("eval_error", "")),
+                steps,
+                text,
+            )
+
+    return asyncio.run(main())
+
+
+def via_mcp(url: str, case: Case) -> Played:
+    query = "&".join(f"{k}={str(v).lower()}" for k, v in case.make)
+    mcp = (
+        url.replace("ws://", "http://", 1).removesuffix("/v1/ws") + "/v1/mcp" + (f"?{query}" if query else "")
+    )
+
+    async def main() -> Played:
+        async with Client(mcp) as client:
+            res = await client.call_tool("reset", {"task": case.task_id})
+            assert not res.is_error, res.content
+            text = res.content[0].text
+            steps: list[float | None] = []
+            for a in case.actions:
+                name, args = tool_call(a)
+                res = await client.call_tool(name, args)
+                sc = res.structured_content or {}
+                steps.append(nan_none(sc["reward"]))
+            info = sc["info"]
+            total = None if None in steps else sum(s for s in steps if s is not None)
+            return Played(
+                total,
+                sc["terminated"],
+                sc["truncated"],
+                info.get("end_reason"),
+                str(info.get("eval_error", "")),
+                steps,
+                text,
+            )
+
+    return asyncio.run(main())
+
+
+PATHS: dict[str, Callable[[str, Case], Played]] = {
+    "websocket": via_websocket,
+    "gymnasium": via_gymnasium,
+    "vector": via_vector,
+    "trl": via_trl,
+    "verl_loop": via_verl_loop,
+    "verl_tool": via_verl_tool,
+    "ray_episode": via_ray_episode,
+    "openenv": via_openenv,
+    "mcp": via_mcp,
+}
+
+
+def expect_oracle(path: str, p: Played) -> None:
+    assert (p.reward, p.terminated, p.truncated, p.end_reason, p.error) == (1.0, True, False, "agent", ""), p
+    expect_goal(path, p, GOAL_COUNT)
+
+
+def expect_wrong(path: str, p: Played) -> None:
+    assert (p.reward, p.terminated, p.truncated, p.end_reason, p.error) == (0.0, True, False, "agent", ""), p
+
+
+def expect_crash(path: str, p: Played) -> None:
+    """A crashed verifier: no reward, its traceback in the error; never a 0."""
+    assert p.reward is None, p
+    assert "OperationalError" in p.error and "exit status 1" in p.error, p
+    if p.terminated is not None:  # the adapters that raise say no flags
+        assert (p.terminated, p.truncated, p.end_reason) == (True, False, "agent"), p
+
+
+def expect_limit(path: str, p: Played) -> None:
+    """A step limit is a truncation, saying why (the Ray runner's limit is its turn budget)."""
+    reason = "max_turns" if path == "ray_episode" else "max_steps"
+    assert (p.reward, p.terminated, p.truncated, p.end_reason, p.error) == (0.0, False, True, reason, ""), p
+    expect_goal(path, p, GOAL_STATE)
+
+
+def expect_dense(path: str, p: Played) -> None:
+    """Dense rewards add up to the final grade: 0, 1, 0, 0 (not 0, 1, 1, 1)."""
+    assert (p.reward, p.terminated, p.truncated, p.end_reason) == (1.0, True, False, "agent"), p
+    if p.steps is not None:
+        assert p.steps == [0.0, 1.0, 0.0, 0.0], p
+
+
+def expect_goal(path: str, p: Played, goal: str) -> None:
+    """Started from the task id alone, the model reads the task's goal first."""
+    if path in ("websocket", "ray_episode"):  # they hand the policy the observation itself
+        return
+    assert p.text.startswith(f"Goal: {goal}\n\n"), f"{path}: {p.text[:300]!r}"
+
+
+CASES: dict[str, tuple[Case, Callable[[str, Played], None]]] = {
+    "oracle": (ORACLE, expect_oracle),
+    "wrong": (WRONG, expect_wrong),
+    "verifier_crash": (CRASH, expect_crash),
+    "step_limit": (LIMIT, expect_limit),
+    "dense": (DENSE, expect_dense),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("path", list(PATHS))
+def test_every_path_gives_the_same_rewards_flags_and_errors(
+    site_server: LocalServer, path: str, case: str
+) -> None:
+    c, expect = CASES[case]
+    expect(path, PATHS[path](site_server.url, c))
+
+
+def test_a_verifier_crash_is_never_a_zero_through_gymnasium_info(site_server: LocalServer) -> None:
+    """The step's info carries the grade on graded steps and the verifier's stderr on a crash."""
+    env = webserv.WebEnv(site=SITE, task=f"{SITE}.1", url=site_server.url, evaluate_every_step=True)
+    try:
+        env.reset()
+        grades = [env.step(a)[4].get("grade") for a in DENSE.actions]
+        assert grades == [0.0, 1.0, 1.0, 1.0]
+    finally:
+        env.close()
+    env = webserv.WebEnv(site=SITE, task=f"{SITE}.3", url=site_server.url)
+    try:
+        env.reset()
+        _, r, *_, info = env.step('stop("1")')
+        assert math.isnan(r) and "grade" not in info
+        assert 'sqlite3.OperationalError: near "SELEC"' in info["eval_error"], info
+    finally:
+        env.close()
+
+
+def test_a_dream_that_meets_an_unseen_action_is_truncated(site_server: LocalServer) -> None:
+    """The memory model dreams a recorded episode of the task; an action it never saw truncates."""
+    real = webserv.WebEnv(site=SITE, task=f"{SITE}.1", url=site_server.url, record={})
+    real.reset()
+    real.step('click("crash-when-title-is-empty")')
+    real.close()
+    root: Path = site_server.trajectories  # type: ignore[attr-defined]
+    (episode,) = [str(p.relative_to(root)) for p in root.rglob("*.jsonl.gz")]  # the one recorded
+
+    env = gymnasium.make(
+        "webserv/dream",
+        url=site_server.url,
+        world_model={"memory": ["."]},
+        start={"episode": episode, "step": 0},
+        render_mode="ansi",
+    )
+    try:
+        obs, _ = env.reset()
+        assert obs["goal"] == GOAL_STATE and (env.render() or "").startswith(f"Goal: {GOAL_STATE}\n\n")
+        _, r, term, trunc, info = env.step('click("crash-when-title-is-empty")')
+        assert (r, term, trunc) == (0.0, False, False), info
+        _, r, term, trunc, info = env.step('click("never-recorded")')
+        assert (r, term, trunc, info["end_reason"]) == (0.0, False, True, "unseen"), info
+    finally:
+        env.close()
