@@ -1,16 +1,20 @@
-"""Explore suite: model-free exploration of the bundled shop by N explorers at once for a fixed time,
-without and with the Go-Browse frontier, in one run: demonstrations per hour, distinct pages and URL
-patterns covered, the share of emitted tasks whose oracle passes its check (target 100%), and how many
-of them are state tasks (checks of the rows their demonstration changed).
+"""Explore suite: model-free exploration by N explorers at once for a fixed time, on the bundled shop
+without and with the Go-Browse frontier, and on a site definition of another storage kind (the example
+tracker served without its SQLite state_db: state tasks are left out there), in one run.
+
+For each arm: episodes failed on the environment, demonstrations and tasks emitted, the share of tasks
+passing every check of ``webserv tasks check`` (oracle and independent solution 1, wrong and null agents
+0: ``ok`` rows, not ``unverified`` or ``FAIL``), the oracle length before and after shortening (median),
+distinct intents, demonstrations per hour, pages and URL patterns covered, state tasks.
 
     WEBSERV_BIN=bin/webserv python bench/explore_bench.py [--explorers 8] [--seconds 120] [--smoke]
 
 Each arm is one ``webserv.explore`` call (``--explorers`` episodes at once, 40 steps, k=4) that starts
 episodes until ``--seconds`` have passed; the frontier arm starts every episode after the first
 ``--explorers`` from a frontier state (a fork of a snapshot of a page found earlier). Every emitted
-task is then replayed by ``webserv.explore.check_tasks``. The arms run one after the other on one
-server (the order alternates with --order). Results: bench/results/explore.{json,md} (the command,
-the load before and after).
+task is then checked by the server's ``webserv tasks check`` on the definition the run wrote. The arms
+run one after the other (the shop's order alternates with --order). Results:
+bench/results/explore.{json,md} (the command, the load before and after).
 """
 
 from __future__ import annotations
@@ -19,22 +23,76 @@ import argparse
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import webserv
-from webserv.explore import check_tasks
 from webserv.launcher import LocalServer, find_binary
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-async def arm(url: str, explorers: int, seconds: float, max_steps: int, out: Path, frontier: bool) -> dict:
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sites"
+
+
+def tracker_without_state(dir: Path) -> Path:
+    """The example tracker as a definition without state_db (a site whose state the server does not
+    diff), and no tasks of its own: the bench's site of another storage kind."""
+    dir.mkdir(parents=True, exist_ok=True)
+    d = {
+        "name": "notes",
+        "description": "the example tracker, its state not declared",
+        "local": {
+            "command": [str(EXAMPLE / "tracker" / "app.py"), "serve", "--port", "{port}"],
+            "data_dir": str(EXAMPLE / "tracker" / "data"),
+        },
+        "ready": {"path": "/healthz", "timeout_ms": 20000},
+        "start_path": "/",
+    }
+    path = dir / "notes.json"
+    path.write_text(json.dumps(d))
+    return path
+
+
+def tasks_check(binary: str, sites: Path, instances: Path) -> dict:
+    """`webserv tasks check` on a run's definition: how many tasks are ok (every check, an independent
+    solution included), unverified (no solution) and failed."""
+    out = subprocess.run(
+        [binary, "tasks", "check", "--sites", str(sites), "--no-incus", "--instances", str(instances)],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    rows = [
+        line.split()[-1]
+        for line in out.stdout.splitlines()
+        if line.endswith(("  ok", "  unverified", "  FAIL"))
+    ]
+    return {
+        "ok": rows.count("ok"),
+        "unverified": rows.count("unverified"),
+        "failed": rows.count("FAIL"),
+        "problems": [line for line in out.stdout.splitlines() if ": " in line and "task(s)" not in line][:5],
+    }
+
+
+async def arm(
+    url: str,
+    binary: str,
+    site: str,
+    explorers: int,
+    seconds: float,
+    max_steps: int,
+    out: Path,
+    frontier: bool,
+    definition: Path | None = None,
+) -> dict:
     t0 = time.monotonic()
     r = await webserv.explore(
-        site="shopping",
+        site=site,
         episodes=100_000,  # bounded by the time
         concurrency=explorers,
         seconds=seconds,
@@ -43,23 +101,36 @@ async def arm(url: str, explorers: int, seconds: float, max_steps: int, out: Pat
         out=out,
         server=url,
         frontier=frontier,
+        site_definition_file=definition,
     )
     wall = time.monotonic() - t0
-    results = await check_tasks(r.tasks, site="shopping", server=url)
-    passed = sum(x["passed"] for x in results)
     s = r.stats
+    check = (
+        tasks_check(binary, r.site_definition.parent, out / "instances")
+        if r.site_definition and s["tasks"]
+        else {"ok": 0, "unverified": 0, "failed": 0, "problems": []}
+    )
+    lengths = s["oracle_length"]
     return {
+        "arm": f"{site}{' frontier' if frontier else ''}",
         "frontier": frontier,
         "episodes": s["episodes"],
         "status": s["status"],
+        "env_failed": s["status"].get("env_error", 0),
         "frontier_entries": (s["frontier"] or {}).get("entries", 0),
         "started_from_frontier": s["started_from_frontier"],
         "steps": s["steps"],
         "kept": s["kept"],
         "frontier_dropped": s["frontier_dropped"],
         "tasks": s["tasks"],
-        # Tasks checking what their demonstration changed in the shop's database (state_diff).
+        "distinct_intents": s["intents"]["distinct"],
+        "intents": s["intents"],
+        # Tasks checking what their demonstration changed in the site's database (state_diff).
         "state_tasks": (s.get("state") or {}).get("verified", 0),
+        "state_note": (s.get("state") or {}).get("note", ""),
+        "oracle_median_before": lengths["before_median"],
+        "oracle_median_after": lengths["after_median"],
+        "shortening_replays": lengths.get("replays", 0),
         "pruned_by_step": s["pruned_by_step"],
         "seconds": round(wall, 1),
         "demonstrations_per_hour": round(s["kept"] / wall * 3600, 1) if wall else 0.0,
@@ -67,18 +138,48 @@ async def arm(url: str, explorers: int, seconds: float, max_steps: int, out: Pat
         "distinct_pages": s["distinct_pages"],
         "distinct_patterns": s["distinct_patterns"],
         "coverage": s["coverage"][-1] if s["coverage"] else None,
-        "tasks_passed": passed,
-        "tasks_pass_share": round(passed / len(results), 3) if results else None,
-        "failed": [x for x in results if not x["passed"]][:5],
+        "tasks_ok": check["ok"],
+        "tasks_unverified": check["unverified"],
+        "tasks_failed": check["failed"],
+        "every_check_share": round(check["ok"] / s["tasks"], 3) if s["tasks"] else None,
+        "problems": check["problems"],
     }
 
 
-async def run(url: str, explorers: int, seconds: float, max_steps: int, out: Path, order: str) -> list[dict]:
+async def run(
+    url: str,
+    other_url: str | None,
+    binary: str,
+    explorers: int,
+    seconds: float,
+    max_steps: int,
+    out: Path,
+    order: str,
+    other_def: Path | None,
+) -> list[dict]:
     arms = [False, True] if order == "plain-first" else [True, False]
     res = []
     for fr in arms:
-        res.append(await arm(url, explorers, seconds, max_steps, out / ("frontier" if fr else "plain"), fr))
-    return sorted(res, key=lambda a: a["frontier"])
+        res.append(
+            await arm(
+                url,
+                binary,
+                "shopping",
+                explorers,
+                seconds,
+                max_steps,
+                out / ("frontier" if fr else "plain"),
+                fr,
+            )
+        )
+    res.sort(key=lambda a: a["frontier"])
+    if other_url and other_def:
+        res.append(
+            await arm(
+                other_url, binary, "notes", explorers, seconds, max_steps, out / "notes", False, other_def
+            )
+        )
+    return res
 
 
 def main() -> int:
@@ -87,6 +188,7 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=120)
     p.add_argument("--max-steps", type=int, default=40)
     p.add_argument("--order", choices=["plain-first", "frontier-first"], default="plain-first")
+    p.add_argument("--no-other-site", action="store_true", help="the shop's arms only")
     p.add_argument("--smoke", action="store_true", help="2 explorers, 8 steps, a few seconds; writes nothing")
     a = p.parse_args()
     if a.smoke:
@@ -96,12 +198,44 @@ def main() -> int:
         print("no webserv binary: make build, or set WEBSERV_BIN", file=sys.stderr)
         return 2
     load_before = os.getloadavg()
-    server = LocalServer(binary, ["--idle", "200ms"])
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            arms = asyncio.run(run(server.url, a.explorers, a.seconds, a.max_steps, Path(d), a.order))
-    finally:
-        server.stop()
+    with tempfile.TemporaryDirectory() as d:
+        other_def = None if a.no_other_site else tracker_without_state(Path(d) / "sites")
+        server = LocalServer(binary, ["--idle", "200ms"])
+        other = (
+            None
+            if other_def is None
+            else LocalServer(
+                binary,
+                [
+                    "--idle",
+                    "200ms",
+                    "--no-bundled",
+                    "--no-incus",
+                    "--sites",
+                    str(other_def.parent),
+                    "--instances",
+                    str(Path(d) / "inst"),
+                ],
+            )
+        )
+        try:
+            arms = asyncio.run(
+                run(
+                    server.url,
+                    other.url if other else None,
+                    binary,
+                    a.explorers,
+                    a.seconds,
+                    a.max_steps,
+                    Path(d),
+                    a.order,
+                    other_def,
+                )
+            )
+        finally:
+            server.stop()
+            if other is not None:
+                other.stop()
     res = {
         "command": "python bench/explore_bench.py " + " ".join(sys.argv[1:]),
         "explorers": a.explorers,
@@ -114,11 +248,12 @@ def main() -> int:
     }
     print(json.dumps(res, indent=1))
     if a.smoke:
-        return 0 if all(x["tasks_pass_share"] in (None, 1.0) for x in arms) else 1
+        return 0 if all(x["tasks_failed"] == 0 and x["env_failed"] == 0 for x in arms) else 1
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "explore.json").write_text(json.dumps(res, indent=1) + "\n")
     keys = [
         "episodes",
+        "env_failed",
         "status",
         "frontier_entries",
         "started_from_frontier",
@@ -126,22 +261,29 @@ def main() -> int:
         "kept",
         "frontier_dropped",
         "tasks",
+        "distinct_intents",
         "state_tasks",
+        "oracle_median_before",
+        "oracle_median_after",
         "seconds",
         "demonstrations_per_hour",
         "steps_per_second",
         "distinct_pages",
         "distinct_patterns",
-        "tasks_passed",
-        "tasks_pass_share",
+        "tasks_ok",
+        "tasks_unverified",
+        "tasks_failed",
+        "every_check_share",
     ]
-    rows = "\n".join(f"| {k} | {arms[0][k]} | {arms[1][k]} |" for k in keys)
+    head = " | ".join(x["arm"] for x in arms)
+    rows = "\n".join(f"| {k} | " + " | ".join(str(x[k]) for x in arms) + " |" for k in keys)
     (RESULTS / "explore.md").write_text(
-        "# Explore: model-free, bundled shop, without and with the frontier\n\n"
+        "# Explore: model-free, the bundled shop without and with the frontier, a site without state_db\n\n"
         f"`{res['command']}` on {res['cores']} cores, load {res['load_before']} before and "
-        f"{res['load_after']} after (the machine was shared: rates are indicative; the two arms ran one "
-        f"after the other on one server, {a.order}).\n\n"
-        f"| | no frontier | frontier |\n|---|---|---|\n{rows}\n"
+        f"{res['load_after']} after (the machine was shared: rates are indicative; the arms ran one "
+        f"after the other, the shop's {a.order}). every_check_share: tasks passing every check of "
+        "`webserv tasks check` with an independent solution (`ok` rows).\n\n"
+        f"| | {head} |\n|---|{'---|' * len(arms)}\n{rows}\n"
     )
     return 0
 

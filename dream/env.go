@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/trajectory"
@@ -25,7 +26,12 @@ const (
 const (
 	RewardTask  = "task"  // the task's own grader, run on the dreamed observation
 	RewardJudge = "judge" // the judge endpoint's self-assessment
-	RewardNone  = "none"  // neither could grade: 0, info.reward_note says why
+	RewardNone  = "none"  // nothing to grade (no task, or the agent did not stop): 0, info.reward_note says why
+	// RewardNotGraded: the task's grader cannot run on a dreamed
+	// observation (a check verifier, state, program_html) and no judge
+	// assessed it: the reward is unknown (NaN; the protocol's null, with
+	// info.eval_error), never a 0 the policy did not earn.
+	RewardNotGraded = "not_graded"
 )
 
 // Grader scores a finished dream with the task's own grader on the last
@@ -103,7 +109,8 @@ func (e *Env) Reset(start trajectory.Observation) trajectory.Observation {
 
 // Step is a dream step's result, as a real step's.
 type Step struct {
-	Obs        trajectory.Observation
+	Obs trajectory.Observation
+	// Reward is NaN when the dream is not graded (RewardNotGraded).
 	Reward     float64
 	Terminated bool
 	Truncated  bool
@@ -250,12 +257,15 @@ func (e *Env) truncate(ctx context.Context, st Step) Step {
 func (e *Env) grade(ctx context.Context, st *Step, answer string, stopped bool) {
 	var why error
 	hint := "give the dream a task whose grader runs on an observation (url_match, string_match), or a judge endpoint"
+	// unknown: the task has a grade the dream cannot compute (its grader
+	// needs the real site, or failed), not a 0.
+	unknown := false
 	switch {
 	case !stopped:
 		why = errors.New("the agent did not stop, and the task's grader grades where it stops")
 		hint = "give the dream a judge endpoint to assess dreams the agent does not end"
 	case e.cfg.Grade == nil && e.noGrade != "":
-		why = errors.New(e.noGrade)
+		why, unknown = errors.New(e.noGrade), true
 	case e.cfg.Grade == nil:
 		why = errors.New("the dream has no task")
 	default:
@@ -264,7 +274,7 @@ func (e *Env) grade(ctx context.Context, st *Step, answer string, stopped bool) 
 			st.Reward, st.Info["reward_source"] = r, RewardTask
 			return
 		}
-		why = err
+		why, unknown = err, true
 	}
 	if e.cfg.Judge != nil {
 		r, reason, err := e.cfg.Judge.Assess(ctx, e.obs, answer)
@@ -273,6 +283,12 @@ func (e *Env) grade(ctx context.Context, st *Step, answer string, stopped bool) 
 			return
 		}
 		why = fmt.Errorf("%v; the judge failed too: %w", why, err)
+	}
+	if unknown {
+		st.Reward, st.Info["reward_source"] = math.NaN(), RewardNotGraded
+		st.Info["reward_note"] = fmt.Sprintf("not graded: %v (%s)", why, hint)
+		st.Info["eval_error"] = st.Info["reward_note"]
+		return
 	}
 	st.Reward, st.Info["reward_source"] = 0, RewardNone
 	st.Info["reward_note"] = fmt.Sprintf("reward 0: %v (%s)", why, hint)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/trajectory"
 )
 
@@ -72,9 +73,14 @@ type Scores struct {
 // their decay over dream length (Depth[k-1]: k steps dreamed from a real
 // start, the model fed its own predictions).
 type Report struct {
-	Model       string   `json:"model"`
-	View        string   `json:"view"`
+	Model string `json:"model"`
+	View  string `json:"view"`
+	// Transitions are the rows scored: those a dream asks its model for.
+	// Skipped are the others (a stop or report_infeasible, which ends a
+	// dream without asking; an action that does not parse or is invalid,
+	// which a dream refuses): no model predicts them, so none is scored.
 	Transitions int      `json:"transitions"`
+	Skipped     int      `json:"skipped"`
 	Episodes    int      `json:"episodes"`
 	OneStep     Scores   `json:"one_step"`
 	Depth       []Scores `json:"depth"`
@@ -105,9 +111,16 @@ func Evaluate(ctx context.Context, model Model, rows []trajectory.TransitionRow,
 	if depth <= 0 {
 		depth = DefaultMaxSteps
 	}
-	rep := Report{Model: model.Name(), View: view, Transitions: len(rows), Depth: make([]Scores, depth)}
-	var one acc
+	rep := Report{Model: model.Name(), View: view, Depth: make([]Scores, depth)}
+	asked := rows[:0:0]
 	for _, r := range rows {
+		if AsksModel(r.Action) {
+			asked = append(asked, r)
+		}
+	}
+	rep.Transitions, rep.Skipped = len(asked), len(rows)-len(asked)
+	var one acc
+	for _, r := range asked {
 		prev, next := rowState(r, view, false), rowState(r, view, true)
 		got, status, err := predictState(ctx, model, r.Goal, prev, r.Action, 1, view)
 		if err != nil && ctx.Err() != nil {
@@ -119,7 +132,7 @@ func Evaluate(ctx context.Context, model Model, rows []trajectory.TransitionRow,
 
 	byEp := map[string][]trajectory.TransitionRow{}
 	var order []string
-	for _, r := range rows {
+	for _, r := range asked {
 		if _, ok := byEp[r.EpisodeID]; !ok {
 			order = append(order, r.EpisodeID)
 		}
@@ -156,6 +169,18 @@ func Evaluate(ctx context.Context, model Model, rows []trajectory.TransitionRow,
 		rep.Depth[k] = accs[k].scores()
 	}
 	return rep, nil
+}
+
+// AsksModel reports whether a dream asks its world model for the state
+// after action: not for a stop or report_infeasible (the dream ends
+// without asking) nor for an action that does not parse or is invalid
+// (the dream refuses it as a real environment does).
+func AsksModel(action string) bool {
+	a, err := envcore.ParseAction(action)
+	if err != nil || a.Validate() != nil {
+		return false
+	}
+	return a.Type != envcore.Terminate
 }
 
 const (
@@ -321,7 +346,11 @@ func f1(pred, real map[string]bool) float64 {
 // WriteTable writes a report as a table.
 func (rep Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "world model %s on %d transitions (%d episodes, %s view)\n\n", rep.Model, rep.Transitions, rep.Episodes, rep.View)
+	fmt.Fprintf(&b, "world model %s on %d transitions (%d episodes, %s view)", rep.Model, rep.Transitions, rep.Episodes, rep.View)
+	if rep.Skipped > 0 {
+		fmt.Fprintf(&b, "; %d rows left out: a dream does not ask its model for them (stop, report_infeasible, invalid actions)", rep.Skipped)
+	}
+	b.WriteString("\n\n")
 	fmt.Fprintf(&b, "%-12s %6s %8s %10s %8s %8s %7s\n", "", "n", "exact", "change F1", "url", "unseen", "failed")
 	row := func(name string, s Scores) {
 		fmt.Fprintf(&b, "%-12s %6d %8.3f %10.3f %8.3f %8.3f %7d\n", name, s.N, s.Exact, s.ChangeF1, s.URL, s.Unseen, s.Failed)

@@ -110,3 +110,35 @@ func TestEvaluateMemory(t *testing.T) {
 		t.Error("an html model scored on accessibility-tree rows")
 	}
 }
+
+// wm-eval scores only what a dream asks its model for: a stop (which
+// ends a dream without asking) or an action a dream refuses is left out,
+// counted, and never scored as an exact prediction (12 stop rows scored
+// "exact" before, as the memory model's "unchanged" matched them).
+func TestEvaluateLeavesOutRowsNoModelIsAskedFor(t *testing.T) {
+	dir := t.TempDir()
+	a := []trajectory.Observation{page("http://shop/", "lamp"), page("http://shop/", "lamp", "added"), page("http://shop/", "lamp", "added"), page("http://shop/", "lamp", "added")}
+	eps := rows("ep/1", a, []string{`click("pa")`, `click(`, `stop("done")`})
+	file := filepath.Join(dir, "t.jsonl")
+	writeRows(t, file, eps[:1])
+	m, err := dream.LoadMemory([]string{file}, dream.MemoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := dream.Evaluate(context.Background(), m, eps, dream.EvalOptions{MaxDepth: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Transitions != 1 || rep.Skipped != 2 || rep.OneStep.N != 1 || rep.OneStep.Exact != 1 || rep.Depth[1].N != 0 {
+		t.Errorf("report: %+v", rep)
+	}
+	var out strings.Builder
+	if err := rep.WriteTable(&out); err != nil || !strings.Contains(out.String(), "2 rows left out: a dream does not ask its model for them") {
+		t.Errorf("table: %v\n%s", err, out.String())
+	}
+	for action, asks := range map[string]bool{`click("a")`: true, `stop("x")`: false, `report_infeasible("no")`: false, `click(`: false, `scroll(0, 200)`: true} {
+		if dream.AsksModel(action) != asks {
+			t.Errorf("AsksModel(%s) = %v", action, !asks)
+		}
+	}
+}

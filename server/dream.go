@@ -359,7 +359,7 @@ func (s *Server) dreamStep(ctx context.Context, x *session, a *stepArgs) (any, e
 	if x.episode.TaskID != "" {
 		st.Info["task_id"] = x.episode.TaskID
 	}
-	return &StepReply{Obs: st.Obs, Reward: st.Reward, Terminated: st.Terminated, Truncated: st.Truncated, Info: st.Info}, nil
+	return &StepReply{Obs: st.Obs, Reward: dreamReward(st.Reward), Terminated: st.Terminated, Truncated: st.Truncated, Info: st.Info}, nil
 }
 
 // dreamModels caches the memory models dreams are made with, by their

@@ -23,7 +23,8 @@ import (
 //   - with the transition-memory model built from them, a dream of each
 //     oracle's actions gives the recorded observations exactly, and the
 //     recorded reward where the task's grader runs on an observation
-//     (url_match, string_match); elsewhere the reward is 0 and says why;
+//     (url_match, string_match); elsewhere the dream is not graded (reward
+//     null, not 0) and says why;
 //   - an action the memory never saw ends the dream;
 //   - invalid actions get the real environment's errors;
 //   - through an endpoint (a stand-in for the user's world model that
@@ -87,7 +88,9 @@ func TestDreams(t *testing.T) {
 			if last["reward"] != want || info["reward_source"] != dream.RewardTask {
 				t.Errorf("%s: dreamed reward %v (%v), the real episode's %v", run.task, last["reward"], info["reward_source"], want)
 			}
-		case last["reward"] != 0.0 || info["reward_source"] != dream.RewardNone || !strings.Contains(fmt.Sprint(info["reward_note"]), "evaluator"):
+		case last["reward"] != nil || info["reward_source"] != dream.RewardNotGraded || !strings.HasPrefix(fmt.Sprint(info["reward_note"]), "not graded: ") ||
+			info["eval_error"] != info["reward_note"]:
+			// Not graded: the reward is unknown (null), never a 0 the policy did not earn.
 			t.Errorf("%s: a task its grader cannot grade on a dream: reward %v, info %v", run.task, last["reward"], info)
 		}
 		cl.fail("step", env, map[string]any{"action": "noop()"}, server.CodeEpisodeOver)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -68,3 +69,13 @@ var errNoPage = errors.New("a dream has no page to run in")
 func (p dreamPage) URL(context.Context) (string, error)     { return p.url, nil }
 func (p dreamPage) Goto(context.Context, string) error      { return errNoPage }
 func (p dreamPage) Eval(context.Context, string, any) error { return errNoPage }
+
+// dreamReward is a dreamed step's reward as the protocol sends it: the
+// number, or null when the dream is not graded (dream.RewardNotGraded:
+// NaN, which JSON cannot carry), as a real step whose grading failed.
+func dreamReward(r float64) any {
+	if math.IsNaN(r) {
+		return nil
+	}
+	return r
+}

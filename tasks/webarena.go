@@ -42,6 +42,11 @@ type Task struct {
 	// is a stop); Wrong is one that must not.
 	Oracle []string `json:"oracle,omitempty"`
 	Wrong  []string `json:"wrong,omitempty"`
+	// Solutions are other action sequences that solve the task, found
+	// independently of the oracle (another route to the outcome, like the
+	// search box used as the intent says): webserv tasks check holds each
+	// to reward 1, and calls a task without one unverified.
+	Solutions [][]string `json:"solutions,omitempty"`
 
 	// A site's own tasks (docs/tasks.md) may add this.
 

@@ -29,7 +29,7 @@ func tasksCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	case "check":
 		return tasksCheckCmd(ctx, log, args[1:], stdout)
 	case "-h", "--help", "help":
-		fmt.Fprintln(os.Stderr, usage+"\n\n  validate  load every task file of the sites and check it (no browser, no site started)\n  check     replay every task's oracle (reward must be 1), wrong sequence (0) and stop(\"\") on its start state (0) on fresh instances")
+		fmt.Fprintln(os.Stderr, usage+"\n\n  validate  load every task file of the sites and check it (no browser, no site started)\n  check     replay every task's oracle and solutions (reward must be 1), wrong sequence, stop(\"\") on its start state and null agents (reward 0) on fresh instances")
 		return flag.ErrHelp
 	}
 	return fmt.Errorf("unknown tasks command %q; %s", args[0], usage)
@@ -113,12 +113,15 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 	hf.register(fs)
 	only := fs.String("site", "", "check only this site's tasks")
 	parallel := fs.Int("parallel", 4, "episodes at once")
+	strict := fs.Bool("strict", false, "fail on unverified tasks too (those without an independent solution)")
 	verbose := fs.Bool("v", false, "log the server's info messages too")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: webserv tasks check --sites DIR [--site NAME] [--parallel N] [flags]\n\n"+
-			"Replays every task's oracle (reward must be 1), wrong sequence (reward 0) and stop(\"\") on its\n"+
-			"start state (reward 0) of the site definitions in DIR that have tasks:, each on a fresh\n"+
-			"instance; a grading that fails is reported as the verifier's. Exit status 1 on any failure.\n"+
+			"Replays every task's oracle (reward must be 1), wrong sequence (reward 0), stop(\"\") on its\n"+
+			"start state (reward 0), null agents (stop with the start page's title, random actions: reward 0)\n"+
+			"and independent solutions (reward 1) of the site definitions in DIR that have tasks:, each on a\n"+
+			"fresh instance; a grading that fails is reported as the verifier's. Exit status 1 on any\n"+
+			"failure (and, with --strict, on a task without an independent solution).\n"+
 			"It takes serve's browser and hosting flags (the bundled shop is never served):")
 		fs.PrintDefaults()
 	}
@@ -162,14 +165,20 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 		return err
 	}
 	fmt.Fprint(stdout, server.FormatTaskChecks(checks))
-	failed := 0
+	failed, unverified := 0, 0
 	for _, c := range checks {
-		if !c.OK() {
+		switch {
+		case !c.OK():
 			failed++
+		case c.Unverified():
+			unverified++
 		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d task(s) failed", failed, len(checks))
+	}
+	if *strict && unverified > 0 {
+		return fmt.Errorf("%d of %d task(s) unverified (--strict): give each an independent solution (solutions:, docs/tasks.md)", unverified, len(checks))
 	}
 	return nil
 }

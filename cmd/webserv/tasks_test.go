@@ -11,18 +11,19 @@ import (
 )
 
 // webserv tasks check on the example site (local backend): every task's
-// oracle earns 1, its wrong sequence 0 and its start state 0, and the
-// table says so.
+// oracle earns 1, its wrong sequence, its start state and the null agents
+// 0, and the table says so; its hand-written tasks have no independent
+// solution, so --strict fails on them, saying why.
 func TestTasksCheckExampleSite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
 	err := tasksCmd(ctx, nil, []string{"check", "--sites", "../../examples/sites", "--site", "tracker", "--no-incus",
-		"--verified-python", "", "--instances", t.TempDir(), "--parallel", "3"}, nil, &out)
-	if err != nil {
-		t.Fatalf("tasks check: %v\n%s", err, out.String())
+		"--verified-python", "", "--instances", t.TempDir(), "--parallel", "3", "--strict"}, nil, &out)
+	if err == nil || !strings.Contains(err.Error(), "6 of 6 task(s) unverified (--strict)") {
+		t.Fatalf("tasks check --strict: %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"task       oracle  wrong   start   steps  seconds  result", "tracker.4  1       0       0           5", "6 task(s), 6 passed, 0 failed"} {
+	for _, want := range []string{"task       oracle  wrong   start   null    solution  steps  seconds  result", "tracker.4  1       0       0       0       -             5", "6 task(s), 6 passed, 0 failed; 6 unverified"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -66,7 +67,7 @@ func TestTasksCheckFailsOnAWrongVerifier(t *testing.T) {
 	if err == nil || err.Error() != "1 of 6 task(s) failed" {
 		t.Errorf("tasks check with a wrong verifier returned %v", err)
 	}
-	for _, want := range []string{"tracker.4  -       -       -           5", "tracker.4: verifier: the grading failed on the oracle's final state (the verifier's",
+	for _, want := range []string{"tracker.4  -       -       -       -       -             5", "tracker.4: verifier: the grading failed on the oracle's final state (the verifier's",
 		"tracker.4: verifier: the grading failed on the start state", "exit status 2", "no issue titled 'Crash when the title is blank'", "6 task(s), 5 passed, 1 failed"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, out.String())

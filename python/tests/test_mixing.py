@@ -272,3 +272,59 @@ def test_trl_refuses_expert_members_and_says_why() -> None:
         web_environment("shopping", mix=webserv.Mix(expert=0.5), group_size=4)
     with pytest.raises(ValueError, match="a mix needs group_size"):
         web_environment("shopping", mix=webserv.Mix(expert=0.5))
+
+
+def test_group_advantages_leave_out_members_that_were_not_graded() -> None:
+    nan = float("nan")
+    g = webserv.group_advantages([1.0, 0.0, nan, None], ["real", "real", "dream", "dream"])
+    assert g.graded == [True, True, False, False] and g.left_out == 2
+    assert g.left_out_by_source == {"dream": 2}
+    assert g.advantages[2:] == [0.0, 0.0] and g.advantages[0] == pytest.approx(1.0, abs=1e-4)
+    assert g.advantages[0] == pytest.approx(-g.advantages[1])
+    # A 0 for a dream that could not be graded would have pulled the baseline down; None keeps it.
+    assert webserv.group_advantages([1.0, 1.0, nan]).advantages == [0.0, 0.0, 0.0]
+    assert webserv.group_advantages([nan, None]).left_out == 2
+    assert webserv.group_advantages([2.0, 0.0], normalize=False).advantages == [1.0, -1.0]
+    with pytest.raises(ValueError, match="one source per member"):
+        webserv.group_advantages([1.0], ["real", "dream"])
+
+
+def test_a_dream_member_whose_task_needs_the_real_site_is_not_graded(binary: str, tmp_path: Path) -> None:
+    """A group on a shop task graded by the shop's database (a state task): the real member that
+    stops at once earns 0; the dreamed member doing the same is not graded (reward NaN, the reason in
+    info), not scored 0, and the group's advantages leave it out."""
+    root = tmp_path / "trajectories"
+    srv = LocalServer(binary, ["--idle", "200ms", "--trajectories", str(root)])
+    try:
+
+        async def record() -> str:
+            async with webserv.AsyncClient(srv.url) as c:
+                env = c.env("shopping", task="shopping.35", record={})
+                await env.reset()
+                await env.step("scroll(0, 200)")
+                await env.close()
+            return str(next(root.rglob("*.jsonl.gz")).relative_to(root))
+
+        asyncio.run(record())
+        envs = gym.make_vec(
+            "webserv/shopping",
+            num_envs=2,
+            vectorization_mode="vector_entry_point",
+            url=srv.url,
+            mix=webserv.Mix(dream=0.5, dream_env={"world_model": {"memory": ["."]}}),
+        )
+        try:
+            envs.reset(options={"task_id": "shopping.35"})
+            _, rewards, terminated, _, infos = envs.step(['stop("")', 'stop("")'])
+        finally:
+            envs.close()
+        assert list(infos["source"]) == ["real", "dream"] and terminated.all()
+        assert rewards[0] == 0.0 and rewards[1] != rewards[1]  # NaN: not graded
+        assert infos["reward_source"][1] == "not_graded"
+        assert (
+            str(infos["reward_note"][1]).startswith("not graded: ") and "evaluator" in infos["reward_note"][1]
+        )
+        g = webserv.group_advantages(list(rewards), list(infos["source"]))
+        assert g.left_out == 1 and g.left_out_by_source == {"dream": 1} and g.advantages == [0.0, 0.0]
+    finally:
+        srv.stop()

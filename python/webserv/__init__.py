@@ -58,7 +58,7 @@ from .eval import evaluate
 # After the submodule's import, the name is the function: `await webserv.explore(...)` (docs/explore.md).
 from .explore import explore
 from .handle import AsyncEnv
-from .mixing import Demonstration, Mix
+from .mixing import Demonstration, GroupAdvantages, Mix, group_advantages
 from .options import EnvOptions
 from .placement import Placement, PlacementRequest, StaticHosts
 from .registration import register_envs, register_from_server
@@ -91,6 +91,8 @@ __all__ = [
     "HostLost",
     "InfrastructureError",
     "Mix",
+    "GroupAdvantages",
+    "group_advantages",
     "NotReset",
     "NotConfigured",
     "NotSupported",

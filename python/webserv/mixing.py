@@ -234,6 +234,62 @@ class Mix:
         return demos
 
 
+def graded(reward: float | None) -> bool:
+    """Whether a member's reward is a grade: not None and not NaN (a dream whose task's grader cannot
+    run on a dreamed observation, ``info["reward_source"] == "not_graded"``, or a grading that
+    failed)."""
+    return reward is not None and not math.isnan(reward)
+
+
+@dataclass(frozen=True)
+class GroupAdvantages:
+    """A group's advantages over its graded members (``group_advantages``)."""
+
+    #: One per member, in order: (reward - mean) / (std + eps) over the graded members; 0.0 for a
+    #: member left out (it moves no gradient).
+    advantages: list[float]
+    #: Which members were graded (and so in the mean and std).
+    graded: list[bool]
+    #: How many were left out, and of which source (when sources were given).
+    left_out: int
+    left_out_by_source: dict[str, int]
+
+
+def group_advantages(
+    rewards: Sequence[float | None],
+    sources: Sequence[Source] | None = None,
+    *,
+    normalize: bool = True,
+    eps: float = 1e-6,
+) -> GroupAdvantages:
+    """GRPO's group-relative advantages of one group, leaving out the members that were not graded.
+
+    A dreamed member whose task's grader cannot run on a dreamed observation gets reward NaN (None
+    through the protocol), as does a member whose grading failed: its reward is unknown, not 0, so it
+    is left out of the group's mean and standard deviation and its advantage is 0; the count says how
+    many (by source, given ``sources``: the group's ``sources(n)``). ``normalize=False`` gives reward
+    minus the mean (Dr. GRPO's). A group with no graded member has every advantage 0.
+    """
+    if sources is not None and len(sources) != len(rewards):
+        raise ValueError(f"{len(rewards)} rewards and {len(sources)} sources: give one source per member")
+    ok = [graded(r) for r in rewards]
+    vals = [float(r) for r, g in zip(rewards, ok, strict=True) if g and r is not None]
+    by_source: dict[str, int] = {}
+    if sources is not None:
+        for src, g in zip(sources, ok, strict=True):
+            if not g:
+                by_source[src] = by_source.get(src, 0) + 1
+    if not vals:
+        return GroupAdvantages([0.0] * len(rewards), ok, len(rewards), by_source)
+    mean = sum(vals) / len(vals)
+    std = math.sqrt(sum((v - mean) ** 2 for v in vals) / len(vals))
+    scale = (std + eps) if normalize else 1.0
+    adv = [
+        (float(r) - mean) / scale if g and r is not None else 0.0 for r, g in zip(rewards, ok, strict=True)
+    ]
+    return GroupAdvantages(adv, ok, ok.count(False), by_source)
+
+
 def member_options(source: Source, options: Mapping[str, Any] | None) -> dict[str, Any]:
     """A real or dream member's reset options from the group's. A dream starts from a real
     observation of its own (its ``start``, or the task's first one), not from the group's site:

@@ -277,7 +277,7 @@ func (c *Catalog) TaskScripts(sites []string) ([]server.TaskScripts, error) {
 			if err != nil {
 				return nil, fmt.Errorf("task %s: %w", id, err)
 			}
-			out = append(out, server.TaskScripts{Site: site, Task: id, Oracle: t.Oracle, Wrong: t.Wrong})
+			out = append(out, server.TaskScripts{Site: site, Task: id, Oracle: t.Oracle, Wrong: t.Wrong, Solutions: t.Solutions})
 		}
 	}
 	return out, nil

@@ -31,10 +31,17 @@ func ValidateSiteTasks(s *hosting.Site) ([]tasks.SiteFile, int, error) {
 	var errs []error
 	for _, t := range set.Tasks {
 		id := fmt.Sprintf("%s.%d", s.Name, t.ID)
-		for _, seq := range []struct {
+		seqs := []struct {
 			name    string
 			actions []string
-		}{{"oracle", t.Oracle}, {"wrong", t.Wrong}} {
+		}{{"oracle", t.Oracle}, {"wrong", t.Wrong}}
+		for k, sol := range t.Solutions {
+			seqs = append(seqs, struct {
+				name    string
+				actions []string
+			}{fmt.Sprintf("solutions[%d]", k), sol})
+		}
+		for _, seq := range seqs {
 			for k, a := range seq.actions {
 				if _, err := envcore.ParseAction(a); err != nil {
 					errs = append(errs, fmt.Errorf("task %s: %s[%d] %q: %w", id, seq.name, k, a, err))

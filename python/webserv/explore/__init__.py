@@ -11,7 +11,7 @@ from .check import check_tasks, url_matches
 from .definition import site_definition
 from .frontier import Frontier, FrontierEntry
 from .llm import PROMPTS
-from .loop import DEFAULT_PERSONAS, ExploreResult, explore, load_personas
+from .loop import DEFAULT_PERSONAS, ExploreFailed, ExploreResult, explore, load_personas
 from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler
 from .trajectory import Demo, Episode, Label, MalformedOutput, Step
 
@@ -20,6 +20,7 @@ __all__ = [
     "PROMPTS",
     "Demo",
     "Episode",
+    "ExploreFailed",
     "ExploreResult",
     "Frontier",
     "FrontierEntry",

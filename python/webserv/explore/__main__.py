@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from .loop import explore
+from .loop import ExploreFailed, explore
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,6 +47,11 @@ def main(argv: list[str] | None = None) -> int:
         help="record every explored episode as a trajectory (OUT/trajectories with the run's own server)",
     )
     p.add_argument("--screenshots", action="store_true", help="with --raw: a screenshot per step")
+    p.add_argument(
+        "--no-shorten",
+        action="store_true",
+        help="write demonstrations as explored (default: shortened to the fewest actions doing the task)",
+    )
     g = p.add_argument_group("live sites (--site open)")
     g.add_argument("--rate-per-host", type=float, help="requests per second per host")
     g.add_argument("--concurrency-per-host", type=int, help="requests in flight per host")
@@ -101,11 +106,15 @@ def main(argv: list[str] | None = None) -> int:
                 shop_data=a.shop_data,
                 raw=a.raw,
                 screenshots=a.screenshots,
+                shorten=not a.no_shorten,
             )
         )
     except (ValueError, OSError) as e:
         print(f"explore: {e}", file=sys.stderr)
         return 2
+    except ExploreFailed as e:
+        print(f"explore: {e}", file=sys.stderr)
+        return 1
     print(json.dumps(result.stats, indent=1))
     return 0
 

@@ -83,17 +83,21 @@ def site_definition(
     source: str | Path | None = None,
     binary: str | None = None,
     shop_data: str | Path | None = None,
+    taken: list[str] | None = None,
 ) -> tuple[dict[str, Any] | None, str]:
     """The definition that serves ``tasks_file`` (written to OUT/sites/NAME.json, so its ``tasks:``
-    is ``../tasks.json``), or None and why there is none."""
+    is ``../tasks.json``), or None and why there is none. Its name is SITE-explored, or with a number
+    after it when a site of ``taken`` (the server's) has that name: the definition is served beside
+    the server's own sites, whose names it must not take."""
     tasks_rel = os.path.relpath(tasks_file, tasks_file.parent / "sites")
+    name = free_name(f"{site}-explored", taken or [])
     if site == "shopping":
         exe = binary or os.environ.get("WEBSERV_BIN") or find_binary() or "webserv"
         if "/" in exe:
             exe = str(Path(exe).resolve())
         data = Path(shop_data) if shop_data else default_shop_data()
         return {
-            "name": "shopping-explored",
+            "name": name,
             "description": "the bundled shop's storefront with the tasks an exploration run found",
             "local": {
                 "command": [exe, "shop", "serve", "--port", "{port}", "--data", "{data}"],
@@ -127,7 +131,18 @@ def site_definition(
         if local.get("data_dir") and not os.path.isabs(local["data_dir"]):
             local["data_dir"] = str((base / local["data_dir"]).resolve())
     d["tasks"] = [tasks_rel]
+    # The run's tasks keep sites: [SITE] and __SITE__, which a definition's own tasks read as itself.
+    d["name"] = name
     return d, ""
+
+
+def free_name(want: str, taken: list[str]) -> str:
+    """want, or want-2, want-3, ...: the first that no site of taken has."""
+    name, n = want, 1
+    while name in taken:
+        n += 1
+        name = f"{want}-{n}"
+    return name
 
 
 def write_definition(out_dir: Path, definition: dict[str, Any]) -> Path:

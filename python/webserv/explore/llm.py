@@ -59,6 +59,9 @@ Instruction: {instruction}
 Final page: {url} ({title})
 {observation}
 
+Score 1 only if the trajectory accomplishes the instruction and the instruction alone determines the
+outcome: someone given only the instruction would end on this page or make this change (it names the
+search terms, options and values the result depends on).
 Answer on the last line: Score: 1 (accomplished) or Score: 0 (not accomplished)""",
 }
 

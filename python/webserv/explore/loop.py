@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -23,8 +24,11 @@ from ..models import ChatModel, ModelError
 from .check import _check_one, _queries, state_holds, url_matches
 from .definition import PLACEHOLDERS, placeholder, site_definition, start_path, write_definition
 from .frontier import Frontier, FrontierEntry
+from .instruction import merge_intents, name_constraints, names_nothing, reference_url
 from .llm import ModelAttempter, ModelExplorer, ModelLabeler, ModelReward, load_prompts
 from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler, page_key
+from .shorten import shortest
+from .solve import solve
 from .state import MAX_CHECKS, candidates, signature
 from .trajectory import (
     Demo,
@@ -45,6 +49,11 @@ DEFAULT_PERSONAS = [
     "a runner comparing trainers and reading reviews before buying",
     "a parent shopping for gifts on a budget who checks shipping and returns",
 ]
+
+
+class ExploreFailed(RuntimeError):
+    """No episode of the run could run (an unknown site, a server that cannot start it): the reason is
+    the first episode's error. The run's stats.json is written all the same."""
 
 
 @dataclass
@@ -99,6 +108,8 @@ class _Run:
     # the server says the site has none; state_note says why not.
     state: bool = False
     state_note: str = ""
+    state_known: bool = False  # the first reset's answer is in (state stays as it is from then on)
+    state_probe: asyncio.Lock = field(default_factory=asyncio.Lock)
     start_path: str = "/"  # a site definition's start_path
     # make's record for the exploration episodes (raw=True), None when not recorded.
     record: dict[str, Any] | None = None
@@ -124,17 +135,32 @@ class _Run:
         )
 
     async def reset(self, seed: int, options: dict[str, Any]) -> tuple[AsyncEnv, dict[str, Any]]:
-        """A new environment at its first observation; on a site without a state database the first
-        refusal of state_diff turns it off for the run."""
+        """A new environment at its first observation. The run's first reset asks for state_diff and
+        the others wait for its answer: on a site without a state database the server refuses it
+        (not_supported) once, and the run goes on without (state_note says why)."""
+        if self.state_known:
+            return await self._reset(seed, options)
+        async with self.state_probe:
+            if self.state_known:
+                return await self._reset(seed, options)
+            made_with = self.state
+            try:
+                out = await self._reset(seed, options)
+            except NotSupported as e:
+                if not made_with or "state_diff" not in str(e):
+                    raise
+                self.state, self.state_note = False, f"state tasks left out: {e}"
+                out = await self._reset(seed, options)
+            self.state_known = True
+            return out
+
+    async def _reset(self, seed: int, options: dict[str, Any]) -> tuple[AsyncEnv, dict[str, Any]]:
         env = self.env(explore=True)
         try:
             obs, _ = await env.reset(seed=seed, options=options)
-        except NotSupported as e:
-            if not self.state or "state_diff" not in str(e):
-                raise
-            self.state, self.state_note = False, str(e)
-            env = self.env(explore=True)
-            obs, _ = await env.reset(seed=seed, options=options)
+        except BaseException:
+            await env.close()
+            raise
         return env, obs
 
 
@@ -395,6 +421,86 @@ async def _best_of(run: _Run, demos: list[Demo], k: int, attempter: Any, gate: a
             d.steps = cands[best][1]
 
 
+async def _replay(run: _Run, d: Demo, actions: list[str]) -> list[Step] | None:
+    """actions replayed from d's task's start in a fresh environment: the replay's steps when they
+    all ran and still do d's task (_does_task), else None."""
+    env = run.env()
+    try:
+        obs, _ = await env.reset(seed=run.seed, options=_options_for(run, d.start_url))
+        steps: list[Step] = []
+        for a in actions:
+            nxt, _, terminated, _, _ = await env.step(a)
+            if nxt.get("last_action_error"):
+                return None
+            steps.append(_step(obs, a, nxt))
+            obs = nxt
+            if terminated and len(steps) < len(actions):
+                return None
+        return steps if await _does_task(d, env, obs) else None
+    except WebServError:
+        return None
+    finally:
+        await env.close()
+
+
+async def _does_task(d: Demo, env: AsyncEnv, obs: dict[str, Any]) -> bool:
+    """Whether a replay that ended at obs did d's task as its evaluator will grade it: the state checks
+    hold (and did not at the start), the reference page is reached, or (an answer, which its grader
+    reads from the stop alone) the page it was read from is reached and shows it."""
+    label = d.label
+    if label.answer:
+        page = reference_url(label.url, label.instruction)
+        return url_matches(page, obs["url"]) and label.answer in obs_text(obs, 1 << 20)
+    if label.state:
+        if not d.checks:
+            return False
+        return state_holds(d.checks, (await env.state_diff(_queries(d.checks)))["queries"])
+    return url_matches(reference_url(label.reference or label.url, label.instruction), obs["url"])
+
+
+async def _shorten(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> int:
+    """Each demonstration that has a task, shortened to the fewest actions that still do it from its
+    start (shorten.py); returns the replays spent."""
+
+    async def one(d: Demo) -> int:
+        if len(d.steps) < 2 or (d.label.state and not d.checks):
+            return 0  # nothing to leave out, or no task to keep doing
+        async with gate:
+            steps, spent = await shortest(d.steps, lambda acts: _replay(run, d, acts), 2 * len(d.steps) + 4)
+        if len(steps) < len(d.steps):
+            d.steps = steps
+        return spent
+
+    return sum(await asyncio.gather(*(one(d) for d in demos)))
+
+
+async def _solve(
+    run: _Run, demos: list[Demo], tasks_of: list[dict[str, Any] | None], gate: asyncio.Semaphore
+) -> None:
+    """Each task's independent solution (solve.py: found from its intent and the pages, not from
+    its demonstration), in its solutions when a replay from its start does the task with it."""
+
+    async def one(d: Demo, t: dict[str, Any]) -> None:
+        async with gate:
+            env = run.env()
+            try:
+                obs, _ = await env.reset(seed=run.seed, options=_options_for(run, d.start_url))
+                found = await solve(t["intent"], env, obs)
+                if found is None:
+                    return
+                actions, end = found
+                if d.label.answer and answer_of(actions[-1]) != d.label.answer:
+                    return
+                if await _does_task(d, env, end):
+                    t["solutions"] = [actions]
+            except WebServError:
+                return
+            finally:
+                await env.close()
+
+    await asyncio.gather(*(one(d, t) for d, t in zip(demos, tasks_of, strict=True) if t is not None))
+
+
 async def _verify_frontier(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> list[Demo]:
     """The demonstrations found from frontier states, replayed from the site's start (the path to the
     frontier state, then their own steps) as their task says; one whose replay does not pass (a path
@@ -448,18 +554,21 @@ def _task(site: str, task_id: int, demo: Demo) -> dict[str, Any] | None:
         category = "state"
         ev = {"eval_types": ["state"], "state": [dict(c) for c in demo.checks]}
     else:
-        if url_matches(label.url, demo.start_url):
+        # The page's path and the query parameters the instruction names, no more.
+        reference = reference_url(label.reference or label.url, label.instruction)
+        if url_matches(reference, demo.start_url):
             return None  # the start page already matches: stopping at once would pass
         category = "navigation"
         ev = {
             "eval_types": ["url_match"],
-            "reference_url": _relative(site, label.url),
+            "reference_url": _relative(site, reference),
             "url_note": "GOLD in PRED",
         }
     explored: dict[str, Any] = {
         "episode": ep.index,
         "persona": ep.persona,
         "steps": len(demo.steps),
+        "explored_steps": demo.raw_length or len(demo.steps),  # before the shortening
         "start": ep.start_cause,
     }
     if demo.best_of:
@@ -514,21 +623,69 @@ def _sft_rows(demo: Demo, idx: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _write(out_dir: Path, site: str, demos: list[Demo]) -> tuple[Path, Path, int]:
+def _settle_instructions(
+    site: str, demos: list[Demo]
+) -> tuple[list[Demo], list[dict[str, Any] | None], dict[str, int]]:
+    """The demonstrations and their tasks as written (instruction.py): an instruction that names
+    nothing is left out; a state task's intent names the values its checks require; one task per
+    intent (the others with its verifier merged into it, those with another verifier left out with
+    their demonstrations). Returns the demonstrations, each one's task (None: rows only) and counts."""
+    kept: list[Demo] = []
+    empty = 0
+    for d in demos:
+        if names_nothing(d.label.instruction):
+            empty += 1
+            continue
+        if d.checks:
+            d.label.instruction = name_constraints(d.label.instruction, d.checks)
+        kept.append(d)
+    tasks = [_task(site, 0, d) for d in kept]
+    fate = iter(merge_intents([t for t in tasks if t is not None]))
+    out_demos: list[Demo] = []
+    out_tasks: list[dict[str, Any] | None] = []
+    merged = conflicting = 0
+    for d, t in zip(kept, tasks, strict=True):
+        what = next(fate) if t is not None else "rows"
+        if what == "conflicting":
+            conflicting += 1
+            continue
+        merged += what == "merged"
+        out_demos.append(d)
+        out_tasks.append(t if what in ("keep", "rows") and t is not None else None)
+    counts = {"names_nothing": empty, "merged": merged, "conflicting": conflicting}
+    return out_demos, out_tasks, counts
+
+
+def _write(out_dir: Path, demos: list[Demo], tasks_of: list[dict[str, Any] | None]) -> tuple[Path, Path, int]:
     """Writes the demonstrations as sft rows and their tasks as a task file; returns the paths and
     how many tasks."""
     out_dir.mkdir(parents=True, exist_ok=True)
     tasks: list[dict[str, Any]] = []
     demos_path, tasks_path = out_dir / "demonstrations.jsonl", out_dir / "tasks.json"
     with demos_path.open("w") as f:
-        for idx, d in enumerate(demos):
+        for idx, (d, t) in enumerate(zip(demos, tasks_of, strict=True)):
             for row in _sft_rows(d, idx):
                 f.write(json.dumps(row) + "\n")
-            t = _task(site, len(tasks), d)
             if t is not None:
-                tasks.append(t)
+                tasks.append(t | {"task_id": len(tasks)})
     tasks_path.write_text(json.dumps(tasks, indent=1) + "\n")
     return demos_path, tasks_path, len(tasks)
+
+
+def _lengths(demos: list[Demo], tasks_of: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """The median and mean lengths of the emitted tasks' demonstrations, before and after."""
+    pairs = [(d.raw_length or len(d.steps), len(d.steps)) for d, t in zip(demos, tasks_of, strict=True) if t]
+    if not pairs:
+        return {"tasks": 0, "before_median": None, "after_median": None, "shortened": 0}
+    before, after = [b for b, _ in pairs], [a for _, a in pairs]
+    return {
+        "tasks": len(pairs),
+        "before_median": statistics.median(before),
+        "after_median": statistics.median(after),
+        "before_mean": round(statistics.fmean(before), 2),
+        "after_mean": round(statistics.fmean(after), 2),
+        "shortened": sum(a < b for b, a in pairs),
+    }
 
 
 def _trajectory_dir(out_dir: Path) -> Path:
@@ -572,6 +729,7 @@ async def explore(
     shop_data: str | Path | None = None,
     raw: bool = False,
     screenshots: bool = False,
+    shorten: bool = True,
 ) -> ExploreResult:
     """Runs ``episodes`` exploration episodes (``concurrency`` at once) on ``site`` and writes
     ``out/demonstrations.jsonl`` (sft rows), ``out/tasks.json`` (a task file), ``out/sites/NAME.json``
@@ -588,6 +746,8 @@ async def explore(
     (``screenshots=True`` with a screenshot per step): in ``out/trajectories`` when the run starts its
     own server (no ``server`` and no $WEBSERV_URL), else under the server's ``--trajectories``
     directory in ``explore-NAME`` (``stats["raw"]`` says where and which environment ran each episode).
+    ``shorten`` (default True) shortens each demonstration to the fewest actions that still do its
+    task before it is written (shorten.py).
     """
     if episodes < 1 or max_steps < 1 or k < 1 or best_of < 0:
         raise ValueError(
@@ -681,6 +841,8 @@ async def explore(
             run.state = site != "open"
             run.record = record
             run.start_path = start_path(site_definition_file)
+            # The sites the server has: the definition the run writes takes a name none of them has.
+            taken = [str(x.get("name")) for x in (await client.request("sites")).get("sites") or []]
 
             done: dict[int, Episode] = {}
             todo = iter(range(episodes))
@@ -701,22 +863,29 @@ async def explore(
                     for ep in eps
                     for n, label in ep.kept
                 ]
+                for d in demos:
+                    d.raw_length = len(d.steps)
                 if best_of:
                     await _best_of(run, demos, best_of, attempter, gate)
                 if run.state:
                     await _verify_state(run, demos, gate)
+                replays = await _shorten(run, demos, gate) if shorten else 0
                 found = len(demos)
                 if frontier:
                     demos = await _verify_frontier(run, demos, gate)
                 dropped = found - len(demos)
+                demos, tasks_of, intents = _settle_instructions(site, demos)
+                await _solve(run, demos, tasks_of, gate)
             finally:
                 await asyncio.gather(*(h.close() for h in run.holders), return_exceptions=True)
     finally:
         if own is not None:
             own.stop()
     elapsed = time.monotonic() - t0
-    demos_path, tasks_path, n_tasks = _write(out_dir, site, demos)
-    definition, why = site_definition(site, tasks_path, source=site_definition_file, shop_data=shop_data)
+    demos_path, tasks_path, n_tasks = _write(out_dir, demos, tasks_of)
+    definition, why = site_definition(
+        site, tasks_path, source=site_definition_file, shop_data=shop_data, taken=taken
+    )
     def_path = write_definition(out_dir, definition) if definition else None
     stats = {
         "site": site,
@@ -725,6 +894,16 @@ async def explore(
         "status": dict(Counter(ep.status for ep in eps)),
         "kept": len(demos),
         "tasks": n_tasks,
+        # Tasks with an independent solution (solve.py); the others are unverified.
+        "solutions": {
+            "solved": sum(1 for t in tasks_of if t and t.get("solutions")),
+            "unverified": sum(1 for t in tasks_of if t and not t.get("solutions")),
+        },
+        # Oracle lengths (actions before the final stop): as explored and as written (shorten.py).
+        "oracle_length": _lengths(demos, tasks_of) | {"replays": replays},
+        # Instructions that named nothing (left out), tasks merged into another of the same intent
+        # and verifier, and left out for another verifier of the same intent (instruction.py).
+        "intents": intents | {"distinct": len({t["intent"] for t in tasks_of if t is not None})},
         "pruned_by_step": dict(sorted(Counter(ep.pruned_at for ep in eps if ep.pruned_at).items())),
         "steps": sum(len(ep.steps) for ep in eps),
         "distinct_pages": len(fr.pages),
@@ -771,4 +950,9 @@ async def explore(
         else None,
     }
     (out_dir / "stats.json").write_text(json.dumps(stats, indent=1) + "\n")
+    if eps and not any(ep.steps for ep in eps) and all(ep.status == "env_error" for ep in eps):
+        raise ExploreFailed(
+            f"no episode of the run could run on site {site!r} ({len(eps)} failed before their first "
+            f"step): {eps[0].error} ({out_dir / 'stats.json'} has every episode's error)"
+        )
     return ExploreResult(eps, demos_path, tasks_path, stats, demos, def_path)

@@ -15,7 +15,7 @@ import random
 import re
 from collections import Counter
 from typing import Any
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlparse
 
 from .state import candidates, humanize
 from .trajectory import Episode, Label, obs_text
@@ -32,6 +32,11 @@ def page_key(url: str) -> str:
 
 def _q(s: str) -> str:
     return json.dumps(s)
+
+
+def _say(s: str) -> str:
+    """A name quoted in an instruction, as people write it (not escaped: “Café”, not \\u201cCaf\\u00e9)."""
+    return json.dumps(s, ensure_ascii=False)
 
 
 class NoveltyExplorer:
@@ -114,7 +119,35 @@ def shown_answer(obs: dict[str, Any]) -> str:
 
 
 def page_name(title: str, url: str) -> str:
-    return title.split(" · ")[0].strip() or urlparse(url).path
+    """The page's own name: its title before the site's ("Boots · WebServ Shop", "Search is slow -
+    Tracker"), else its path."""
+    return re.split(r" [·|—–-] ", title)[0].strip() or urlparse(url).path
+
+
+# A search box's element id (a filter's fields, like a minimum price, are not one).
+SEARCH_BOX = re.compile(r"search|query|(^|[.\-_])q($|[.\-_])", re.IGNORECASE)
+
+
+def searched(episode: Episode, url: str) -> tuple[str, str]:
+    """The term the episode's last typing submitted in a search box and the results page as the
+    search made it (the path and only the query parameter holding the term), when the page url still
+    shows it; else ("", "")."""
+    last = next((s for s in reversed(episode.steps) if s.action.startswith("type(")), None)
+    if last is None:
+        return "", ""
+    m = re.match(r'type\("((?:[^"\\]|\\.)*)",\s*"((?:[^"\\]|\\.)*)"', last.action)
+    if not m or not SEARCH_BOX.search(m.group(1)):
+        return "", ""
+    term = json.loads(f'"{m.group(2)}"').strip()
+
+    def holding(u: str) -> list[tuple[str, str]]:
+        return [(k, v) for k, v in parse_qsl(urlparse(u).query) if term and v.strip().lower() == term.lower()]
+
+    made = holding(last.next_url)
+    if not made or not all(p in holding(url) for p in made[:1]):
+        return "", ""
+    results = urlparse(last.next_url)._replace(query=urlencode(made[:1]), fragment="").geturl()
+    return term, results
 
 
 class TrajectoryLabeler:
@@ -132,17 +165,17 @@ class TrajectoryLabeler:
         if changed:
             s = changed[-1]
             where = page_name(s.title, s.url)
-            return Label(f"{humanize(s.action)} on the {_q(where)} page.", url, title)
+            return Label(f"{humanize(s.action)} on the {_say(where)} page.", url, title)
         name = page_name(title, url)
-        last_type = next((s for s in reversed(episode.steps) if s.action.startswith("type(")), None)
-        q = parse_qs(urlparse(url).query)
-        if last_type is not None and q:
-            term = re.findall(r'"((?:[^"\\]|\\.)*)"', last_type.action)[-1]
-            return Label(f"Search the site for {_q(term)} and show the results.", url, title)
+        term, results = searched(episode, url)
+        if term:
+            return Label(
+                f"Search the site for {_say(term)} and show the results.", url, title, reference=results
+            )
         price = shown_answer(obs)
         if price and name:
-            return Label(f"What is the price of {_q(name)}?", url, title, answer=price)
-        return Label(f"Go to the {_q(name)} page.", url, title)
+            return Label(f"What is the price of {_say(name)}?", url, title, answer=price)
+        return Label(f"Go to the {_say(name)} page.", url, title)
 
 
 class PageStateReward:

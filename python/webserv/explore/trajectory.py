@@ -34,6 +34,9 @@ class Label:
     answer: str = ""
     # Candidate state checks of what the labeled steps changed (state.candidates), for a state task.
     state: list[dict[str, Any]] = field(default_factory=list)
+    # The page a url_match task's reference is made of, when the labeler knows it better than the
+    # final page (a search's results, only its term in the query); "" for url.
+    reference: str = ""
 
 
 @dataclass
@@ -83,6 +86,8 @@ class Demo:
     best_of: dict[str, Any] | None = None
     # The state checks a replay from the task's start verified ({db, sql, args, expect}).
     checks: list[dict[str, Any]] = field(default_factory=list)
+    # The explored demonstration's length, before best-of-K and the shortening (shorten.py).
+    raw_length: int = 0
 
 
 class Explorer(Protocol):
