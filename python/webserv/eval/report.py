@@ -106,7 +106,8 @@ COLUMNS = ("site", "category", "tasks", "episodes", "success", "95% CI", "steps"
 
 def table_rows(summary: dict[str, Any]) -> list[list[str]]:
     out = []
-    for g in [*summary["groups"], {"site": "all", "category": ALL, **summary["overall"]}]:
+    overall: dict[str, Any] = {"site": "all", "category": ALL, **summary["overall"]}
+    for g in [*summary["groups"], overall]:
         out.append(
             [
                 g["site"],
@@ -199,9 +200,10 @@ def render_html(rows: Sequence[dict[str, Any]], summary: dict[str, Any]) -> str:
         )
     parts.append("</table>")
     scored = [r for r in rows if r.get("status") == "scored"]
-    bars = [
+    overall: dict[str, Any] = {"site": "all", "category": "", **o}
+    bars: list[tuple[str, float, list[float] | None]] = [
         (f"{g['site']} {g['category']}", g["success_rate"], g["ci95"])
-        for g in [*summary["groups"], {"site": "all", "category": "", **o}]
+        for g in [*summary["groups"], overall]
         if g["success_rate"] is not None and g["category"] != ALL
     ]
     parts.append("<h2>Plots</h2><div class='plots'>")
