@@ -93,6 +93,13 @@ def api_peak() -> int:
         return _Pages.api_peak
 
 
+def sites_server(binary: str, sites: str | Path, instances: str | Path, *extra: str) -> LocalServer:
+    """`webserv serve` of the site definitions in sites alone (no bundled shop, no Incus), its
+    instances under instances; extra flags follow."""
+    flags = ["--idle", "200ms", "--no-bundled", "--no-incus", "--sites", str(sites)]
+    return LocalServer(binary, [*flags, "--instances", str(instances), *extra])
+
+
 @pytest.fixture(scope="session")
 def binary() -> str:
     b = find_binary()

@@ -29,6 +29,7 @@ from typing import Any
 
 import gymnasium
 import pytest
+from conftest import sites_server
 from mcp import Client
 from websockets.asyncio.client import connect
 
@@ -99,21 +100,7 @@ def site_server(binary: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     for name, text in (("count.py", COUNT), ("typo.py", TYPO)):
         (d / "sites" / SITE / name).write_text(text)
         (d / "sites" / SITE / name).chmod(0o755)
-    srv = LocalServer(
-        binary,
-        [
-            "--idle",
-            "200ms",
-            "--no-bundled",
-            "--no-incus",
-            "--sites",
-            str(d / "sites"),
-            "--instances",
-            str(d / "instances"),
-            "--trajectories",
-            str(d / "trajectories"),
-        ],
-    )
+    srv = sites_server(binary, d / "sites", d / "instances", "--trajectories", str(d / "trajectories"))
     srv.trajectories = d / "trajectories"  # type: ignore[attr-defined]
     yield srv
     srv.stop()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import sites_server
 from standin_model import StandInModel
 
 import webserv
@@ -304,19 +305,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sites"
 def test_explored_tasks_of_a_users_site_definition_pass_tasks_check(binary: str, tmp_path: Path) -> None:
     """The example tracker (a site definition of the user's kind): explored model-free, its tasks served
     by the definition the run writes (the user's, with the run's tasks) and checked by the server."""
-    srv = LocalServer(
-        binary,
-        [
-            "--idle",
-            "200ms",
-            "--no-bundled",
-            "--no-incus",
-            "--sites",
-            str(EXAMPLE),
-            "--instances",
-            str(tmp_path),
-        ],
-    )
+    srv = sites_server(binary, str(EXAMPLE), str(tmp_path))
     out = tmp_path / "run"
     try:
         r = asyncio.run(
@@ -794,19 +783,7 @@ def test_a_site_without_a_state_database_is_explored_without_state_tasks(binary:
     sites = tmp_path / "sites"
     source = _tracker_definition(sites, "notes", state_db=False)
     _tracker_definition(sites, "notes-explored", state_db=False)
-    srv = LocalServer(
-        binary,
-        [
-            "--idle",
-            "200ms",
-            "--no-bundled",
-            "--no-incus",
-            "--sites",
-            str(sites),
-            "--instances",
-            str(tmp_path / "i"),
-        ],
-    )
+    srv = sites_server(binary, str(sites), str(tmp_path / "i"))
     try:
         r = asyncio.run(
             webserv.explore(

@@ -10,28 +10,16 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from conftest import sites_server
 
 import webserv
-from webserv.launcher import LocalServer
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sites"
 
 
 def test_a_sites_own_tasks_are_gymnasium_ids(binary: str, tmp_path: Path) -> None:
     """`serve --sites DIR` with the example tracker: webserv/tracker.N runs task N, graded in the server."""
-    srv = LocalServer(
-        binary,
-        [
-            "--idle",
-            "200ms",
-            "--no-bundled",
-            "--no-incus",
-            "--sites",
-            str(EXAMPLE),
-            "--instances",
-            str(tmp_path),
-        ],
-    )
+    srv = sites_server(binary, str(EXAMPLE), str(tmp_path))
     try:
         ids = webserv.register_from_server(srv.url)
         assert {"webserv/tracker", *(f"webserv/tracker.{n}" for n in range(1, 7))} <= set(ids)
@@ -101,19 +89,7 @@ def _kill_and_wait(pid: int) -> None:
 def test_a_dead_site_instance_raises_site_down(binary: str, tmp_path: Path) -> None:
     """The tracker's process killed mid-episode: steps raise SiteDown (the infrastructure's), the
     stop is not graded, a reset brings a fresh instance whose episode is graded again."""
-    srv = LocalServer(
-        binary,
-        [
-            "--idle",
-            "200ms",
-            "--no-bundled",
-            "--no-incus",
-            "--sites",
-            str(EXAMPLE),
-            "--instances",
-            str(tmp_path),
-        ],
-    )
+    srv = sites_server(binary, str(EXAMPLE), str(tmp_path))
     try:
         webserv.register_from_server(srv.url)
         env = gym.make("webserv/tracker.1", url=srv.url)
