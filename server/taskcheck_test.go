@@ -1,18 +1,13 @@
 package server_test
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/webserv-rl/webserv/server"
 )
 
 // The check loop proves more than a replay: null agents (stop with the
 // start page's title, seeded random actions) must earn 0 as the start
-// state does,
-// and each independent solution 1. On the example tracker: task 1 graded
+// state does, and each independent solution 1. On the example tracker: task 1 graded
 // against the start page itself (every null agent passes it), task 2 with
 // a second route to its answer (the label's page by URL: it passes, the
 // task is verified), task 3 with a "solution" that does something else
@@ -28,17 +23,7 @@ func TestTaskCheckNullAgentsAndIndependentSolutions(t *testing.T) {
 			`  solutions: [['click("export-to-csv")', 'stop("")']]`+"\n"+`  wrong: ['click("export-to-csv")', 'fill("comment.comment", "Fixed in v2.0")'`, 1)
 	}, nil, "")
 	srv, f, _ := trackerServer(t, def)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	checks, err := srv.CheckTasks(ctx, taskScripts(t, f, []string{"tracker"}), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := server.FormatTaskChecks(checks)
-	byID := map[string]server.TaskCheck{}
-	for _, c := range checks {
-		byID[c.Task] = c
-	}
+	byID, table := checkTracker(t, srv, f)
 	lax := byID["tracker.1"]
 	problems := strings.Join(lax.Problems, "\n")
 	for _, want := range []string{
