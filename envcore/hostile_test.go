@@ -267,6 +267,16 @@ func TestHostileMemoryIsBounded(t *testing.T) {
 	mustAct(t, env, `fill("notes", "after the reset")`)
 }
 
+// misbehave starts the ?hoard or ?spin page's misbehaviour, once the reset
+// has observed the page (a start on a timer raced the reset's own reading
+// of the page on a loaded host).
+func misbehave(t *testing.T, env *envcore.Env) {
+	t.Helper()
+	if err := env.Evaluate(testCtx(t), "window.misbehave = true", nil); err != nil {
+		t.Fatalf("start the page's misbehaviour: %v", err)
+	}
+}
+
 // A page that allocates while no step runs (the agent thinks) is caught by
 // the watch between steps: the host's memory stays within the bound (the
 // page alone would pass it within the wait), and the next step answers
@@ -275,6 +285,7 @@ func TestHostileMemoryIsBoundedBetweenSteps(t *testing.T) {
 	defer guard(t)()
 	env := newEnv(t, envcore.Config{MaxMemoryMB: 256})
 	mustReset(t, env, "/hostile.html?hoard")
+	misbehave(t, env)
 	time.Sleep(4 * time.Second) // 3 s of 800 MB/s unchecked would be 2.4 GB
 	_, _, err := env.StepText(testCtx(t), `noop()`)
 	var rl *envcore.ResourceLimitError
@@ -290,7 +301,8 @@ func TestHostileSpinBetweenStepsIsBounded(t *testing.T) {
 	defer guard(t)()
 	env := newEnv(t, envcore.Config{MaxBusy: 2 * time.Second})
 	mustReset(t, env, "/hostile.html?spin")
-	time.Sleep(5 * time.Second) // the agent thinks; from 1 s on the page spins
+	misbehave(t, env)
+	time.Sleep(5 * time.Second) // the agent thinks; within 0.1 s the page spins
 	_, _, err := env.StepText(testCtx(t), `noop()`)
 	var rl *envcore.ResourceLimitError
 	if !errors.As(err, &rl) || rl.What != "cpu" || rl.Used < 2000 || !strings.Contains(err.Error(), "busy without a break") {
