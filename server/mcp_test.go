@@ -499,7 +499,7 @@ func TestMCPDroppedSessionIsFreedAfterTheTTL(t *testing.T) {
 	t.Parallel()
 	// The TTL leaves room for a loaded machine between the client's
 	// requests (the session's idle clock runs between them too).
-	_, base := startServer(t, server.Config{TTL: 4 * time.Second})
+	_, base := startServer(t, server.Config{TTL: 15 * time.Second})
 	cs := mustMCP(t, base, "")
 	okTool(t, cs, "reset", map[string]any{"start_url": pageURL(2)})
 	waitEnvs(t, base, 0) // nobody calls: the session and its environment go
