@@ -6,6 +6,10 @@ GO      ?= go
 # Debian's golang may pin GOTOOLCHAIN=local in its go.env; go.mod's toolchain
 # must be fetchable through the module proxy when the installed go is older.
 export GOTOOLCHAIN ?= auto
+# Statically linked binaries (tests' too): the server's own executable runs
+# commands inside site containers as the exec helper (incusmgr/exechelper.go),
+# which must start in any image.
+export CGO_ENABLED ?= 0
 BIN     := bin/webserv
 GOFMT    = $$($(GO) env GOROOT)/bin/gofmt
 PYTHON  ?= python3

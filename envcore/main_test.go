@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/internal/busy"
 )
 
 // One Chromium and one fixture server serve every test of the package; each
@@ -27,7 +28,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	spinIfAsked()
+	busy.SpinIfAsked()
 	ctx := context.Background()
 	var err error
 	lg := zap.NewNop()

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/internal/busy"
 	"github.com/webserv-rl/webserv/netroute"
 )
 
@@ -216,7 +217,7 @@ const (
 // that go test's -parallel (the number of cores) does not serialise them.
 func TestStepFollowsEverythingTheActionCauses(t *testing.T) {
 	t.Parallel()
-	saturate(t, 2)
+	busy.Saturate(t, 2)
 	type job struct {
 		name, page, action, want string
 		env                      *envcore.Env
@@ -233,7 +234,7 @@ func TestStepFollowsEverythingTheActionCauses(t *testing.T) {
 	}
 	// Each load and step is bounded by the settle timeout; this bounds
 	// the whole.
-	ctx, cancel := context.WithTimeout(context.Background(), maxSaturation)
+	ctx, cancel := context.WithTimeout(context.Background(), busy.MaxSaturation)
 	defer cancel()
 	slots := make(chan struct{}, classesAtOnce)
 	var wg sync.WaitGroup

@@ -30,8 +30,9 @@ func (m *Manager) pid(name string) (int, error) {
 
 // container is one running clone.
 type container struct {
-	name string
-	pid  int
+	name   string
+	pid    int
+	helped bool // it has the exec helper's devices (exechelper.go)
 }
 
 func randomSuffix() string {
@@ -44,10 +45,18 @@ func randomSuffix() string {
 // starts it and waits for the site's readiness probe.
 func (m *Manager) launch(ctx context.Context, site *hosting.Site, source string) (*container, error) {
 	name := "webserv-" + site.Name + "-" + randomSuffix()
+	devices := m.rootDevice()
+	helper, err := m.helperDevices(name)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range helper {
+		devices[k] = v
+	}
 	req := api.InstancesPost{
 		Name: name, Type: api.InstanceTypeContainer, Start: true,
 		Source: api.InstanceSource{Type: "copy", Source: source, InstanceOnly: true},
-		InstancePut: api.InstancePut{Profiles: []string{}, Devices: m.rootDevice(), Config: map[string]string{
+		InstancePut: api.InstancePut{Profiles: []string{}, Devices: devices, Config: map[string]string{
 			labelRole: "instance", labelSite: site.Name, labelOwner: m.owner, labelHash: "",
 		}},
 	}
@@ -59,7 +68,7 @@ func (m *Manager) launch(ctx context.Context, site *hosting.Site, source string)
 		_ = deleteInstance(context.Background(), m.c, name)
 		return nil, fmt.Errorf("clone %s: %w", source, err)
 	}
-	c := &container{name: name}
+	c := &container{name: name, helped: helper != nil}
 	if err := m.ready(ctx, site, c, nil); err != nil {
 		_ = deleteInstance(context.Background(), m.c, name)
 		return nil, err

@@ -48,7 +48,9 @@ func (m *Manager) dirs(site *hosting.Site) (work, data string) {
 // Exec runs a command in the instance's current container (its
 // environment.* keys apply, as for the site itself), in the image's
 // working directory. A command that has not exited within the timeout is
-// an error; the operation is cancelled.
+// an error, and is killed (with its process group) when the container
+// has the exec helper (exechelper.go); without it the output is streamed
+// over Incus's exec websockets, which can lose it on a loaded host.
 func (in *Instance) Exec(ctx context.Context, req hosting.ExecRequest) (hosting.ExecResult, error) {
 	r := req.WithDefaults()
 	if len(r.Command) == 0 {
@@ -59,17 +61,24 @@ func (in *Instance) Exec(ctx context.Context, req hosting.ExecRequest) (hosting.
 		args[i] = strings.ReplaceAll(a, "{url}", in.site.Origin)
 	}
 	in.mu.Lock()
-	cn := in.c.name
+	cn, helped := in.c.name, in.c.helped
 	in.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
-	defer cancel()
-	stdout, stderr := &hosting.Bounded{Max: r.MaxOutput}, &hosting.Bounded{Max: r.MaxOutput}
-	done := make(chan bool)
 	env := map[string]string{"SITE_URL": in.site.Origin}
 	for k, v := range r.Env {
 		env[k] = v
 	}
 	work, _ := in.m.dirs(in.site)
+	if helped {
+		// The helper kills the command at r.Timeout; the grace covers a
+		// loaded host starting the helper and ending the operation.
+		ctx, cancel := context.WithTimeout(ctx, r.Timeout+helperGrace)
+		defer cancel()
+		return in.m.execHelper(ctx, cn, args, env, work, r)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	stdout, stderr := &hosting.Bounded{Max: r.MaxOutput}, &hosting.Bounded{Max: r.MaxOutput}
+	done := make(chan bool)
 	op, err := in.m.c.ExecInstance(cn, api.InstanceExecPost{Command: args, WaitForWS: true, Environment: env, Cwd: work},
 		&incus.InstanceExecArgs{Stdin: bytes.NewReader(r.Stdin), Stdout: stdout, Stderr: stderr, DataDone: done})
 	if err != nil {

@@ -88,6 +88,7 @@ func GC(ctx context.Context, c incus.InstanceServer, all bool) ([]string, error)
 }
 
 func deleteInstance(ctx context.Context, c incus.InstanceServer, name string) error {
+	defer os.RemoveAll(ioDir(name))
 	if op, err := c.UpdateInstanceState(name, api.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, ""); err == nil {
 		_ = op.WaitContext(ctx)
 	}

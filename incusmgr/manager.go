@@ -48,6 +48,9 @@ type Manager struct {
 	c     incus.InstanceServer
 	cfg   Config
 	owner string
+	// helper is the executable mounted into containers to run commands
+	// (exechelper.go); "" when commands use Incus's exec websockets.
+	helper string
 
 	mu        sync.Mutex
 	bases     map[string]string // site -> "base-instance/snapshot"
@@ -82,6 +85,12 @@ func Connect(ctx context.Context, log *zap.Logger, cfg Config) (*Manager, error)
 		bases: map[string]string{}, baseLocks: map[string]*sync.Mutex{},
 		warm: map[string]chan *container{}, instances: map[string]*Instance{},
 		closing: make(chan struct{}),
+	}
+	if cfg.Remote == "" {
+		var why string
+		if m.helper, why = helperExecutable(); m.helper == "" {
+			log.Warn("commands in containers will stream their output over Incus's exec websockets, which can lose it on a loaded host", zap.String("why", why))
+		}
 	}
 	if removed, err := GC(ctx, c, false); err != nil {
 		log.Warn("collecting leaked instances failed", zap.Error(err))

@@ -324,7 +324,7 @@ func ExecConformance(t *testing.T, b hosting.Backend, site *hosting.Site, prog, 
 	if _, err := ex.Exec(ctx, hosting.ExecRequest{Command: []string{prog, "exec-spew", "5000"}, MaxOutput: 1000}); !errors.Is(err, hosting.ErrExecOutput) {
 		t.Errorf("a command writing past the bound: %v", err)
 	}
-	if _, err := ex.Exec(ctx, hosting.ExecRequest{Command: []string{"/nonexistent/program"}}); err == nil && b.Name() == "local" {
+	if _, err := ex.Exec(ctx, hosting.ExecRequest{Command: []string{"/nonexistent/program"}}); err == nil {
 		t.Errorf("a program that does not exist ran")
 	}
 	if res, err := ex.Exec(ctx, hosting.ExecRequest{Command: []string{prog, "exec-write", file, "written"}}); err != nil || res.ExitCode != 0 {
