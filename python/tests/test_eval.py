@@ -307,8 +307,12 @@ def test_screenshot_and_set_of_marks_show_the_model_pictures_of_the_page(
     task. --observation screenshot: the same page's picture without marks, beside the tree."""
     som = StandInModel(oracle_script(tasks))
     out = tmp_path / "som"
-    res = run(model=som.url, tasks=SPEC, out=out, max_steps=8, server=rec_server[0], observation="som")
-    assert res.summary["overall"]["success_rate"] == 1.0 and res.summary["overall"]["episodes"] == 4
+    # As a user runs it: webserv eval ... --observation som.
+    argv = ["--model", som.url, "--model-name", "standin", "--tasks", SPEC, "--max-steps", "8"]
+    argv += ["--parallel", "2", "--server", rec_server[0], "--out", str(out), "--observation", "som", "-q"]
+    assert eval_main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["overall"]["success_rate"] == 1.0 and summary["overall"]["episodes"] == 4
     for r in read_rows(out):
         assert r["actions"] == tasks[r["task"]]["oracle"] and r["malformed"] == 0
     assert json.loads((out / "run.json").read_text())["observation"] == "som"
