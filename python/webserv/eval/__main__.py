@@ -67,8 +67,9 @@ def _eval_parser(prog: str) -> argparse.ArgumentParser:
         type=_observation,
         default="axtree",
         metavar="|".join(OBSERVATIONS),
-        help="what the model is shown of the page: the accessibility tree, the HTML, the tree and a "
-        "screenshot, or a set-of-marks screenshot and its marks (image parts for multimodal models)",
+        help="what the model is shown of the page: "
+        + "; ".join(f"{o.name}: {o.doc}" for o in OBSERVATIONS.values())
+        + " (pictures go as image_url parts, for multimodal models)",
     )
     p.add_argument(
         "--tools", action="store_true", help="ask for OpenAI tool calls instead of an Action: line"

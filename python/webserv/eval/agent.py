@@ -4,8 +4,8 @@ Each step is one request: a system prompt made from the server's action table (t
 op), then one user message with the goal, the previous actions with their errors and the page as
 the ``observation`` setting shows it (``OBSERVATIONS``: the accessibility tree, the pruned HTML,
 the accessibility tree with a screenshot, or a set-of-marks screenshot with the list of its
-marks; a picture goes as an OpenAI ``image_url`` content part holding a data URL). The reply's last line is
-``Action: <call>``; with ``tools=True`` the endpoint is offered one OpenAI tool per action of the
+marks; a picture goes as an OpenAI ``image_url`` content part holding a data URL). The reply's
+last line is ``Action: <call>``; with ``tools=True`` the endpoint is offered one OpenAI tool per action of the
 same table and the reply is a tool call. A reply without a usable action is asked again with the
 reason (``malformed_retries`` times); after that the step is the agent's mistake: the harness
 sends ``noop()`` and the next prompt shows why the reply was not an action, as a real environment
@@ -13,8 +13,8 @@ shows a failed action.
 
 The prompts are the files of ``webserv/eval/prompts`` (``system.txt``, ``reply_text.txt``,
 ``reply_tools.txt``, ``observation_<name>.txt`` per observation, ``step.txt``, ``malformed.txt``);
-``prompts_dir`` replaces any of them with a
-file of the same name, formatted with ``str.format`` and the fields the built-in one names.
+``prompts_dir`` replaces any of them with a file of the same name, formatted with ``str.format``
+and the fields the built-in one names.
 """
 
 from __future__ import annotations
