@@ -1,6 +1,7 @@
 """Eval suite: what ``webserv eval``'s harness costs, and how a run scales with --parallel.
 
-    WEBSERV_BIN=bin/webserv python bench/eval_bench.py [--episodes 100] [--parallel 1,8,32] [--smoke]
+    WEBSERV_BIN=bin/webserv python bench/eval_bench.py [--episodes 100] [--parallel 1,8,32]
+        [--observation axtree|html|screenshot|som] [--smoke]
 
 The model is a stand-in for the user's model on 127.0.0.1 (python/tests/standin_model.py) that
 answers each bundled task's oracle step by step, so every episode succeeds and the model's own time
@@ -14,7 +15,9 @@ episodes (the bundled tasks with a goal of their own, repeated to make up the nu
   rollout's bookkeeping, the results row written and fsynced, and closing the environment, which
   ``rollout.run`` does not time), in the same run as the environment's step;
 
-and the run's wall time and episodes per minute. Results: bench/results/eval.{json,md}.
+and the run's wall time and episodes per minute. Results: bench/results/eval.{json,md,png}; with
+``--observation`` other than ``axtree`` (the agent's default), eval-<observation>.{json,md,png}, so
+the picture observations' cost (a screenshot per step, base64 in every request) is measured apart.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from benchlib import header, write  # noqa: E402
 from standin_model import StandInModel  # noqa: E402
 
 import webserv  # noqa: E402
+from webserv.eval import OBSERVATIONS  # noqa: E402
 from webserv.launcher import LocalServer, find_binary  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -74,7 +78,13 @@ def per_step(rows: list[dict[str, Any]], key: str) -> float:
 
 
 async def arm(
-    url: str, model: StandInModel, tasks: list[dict[str, Any]], episodes: int, parallel: int, out: Path
+    url: str,
+    model: StandInModel,
+    tasks: list[dict[str, Any]],
+    episodes: int,
+    parallel: int,
+    out: Path,
+    observation: str,
 ) -> dict:
     chosen = tasks[: min(len(tasks), episodes)]
     repeats = math.ceil(episodes / len(chosen))
@@ -88,12 +98,14 @@ async def arm(
         max_steps=max(len(t["oracle"]) for t in chosen) + 2,
         repeats=repeats,
         server=url,
+        observation=observation,
     )
     wall = time.monotonic() - t0
     scored = [r for r in res.rows if r["status"] == "scored"]
     for r in scored:
         r["harness_s"] = max(0.0, r["wall_s"] - r["env_s"] - r["model_s"])
     return {
+        "observation": observation,
         "parallel": parallel,
         "episodes": len(res.rows),
         "success_rate": res.summary["overall"]["success_rate"],
@@ -107,11 +119,11 @@ async def arm(
     }
 
 
-async def run(url: str, episodes: int, parallels: list[int], out: Path) -> list[dict]:
+async def run(url: str, episodes: int, parallels: list[int], out: Path, observation: str) -> list[dict]:
     tasks = await bundled(url)
     model = StandInModel(oracle_script(tasks))
     try:
-        return [await arm(url, model, tasks, episodes, p, out / f"p{p}") for p in parallels]
+        return [await arm(url, model, tasks, episodes, p, out / f"p{p}", observation) for p in parallels]
     finally:
         model.stop()
 
@@ -121,10 +133,17 @@ def main() -> int:
     p.add_argument("--episodes", type=int, default=100)
     p.add_argument("--parallel", default="1,8,32", help="comma list of --parallel values")
     p.add_argument(
+        "--observation",
+        default="axtree",
+        choices=list(OBSERVATIONS),
+        help="what the agent shows the model (webserv eval --observation)",
+    )
+    p.add_argument(
         "--smoke", action="store_true", help="4 episodes at --parallel 1 and 2 (marked a smoke run)"
     )
     p.add_argument("--out", default=str(RESULTS), help="where eval.json, eval.md and eval.png go")
     a = p.parse_args()
+    suite = "eval" if a.observation == "axtree" else f"eval-{a.observation}"
     parallels = [int(x) for x in a.parallel.split(",")]
     if a.smoke:
         a.episodes, parallels = 4, [1, 2]
@@ -132,14 +151,14 @@ def main() -> int:
     if not binary:
         print("no webserv binary: make build, or set WEBSERV_BIN", file=sys.stderr)
         return 2
-    rep = header("eval", "python bench/eval_bench.py " + " ".join(sys.argv[1:]), a.smoke)
+    rep = header(suite, "python bench/eval_bench.py " + " ".join(sys.argv[1:]), a.smoke)
     rep["load_before"] = [round(x, 1) for x in os.getloadavg()]
     with tempfile.TemporaryDirectory() as d:
         traj = Path(d) / "trajectories"
         traj.mkdir()
         server = LocalServer(binary, ["--trajectories", str(traj), "--max-envs", str(max(parallels) + 8)])
         try:
-            arms = asyncio.run(run(server.url, a.episodes, parallels, Path(d)))
+            arms = asyncio.run(run(server.url, a.episodes, parallels, Path(d), a.observation))
         finally:
             server.stop()
     rep["load_after"] = [round(x, 1) for x in os.getloadavg()]
@@ -150,12 +169,13 @@ def main() -> int:
     print(table)
     ok = all(x["success_rate"] == 1.0 and x["infra_failures"] == 0 for x in arms)
     rep["headline"] = (
-        f"Harness overhead per step {arms[0]['harness_ms_per_step']} ms against the environment's "
+        f"Observation {a.observation}. Harness overhead per step {arms[0]['harness_ms_per_step']} ms "
+        "against the environment's "
         f"{arms[0]['env_ms_per_step']} ms (--parallel {arms[0]['parallel']}, same run); "
         + ", ".join(f"{x['episodes']} episodes at --parallel {x['parallel']}: {x['wall_s']} s" for x in arms)
         + f". Load {rep['load_before']} before, {rep['load_after']} after."
     )
-    plot(arms, Path(a.out) / "eval.png")
+    plot(arms, Path(a.out) / f"{suite}.png")
     write(Path(a.out), rep, table + "\n")
     return 0 if ok else 1
 

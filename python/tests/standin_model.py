@@ -7,8 +7,9 @@ The script is a list of entries, each consumed by the first request it matches:
 OpenAI tool calls, its content null) or ``{"status": 503}`` (an error answer, to exercise retries) or
 ``{"die": true}``
 (the server stops: an endpoint that dies mid-run); an entry with ``"keep": true`` answers every
-request it matches and is never used up. ``requests`` records every request body. ``port``: where
-to listen on 127.0.0.1 (0, the default, picks a free port).
+request it matches and is never used up. A message whose content is a list of parts (text and
+``image_url``, as multimodal requests are) is matched on its text parts. ``requests`` records
+every request body. ``port``: where to listen on 127.0.0.1 (0, the default, picks a free port).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class StandInModel:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def _take(self, body: dict[str, Any]) -> dict[str, Any] | None:
-        last = next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
+        last = text_of(next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), ""))
         for i, e in enumerate(self.script):
             if e.get("match", "") in last:
                 return e if e.get("keep") else self.script.pop(i)
@@ -105,3 +106,18 @@ class StandInModel:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def text_of(content: str | list[dict[str, Any]] | None) -> str:
+    """A message's text: its content, or the text parts of a content list (OpenAI's multimodal
+    form, ``[{"type": "text", ...}, {"type": "image_url", ...}]``) joined by newlines."""
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+    return content or ""
+
+
+def images_of(content: str | list[dict[str, Any]] | None) -> list[str]:
+    """The image URLs of a message's content list (data URLs, as the agent sends them)."""
+    if not isinstance(content, list):
+        return []
+    return [str(p["image_url"]["url"]) for p in content if p.get("type") == "image_url"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import base64
+import io
 import json
 import os
 import re
@@ -20,11 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from standin_model import StandInModel
+from PIL import Image
+from standin_model import StandInModel, images_of, text_of
 
 import webserv
 from webserv.actions import by_name
 from webserv.eval import compare, console, evaluate, load_prompts, parse_action, read_rows
+from webserv.eval.__main__ import main as eval_main
 from webserv.eval.agent import Malformed
 from webserv.eval.stats import paired, wilson
 from webserv.eval.tasks import Plan, select
@@ -267,6 +271,101 @@ def test_a_stand_in_that_answers_with_tool_calls(
     fill = next(t for t in m.requests[0]["tools"] if t["function"]["name"] == "fill")["function"]
     assert fill["parameters"]["required"] == ["bid", "value"]
     assert "Action:" not in m.requests[0]["messages"][0]["content"]
+
+
+# envcore/marks.go's first three mark colours (marks 1, 2 and 3 are outlined and labelled in them).
+MARK_COLOURS = [(230, 25, 75), (0, 130, 200), (60, 180, 75)]
+
+
+def _first_request(m: StandInModel, task: dict[str, Any]) -> dict[str, Any]:
+    """The stand-in's request for the first step of task."""
+    want = _match(task, [])
+    return next(b for b in m.requests if want in text_of(b["messages"][1]["content"]))
+
+
+def _picture(content: Any) -> Image.Image:
+    """The one picture of a request's user message, decoded from its data URL."""
+    [url] = images_of(content)
+    head, _, data = url.partition(",")
+    assert head == "data:image/png;base64", head
+    img = Image.open(io.BytesIO(base64.b64decode(data)))
+    assert img.format == "PNG"
+    return img.convert("RGB")
+
+
+def _count(img: Image.Image, colour: tuple[int, int, int]) -> int:
+    """How many pixels of img are exactly colour."""
+    counts = img.getcolors(maxcolors=img.width * img.height) or []
+    return next((n for n, c in counts if c == colour), 0)
+
+
+def test_screenshot_and_set_of_marks_show_the_model_pictures_of_the_page(
+    rec_server: tuple[str, Path], tasks: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    """--observation som: every request carries the server's set-of-marks picture of the viewport as
+    an image_url part and lists the marks with their ids; the oracle stand-in still solves every
+    task. --observation screenshot: the same page's picture without marks, beside the tree."""
+    som = StandInModel(oracle_script(tasks))
+    out = tmp_path / "som"
+    # As a user runs it: webserv eval ... --observation som.
+    argv = ["--model", som.url, "--model-name", "standin", "--tasks", SPEC, "--max-steps", "8"]
+    argv += ["--parallel", "2", "--server", rec_server[0], "--out", str(out), "--observation", "som", "-q"]
+    assert eval_main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["overall"]["success_rate"] == 1.0 and summary["overall"]["episodes"] == 4
+    for r in read_rows(out):
+        assert r["actions"] == tasks[r["task"]]["oracle"] and r["malformed"] == 0
+    assert json.loads((out / "run.json").read_text())["observation"] == "som"
+    assert all(len(images_of(b["messages"][1]["content"])) == 1 for b in som.requests)
+    assert "labelled with a number" in som.requests[0]["messages"][0]["content"]
+
+    shot = StandInModel(oracle_script(tasks))
+    res = run(
+        model=shot.url,
+        tasks="shopping.25",
+        out=tmp_path / "shot",
+        max_steps=8,
+        server=rec_server[0],
+        observation="screenshot",
+    )
+    assert res.summary["overall"]["success_rate"] == 1.0
+
+    # The shop's home page, the first step of shopping.25, as each observation showed it.
+    marked_req = _first_request(som, tasks["shopping.25"])["messages"][1]["content"]
+    plain_req = _first_request(shot, tasks["shopping.25"])["messages"][1]["content"]
+    marked, plain = _picture(marked_req), _picture(plain_req)
+    assert marked.size == plain.size == (1280, 720)  # the viewport, at its device scale 1
+    # The marks are drawn on the picture: each of the first marks' colours outlines a box (at
+    # least 2 pixels around it) that the unmarked picture does not have.
+    for colour in MARK_COLOURS:
+        assert _count(marked, colour) > _count(plain, colour) + 100, colour
+
+    # The marks' list: numbers 1..N in order, each with an id of the page and its tree line.
+    text = text_of(marked_req)
+    listing = re.findall(r"^(\d+): \[([^\]]+)\](.*)$", text, re.M)
+    assert [int(n) for n, _, _ in listing] == list(range(1, len(listing) + 1)) and len(listing) >= 10
+    bids = {bid: line for _, bid, line in listing}
+    assert bids["search.search-products"].startswith(" searchbox")
+    assert "RootWebArea" not in text  # the list, not the whole tree
+    # The screenshot observation sends the whole tree with the unmarked picture, and no list.
+    assert "[search.search-products] searchbox" in text_of(plain_req)
+    assert not re.search(r"^1: \[", text_of(plain_req), re.M)
+
+
+def test_an_unknown_observation_is_refused_with_the_nearest(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match=r"'screenshots' is not one of axtree, html, screenshot, som"):
+        run(model="http://127.0.0.1:9/v1", tasks="shopping.25", out=tmp_path / "x", observation="screenshots")
+    assert not (tmp_path / "x").exists()  # refused before anything ran
+    with pytest.raises(SystemExit) as exit_:
+        eval_main(
+            ["--model", "http://127.0.0.1:9/v1", "--model-name", "m", "--tasks", "shopping"]
+            + ["--observation", "somm"]
+        )
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --observation: observation 'somm' is not one of" in err and "(did you mean som?)" in err
 
 
 def test_the_same_seed_gives_the_same_episode_seeds_and_compare_pairs_them(tmp_path: Path) -> None:

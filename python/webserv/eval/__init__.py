@@ -8,17 +8,29 @@ faults and a report with confidence intervals (docs/eval.md).
 or ``webserv eval --model URL --model-name NAME --tasks shopping.0-19 --out run1``.
 """
 
-from .agent import NOOP, Agent, AgentConfig, Malformed, load_prompts, parse_action, tool_schema
+from .agent import (
+    NOOP,
+    OBSERVATIONS,
+    Agent,
+    AgentConfig,
+    Malformed,
+    Observation,
+    load_prompts,
+    parse_action,
+    tool_schema,
+)
 from .compare import compare
 from .report import console, summarize
 from .run import EvalResult, episode_seed, evaluate, latest, read_rows
 
 __all__ = [
     "NOOP",
+    "OBSERVATIONS",
     "Agent",
     "AgentConfig",
     "EvalResult",
     "Malformed",
+    "Observation",
     "compare",
     "console",
     "episode_seed",

@@ -13,6 +13,7 @@ from typing import NoReturn
 
 from ..errors import WebServError
 from ..models import ModelError
+from .agent import OBSERVATIONS, observation
 from .compare import compare
 from .compare import console as compare_console
 from .report import console
@@ -32,6 +33,13 @@ class _Parser(argparse.ArgumentParser):
                 hints.append(f"{w}" + (f" (did you mean {near[0]}?)" if near else ""))
             message = "unknown option " + ", ".join(hints)
         super().error(message)
+
+
+def _observation(name: str) -> str:
+    try:
+        return observation(name).name
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
 
 
 def _eval_parser(prog: str) -> argparse.ArgumentParser:
@@ -55,7 +63,13 @@ def _eval_parser(prog: str) -> argparse.ArgumentParser:
     )
     p.add_argument("--server", help="the server's URL (default $WEBSERV_URL, else a server the run starts)")
     p.add_argument(
-        "--obs", choices=["axtree", "html"], default="axtree", help="what the model reads of the page"
+        "--observation",
+        type=_observation,
+        default="axtree",
+        metavar="|".join(OBSERVATIONS),
+        help="what the model is shown of the page: "
+        + "; ".join(f"{o.name}: {o.doc}" for o in OBSERVATIONS.values())
+        + " (pictures go as image_url parts, for multimodal models)",
     )
     p.add_argument(
         "--tools", action="store_true", help="ask for OpenAI tool calls instead of an Action: line"
@@ -117,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 seed=a.seed,
                 resume=a.resume,
                 server=a.server,
-                obs=a.obs,
+                observation=a.observation,
                 tools=a.tools,
                 prompts=a.prompts,
                 temperature=a.temperature,

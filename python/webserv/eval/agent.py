@@ -1,21 +1,26 @@
 """The reference agent: the baseline a model is measured with (docs/eval.md, "The agent").
 
 Each step is one request: a system prompt made from the server's action table (the ``actions``
-op), then one user message with the goal, the previous actions with their errors and the page
-(the accessibility tree, or the pruned HTML with ``obs="html"``). The reply's last line is
-``Action: <call>``; with ``tools=True`` the endpoint is offered one OpenAI tool per action of the
+op), then one user message with the goal, the previous actions with their errors and the page as
+the ``observation`` setting shows it (``OBSERVATIONS``: the accessibility tree, the pruned HTML,
+the accessibility tree with a screenshot, or a set-of-marks screenshot with the list of its
+marks; a picture goes as an OpenAI ``image_url`` content part holding a data URL). The reply's
+last line is ``Action: <call>``; with ``tools=True`` the endpoint is offered one OpenAI tool per action of the
 same table and the reply is a tool call. A reply without a usable action is asked again with the
 reason (``malformed_retries`` times); after that the step is the agent's mistake: the harness
 sends ``noop()`` and the next prompt shows why the reply was not an action, as a real environment
 shows a failed action.
 
 The prompts are the files of ``webserv/eval/prompts`` (``system.txt``, ``reply_text.txt``,
-``reply_tools.txt``, ``step.txt``, ``malformed.txt``); ``prompts_dir`` replaces any of them with a
-file of the same name, formatted with ``str.format`` and the fields the built-in one names.
+``reply_tools.txt``, ``observation_<name>.txt`` per observation, ``step.txt``, ``malformed.txt``);
+``prompts_dir`` replaces any of them with a file of the same name, formatted with ``str.format``
+and the fields the built-in one names.
 """
 
 from __future__ import annotations
 
+import base64
+import difflib
 import json
 import re
 import time
@@ -28,11 +33,63 @@ from typing import Any
 from ..actions import ActionDoc
 from ..models import ChatModel, Reply
 
+
+@dataclass(frozen=True)
+class Observation:
+    """What the model is shown of the page: the server's observe options that give it, the text
+    (an observation key, or ``"marks"``: the list of the set-of-marks labels) and the picture
+    (an observation key, or None)."""
+
+    name: str
+    observe: Mapping[str, bool]
+    text: str
+    image: str | None
+    doc: str
+
+
+#: The observations the agent can show, by the name ``--observation`` takes.
+OBSERVATIONS: dict[str, Observation] = {
+    o.name: o
+    for o in (
+        Observation("axtree", {"axtree": True}, "axtree_txt", None, "the accessibility tree"),
+        Observation("html", {"axtree": True}, "pruned_html", None, "the pruned HTML"),
+        Observation(
+            "screenshot",
+            {"axtree": True, "screenshot": True},
+            "axtree_txt",
+            "screenshot",
+            "the accessibility tree and a screenshot of the viewport",
+        ),
+        Observation(
+            "som",
+            {"axtree": True, "marks": True},
+            "marks",
+            "screenshot_som",
+            "a screenshot with set-of-marks (a numbered box on each visible interactive element) "
+            "and the list of the numbers with the elements' ids",
+        ),
+    )
+}
+
+
+def observation(name: str) -> Observation:
+    """The observation called ``name``; an unknown name is refused with the nearest one."""
+    found = OBSERVATIONS.get(name)
+    if found is None:
+        near = difflib.get_close_matches(name, list(OBSERVATIONS), n=1)
+        raise ValueError(
+            f"observation {name!r} is not one of {', '.join(OBSERVATIONS)}"
+            + (f" (did you mean {near[0]}?)" if near else "")
+        )
+    return found
+
+
 #: The prompt files and the fields each is formatted with.
 PROMPT_FIELDS: dict[str, tuple[str, ...]] = {
-    "system": ("actions", "reply_format"),
+    "system": ("actions", "reply_format", "observation_format"),
     "reply_text": (),
     "reply_tools": (),
+    **{f"observation_{n}": () for n in OBSERVATIONS},
     "step": ("goal", "history", "step", "max_steps", "url", "title", "error", "observation"),
     "malformed": ("reason",),
 }
@@ -181,7 +238,7 @@ class AgentConfig:
     table: dict[str, ActionDoc]
     actions_text: str
     tools: bool = False
-    obs: str = "axtree"
+    observation: Observation = OBSERVATIONS["axtree"]
     max_steps: int = 30
     malformed_retries: int = 2
     max_obs_chars: int = 40000
@@ -189,7 +246,11 @@ class AgentConfig:
     @property
     def system(self) -> str:
         fmt = self.prompts["reply_tools" if self.tools else "reply_text"]
-        return self.prompts["system"].format(actions=self.actions_text.strip(), reply_format=fmt.strip())
+        return self.prompts["system"].format(
+            actions=self.actions_text.strip(),
+            reply_format=fmt.strip(),
+            observation_format=self.prompts[f"observation_{self.observation.name}"].strip(),
+        )
 
     def tool_list(self) -> list[dict[str, Any]]:
         return [tool_schema(d) for d in self.table.values()]
@@ -215,8 +276,12 @@ class Agent:
         return "\n".join(out)
 
     def observation(self, obs: Mapping[str, Any]) -> str:
-        key = "pruned_html" if self.cfg.obs == "html" else "axtree_txt"
-        text = str(obs.get(key) or obs.get("axtree_txt") or obs.get("pruned_html") or "")
+        """The page's text as the observation setting shows it, cut at ``max_obs_chars``."""
+        key = self.cfg.observation.text
+        if key == "marks":
+            text = marks_listing(obs)
+        else:
+            text = str(obs.get(key) or obs.get("axtree_txt") or obs.get("pruned_html") or "")
         if len(text) > self.cfg.max_obs_chars:
             text = (
                 text[: self.cfg.max_obs_chars]
@@ -237,6 +302,22 @@ class Agent:
             observation=self.observation(obs),
         )
 
+    def content(self, obs: Mapping[str, Any]) -> str | list[dict[str, Any]]:
+        """The step's user message content: the prompt, and with a picture observation the
+        page's picture after it as an ``image_url`` part (OpenAI's content parts)."""
+        text = self.prompt(obs)
+        key = self.cfg.observation.image
+        if key is None:
+            return text
+        picture = obs.get(key)
+        if not picture:
+            # A page the server could not picture (a crashed tab's error page): the text alone.
+            return text + "\n\n(There is no screenshot of this page.)"
+        return [
+            {"type": "text", "text": text},
+            {"type": "image_url", "image_url": {"url": data_url(bytes(picture))}},
+        ]
+
     async def __call__(self, obs: Mapping[str, Any], history: list[dict[str, Any]]) -> str:
         """The next action for ``obs``; ``history`` is the rollout's (its last entry the previous
         step's, whose error the server gave)."""
@@ -244,7 +325,7 @@ class Agent:
             self.turns[-1].error = self._mistake or str(history[-1].get("error") or "")
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": self.cfg.system},
-            {"role": "user", "content": self.prompt(obs)},
+            {"role": "user", "content": self.content(obs)},
         ]
         params: dict[str, Any] = {}
         if self.cfg.tools:
@@ -277,6 +358,31 @@ class Agent:
         self._mistake = f"the reply held no action ({reason}); nothing was done"
         self.turns.append(Turn(NOOP))
         return NOOP
+
+
+_BID_LINE = re.compile(r"^\s*\[([^\]]+)\]\s*(.*)$")
+
+
+def marks_listing(obs: Mapping[str, Any]) -> str:
+    """The set-of-marks labels in order, one a line: the number drawn on the picture, the
+    element's id in brackets and its accessibility-tree line (``3: [search.search] button
+    "Search"``)."""
+    labels: Mapping[str, str] = obs.get("som_labels") or {}
+    lines: dict[str, str] = {}
+    for ln in str(obs.get("axtree_txt") or "").splitlines():
+        if m := _BID_LINE.match(ln):
+            lines.setdefault(m.group(1), m.group(2))
+    out = []
+    for label in sorted(labels, key=lambda k: (len(k), k)):
+        bid = labels[label]
+        out.append(f"{label}: [{bid}] {lines.get(bid, '')}".rstrip())
+    return "\n".join(out) or "(no element is marked on this page)"
+
+
+def data_url(picture: bytes) -> str:
+    """A PNG or JPEG as a data URL (its type read from its first bytes)."""
+    kind = "image/jpeg" if picture[:2] == b"\xff\xd8" else "image/png"
+    return f"data:{kind};base64," + base64.b64encode(picture).decode("ascii")
 
 
 def _assistant(reply: Reply) -> dict[str, Any]:

@@ -183,7 +183,8 @@ def render_html(rows: Sequence[dict[str, Any]], summary: dict[str, Any]) -> str:
         f"({o['successes']} of {o['episodes']} scored episodes, 95% CI {_ci(o)}), "
         f"{summary['infra']['count']} not scored (infrastructure failures).</p>",
         f"<p>Tasks <code>{_e(cfg.get('tasks'))}</code>, max steps {_e(cfg.get('max_steps'))}, "
-        f"repeats {_e(cfg.get('repeats'))}, seed {_e(cfg.get('seed'))}, observation {_e(cfg.get('obs'))}"
+        f"repeats {_e(cfg.get('repeats'))}, seed {_e(cfg.get('seed'))}, "
+        f"observation {_e(cfg.get('observation'))}"
         f"{', tool calls' if cfg.get('tools') else ''}; {summary['seconds']} s.</p>",
     ]
     if summary.get("stopped"):

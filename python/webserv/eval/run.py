@@ -20,6 +20,7 @@ from ..errors import InfrastructureError, NotSupported
 from ..launcher import LocalServer, find_binary, missing_binary_message
 from ..models import ChatModel, ModelError
 from .agent import Agent, AgentConfig, load_prompts
+from .agent import observation as observation_of
 from .report import summarize, write_report
 from .tasks import plan as plan_tasks
 from .tasks import select, task_set
@@ -27,7 +28,7 @@ from .tasks import select, task_set
 RESULTS = "results.jsonl"
 RUN = "run.json"
 #: What a resumed run must share with the run it continues.
-_SAME_ON_RESUME = ("model_name", "seed", "max_steps", "obs", "tools")
+_SAME_ON_RESUME = ("model_name", "seed", "max_steps", "observation", "tools")
 #: Statuses of a results row.
 SCORED, INFRA = "scored", "infra"
 #: Model answers that say the run is misconfigured: the run stops instead of counting them.
@@ -194,7 +195,7 @@ async def evaluate(
     seed: int = 0,
     resume: bool = False,
     server: str | None = None,
-    obs: str = "axtree",
+    observation: str = "axtree",
     tools: bool = False,
     prompts: str | Path | None = None,
     temperature: float | None = 0.0,
@@ -212,8 +213,9 @@ async def evaluate(
     """Runs the reference agent on ``model`` (an OpenAI-compatible API root and the name it serves)
     over the tasks of ``tasks`` (a spec: ``shopping``, ``shopping.0-19``, ``cms.3,cms.4``, a site
     definition or task file; docs/eval.md), each ``repeats`` times, ``parallel`` episodes at once,
-    and writes ``out/results.jsonl`` (a row per episode as it ends), ``out/summary.json`` and
-    ``out/report.html``.
+    showing the model the page as ``observation`` says (``axtree``, ``html``, ``screenshot`` or
+    ``som``: ``webserv.eval.agent.OBSERVATIONS``), and writes ``out/results.jsonl`` (a row per
+    episode as it ends), ``out/summary.json`` and ``out/report.html``.
 
     An infrastructure failure (the endpoint down or timing out after ``model_retries``, an
     ``InfrastructureError`` of the environment, a grading that failed) is never scored: the
@@ -227,8 +229,7 @@ async def evaluate(
             "parallel, max_steps and repeats must be >= 1, episode_retries and malformed_retries >= 0 "
             f"(got {parallel}, {max_steps}, {repeats}, {episode_retries}, {malformed_retries})"
         )
-    if obs not in ("axtree", "html"):
-        raise ValueError(f"obs is 'axtree' or 'html', not {obs!r}")
+    shown = observation_of(observation)
     out_dir = Path(out)
     await asyncio.to_thread(out_dir.mkdir, parents=True, exist_ok=True)
     config = {
@@ -238,7 +239,7 @@ async def evaluate(
         "max_steps": max_steps,
         "repeats": repeats,
         "seed": seed,
-        "obs": obs,
+        "observation": observation,
         "tools": tools,
         "temperature": temperature,
         "prompts": str(prompts) if prompts else None,
@@ -313,13 +314,13 @@ async def evaluate(
                 table,
                 str(reply.get("describe") or "\n".join(d.signature() for d in table.values())),
                 tools=tools,
-                obs=obs,
+                observation=shown,
                 max_steps=max_steps,
                 malformed_retries=malformed_retries,
             )
             make_args: dict[str, Any] = {
                 "max_steps": max_steps,
-                "observe": {"axtree": True},
+                "observe": dict(shown.observe),
                 "record": record,
             }
             run = _Run(
