@@ -91,3 +91,12 @@ func LaunchUnreported(ctx context.Context) (*Browser, error) {
 
 // RestartDelay is the pool's wait before the n-th restart in a row.
 func RestartDelay(n int) time.Duration { return restartDelay(n) }
+
+// GivenUp is why e was given up (a limit its pages went over, its browser
+// lost), nil while it is usable: tests of the watch between steps wait on
+// it rather than on time.
+func (e *Env) GivenUp() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lost
+}

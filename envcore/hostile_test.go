@@ -1,6 +1,7 @@
 package envcore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -252,7 +253,7 @@ func TestHostileMemoryIsBounded(t *testing.T) {
 	mustReset(t, env, "/hostile.html")
 	_, _, err := env.StepText(testCtx(t), `click("allocate")`)
 	if err == nil { // the step ended before a sample saw the page over
-		time.Sleep(3 * time.Second) // the agent thinks; the page goes on
+		waitGivenUp(t, env) // the agent thinks; the page goes on
 		_, _, err = env.StepText(testCtx(t), `noop()`)
 	}
 	var rl *envcore.ResourceLimitError
@@ -265,6 +266,21 @@ func TestHostileMemoryIsBounded(t *testing.T) {
 	}
 	mustReset(t, env, "/hostile.html")
 	mustAct(t, env, `fill("notes", "after the reset")`)
+}
+
+// waitGivenUp waits, while no step runs, for the watch between steps to
+// give env up (a loaded host samples late, so no fixed wait would do).
+func waitGivenUp(t *testing.T, env *envcore.Env) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for env.GivenUp() == nil {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the watch between steps did not give the environment up within 3 minutes")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // misbehave starts the ?hoard or ?spin page's misbehaviour, once the reset
@@ -286,7 +302,7 @@ func TestHostileMemoryIsBoundedBetweenSteps(t *testing.T) {
 	env := newEnv(t, envcore.Config{MaxMemoryMB: 256})
 	mustReset(t, env, "/hostile.html?hoard")
 	misbehave(t, env)
-	time.Sleep(4 * time.Second) // 3 s of 800 MB/s unchecked would be 2.4 GB
+	waitGivenUp(t, env) // the guard holds the host's memory to the bound meanwhile
 	_, _, err := env.StepText(testCtx(t), `noop()`)
 	var rl *envcore.ResourceLimitError
 	if !errors.As(err, &rl) || rl.What != "memory" {
@@ -302,7 +318,7 @@ func TestHostileSpinBetweenStepsIsBounded(t *testing.T) {
 	env := newEnv(t, envcore.Config{MaxBusy: 2 * time.Second})
 	mustReset(t, env, "/hostile.html?spin")
 	misbehave(t, env)
-	time.Sleep(5 * time.Second) // the agent thinks; within 0.1 s the page spins
+	waitGivenUp(t, env) // the agent thinks; the page spins
 	_, _, err := env.StepText(testCtx(t), `noop()`)
 	var rl *envcore.ResourceLimitError
 	if !errors.As(err, &rl) || rl.What != "cpu" || rl.Used < 2000 || !strings.Contains(err.Error(), "busy without a break") {
@@ -320,7 +336,7 @@ func TestHostileDOMIsBounded(t *testing.T) {
 	mustReset(t, env, "/hostile.html")
 	_, _, err := env.StepText(testCtx(t), `click("grow")`)
 	if err == nil { // the step ended before a sample saw the page over
-		time.Sleep(3 * time.Second) // the agent thinks; the page goes on
+		waitGivenUp(t, env) // the agent thinks; the page goes on
 		_, _, err = env.StepText(testCtx(t), `noop()`)
 	}
 	var rl *envcore.ResourceLimitError
