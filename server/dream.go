@@ -325,20 +325,12 @@ func (s *Server) dreamStep(ctx context.Context, x *session, a *stepArgs) (any, e
 	if err := dreamObserve(a.Observe, "step"); err != nil {
 		return nil, err
 	}
-	var act dream.Action
-	switch v := a.Action.(type) {
-	case string:
-		act.Text = v
-	case map[string]any:
-		decoded, err := actionOf(v)
-		if err != nil {
-			return nil, err
-		}
-		act.Decoded = &decoded
-	case nil:
-		return nil, errorf(CodeBadArgs, false, `step needs action: a string like click("id") or a map like {type: "click", target: "id"}`)
-	default:
-		return nil, errorf(CodeBadArgs, false, "action must be a string or a map, got %s", typeName(v))
+	if err := a.Action.check(); err != nil {
+		return nil, err
+	}
+	act := dream.Action{Text: a.Action.p.Text, Refused: a.Action.p.Err}
+	if a.Action.p.OK() {
+		act.Decoded = &a.Action.p.Action
 	}
 	st, err := x.dream.Step(ctx, act)
 	if err != nil {

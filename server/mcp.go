@@ -569,8 +569,8 @@ func (m *mcpSession) observe(a map[string]any) (*mcp.CallToolResult, error) {
 	return m.result(a, res.(map[string]any)["obs"].(Observation), m.st, nil), nil
 }
 
-// actionTool is the tool of action d: its arguments are written in the
-// call form and run by step.
+// actionTool is the tool of action d: its arguments make the action
+// (ActionDoc.Build), which step runs.
 func actionTool(d envcore.ActionDoc) func(m *mcpSession, a map[string]any) (*mcp.CallToolResult, error) {
 	return func(m *mcpSession, a map[string]any) (*mcp.CallToolResult, error) {
 		own := map[string]any{}
@@ -579,18 +579,14 @@ func actionTool(d envcore.ActionDoc) func(m *mcpSession, a map[string]any) (*mcp
 				own[k] = v
 			}
 		}
-		text, err := d.Call(own)
-		if err != nil {
-			return nil, badArgs(err.Error())
-		}
-		act, err := envcore.ParseAction(text)
+		act, err := d.Build(own) // no call form printed and parsed back
 		if err != nil {
 			return nil, badArgs(err.Error())
 		}
 		if _, err := m.env(); err != nil {
 			return nil, err
 		}
-		res, err := m.op("step", args{"action": act.String(), "observe": observeArg(a)})
+		res, err := m.op("step", args{"action": act, "observe": observeArg(a)})
 		if err != nil {
 			return nil, err
 		}

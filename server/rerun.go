@@ -66,7 +66,7 @@ func (p *player) stepReply(ctx context.Context, action string) (*StepReply, erro
 	}
 	done := make(chan result, 1)
 	if !p.x.enqueue(func() {
-		v, e := p.s.step(ctx, p.x, &stepArgs{Action: action})
+		v, e := p.s.step(ctx, p.x, &stepArgs{Action: textAction(action)})
 		done <- result{v, e}
 	}) {
 		return nil, fmt.Errorf("the re-run's environment %s was closed", p.x.id)
