@@ -77,7 +77,7 @@ func dreamObserve(o *observeSpec, op string) error {
 }
 
 // makeDream makes a dream environment and starts its first episode.
-func (s *Server) makeDream(ctx context.Context, c call, a *makeArgs) (any, error) {
+func (s *Server) makeDream(ctx context.Context, c call, a *makeArgs) (*EpisodeReply, error) {
 	if err := checkDreamKeys(a); err != nil {
 		return nil, err
 	}
@@ -318,7 +318,7 @@ func (s *Server) liveStart(ctx context.Context, id string) (trajectory.Observati
 }
 
 // dreamStep takes one dreamed step.
-func (s *Server) dreamStep(ctx context.Context, x *session, a *stepArgs) (any, error) {
+func (s *Server) dreamStep(ctx context.Context, x *session, a *stepArgs) (*StepReply, error) {
 	if x.over != "" {
 		return nil, errorf(CodeEpisodeOver, false, "the episode is over (%s): call reset to start a new one", x.over)
 	}
@@ -407,11 +407,10 @@ func (d *dreamModels) observed(ctx context.Context, s *Server, task string) (tra
 	if site == "" {
 		return trajectory.Observation{}, Episode{}, badArgs(fmt.Sprintf("task %q: a task id is SITE.N (like shopping.17)", task))
 	}
-	res, err := s.makeEnv(ctx, call{}, &makeArgs{Site: site, Task: task, Observe: &observeSpec{AXTree: true}})
+	r, err := runOp[*EpisodeReply](ctx, s, "make", call{}, &makeArgs{Site: site, Task: task, Observe: &observeSpec{AXTree: true}})
 	if err != nil {
 		return trajectory.Observation{}, Episode{}, fmt.Errorf("observing task %s's first page in a real environment: %w", task, err)
 	}
-	r := res.(*EpisodeReply)
 	if y, err := s.session(r.Env); err == nil {
 		s.closeSession(y, "a dream's start was observed")
 	}

@@ -19,7 +19,7 @@ import (
 var observeNothing = envcore.ObserveOptions{}
 
 // step runs one action.
-func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error) {
+func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply, error) {
 	if x.over != "" {
 		return nil, errorf(CodeEpisodeOver, false, "the episode is over (%s): call reset to start a new one", x.over)
 	}

@@ -189,8 +189,6 @@ func (a *stepAction) decodeWire(v any, _ string) error {
 	switch v := v.(type) {
 	case string:
 		a.p, a.echo = envcore.ParseText(v), v
-	case envcore.Parsed: // an internal caller's, read already (MCP's tools)
-		*a = builtAction(v)
 	case map[string]any:
 		act, err := actionOf(v)
 		a.p, a.err = envcore.Structured(act), err
