@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/webserv-rl/webserv/server"
 )
@@ -109,5 +111,111 @@ func TestHelloListsIdempotentOps(t *testing.T) {
 		if slices.Contains(got, op) {
 			t.Errorf("hello's idempotent ops %v list %s, which acts", got, op)
 		}
+	}
+}
+
+// pendingIn waits, on the live view's event stream, until environment
+// env has an action waiting for a person's verdict.
+func pendingIn(t *testing.T, ctx context.Context, base, env string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/ui/api/events?env="+env, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var msg struct {
+			Env struct {
+				Pending *struct{ Action string } `json:"pending"`
+			} `json:"env"`
+		}
+		if json.Unmarshal([]byte(data), &msg) == nil && msg.Env.Pending != nil {
+			return
+		}
+	}
+	t.Fatalf("environment %s never had an action waiting for approval: %v", env, sc.Err())
+}
+
+// Close cancels and waits for the OpenEnv and MCP front ends' requests as
+// for the WebSocket's: a step of each waiting for a person's verdict is
+// answered shutting_down, and Close returns.
+func TestCloseWaitsForOpenEnvAndMCPRequests(t *testing.T) {
+	t.Parallel()
+	s, base := startServer(t, server.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	// OpenEnv: a step waiting for approval.
+	u := "ws" + strings.TrimPrefix(base, "http") + "/openenv/ws?start_url=" + url.QueryEscape(pageURL(1))
+	c, _, err := websocket.Dial(ctx, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(-1)
+	exchange := func(msg string) map[string]any {
+		t.Helper()
+		if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r map[string]any
+		_ = json.Unmarshal(data, &r)
+		return r
+	}
+	if r := exchange(`{"type": "reset", "data": {"approve": true, "approve_timeout_ms": 90000}}`); r["type"] != "observation" {
+		t.Fatalf("reset: %v", r)
+	}
+	oeEnv, _ := exchange(`{"type": "state"}`)["data"].(map[string]any)["episode_id"].(string)
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"type": "step", "data": {"action": "click(\"load\")"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	oeReply := make(chan map[string]any, 1)
+	go func() {
+		_, data, err := c.Read(ctx)
+		var r map[string]any
+		if err == nil {
+			_ = json.Unmarshal(data, &r)
+		}
+		oeReply <- r
+	}()
+
+	// MCP: a click waiting for approval.
+	cs := mustMCP(t, base, "approve=true&start_url="+url.QueryEscape(pageURL(2)))
+	mcpEnv, _ := okTool(t, cs, "reset", nil).StructuredContent.(map[string]any)["env"].(string)
+	mcpReply := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := cs.CallTool(ctx, &mcp.CallToolParams{Name: "click", Arguments: map[string]any{"bid": "load"}})
+		mcpReply <- res
+	}()
+
+	pendingIn(t, ctx, base, oeEnv)
+	pendingIn(t, ctx, base, mcpEnv)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+
+	if r := <-oeReply; r["type"] != "error" || r["data"].(map[string]any)["code"] != string(server.CodeShuttingDown) {
+		t.Errorf("an OpenEnv step in flight at Close: %v", r)
+	}
+	if r := <-mcpReply; r == nil || !r.IsError || !strings.Contains(textOf(r), string(server.CodeShuttingDown)) {
+		t.Errorf("an MCP click in flight at Close: %v", r)
+	}
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Error(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Close did not return")
 	}
 }
