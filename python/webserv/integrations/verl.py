@@ -51,7 +51,7 @@ import asyncio
 import re
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
@@ -184,7 +184,7 @@ class _Tokens:
         self.add(tokens, 1, list(getattr(out, "log_probs", None) or []) or None)
         return parse_action(self.loop.tokenizer.decode(tokens, skip_special_tokens=True))
 
-    def expert(self, actions: list[str]) -> Callable[[Obs, list[dict[str, Any]]], str | None]:
+    def expert(self, actions: Sequence[str]) -> Callable[[Obs, list[dict[str, Any]]], str | None]:
         """An expert member's turns: its demonstration's actions, as the model's tokens."""
 
         def policy(obs: Obs, history: list[dict[str, Any]]) -> str | None:
