@@ -123,6 +123,10 @@ type Step struct {
 type Action struct {
 	Text    string
 	Decoded *envcore.Action
+	// Refused is why Text does not parse, when the caller parsed it
+	// already (the server reads a step's action once): it is not parsed
+	// again.
+	Refused error
 }
 
 // Step takes one action. An action that does not parse or is invalid is
@@ -205,6 +209,9 @@ func (e *Env) Step(ctx context.Context, act Action) (Step, error) {
 // parse reads the action: the action, its echo (last_action) and the
 // error that refuses it, if any.
 func (e *Env) parse(act Action) (envcore.Action, string, error) {
+	if act.Refused != nil {
+		return envcore.Action{}, act.Text, act.Refused
+	}
 	if act.Decoded == nil {
 		a, err := envcore.ParseAction(act.Text)
 		if err != nil {

@@ -107,6 +107,53 @@ func Actions() []ActionDoc {
 // argument by keyword. An unknown, missing or mistyped argument is an
 // error that names it.
 func (d ActionDoc) Call(args map[string]any) (string, error) {
+	given, err := d.given(args)
+	if err != nil {
+		return "", err
+	}
+	parts := make([]string, 0, len(given))
+	for _, g := range given {
+		lit, err := literal(g.arg, g.v)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", d.Name, err)
+		}
+		parts = append(parts, g.arg.Name+"="+lit)
+	}
+	return d.Name + "(" + strings.Join(parts, ", ") + ")", nil
+}
+
+// Build makes the action d with the given JSON arguments, read as Call's
+// keyword arguments are but without writing them out and parsing them
+// back: an unknown, missing or mistyped argument, or an action the
+// grammar refuses, is an error that names it.
+func (d ActionDoc) Build(args map[string]any) (Parsed, error) {
+	given, err := d.given(args)
+	if err != nil {
+		return Parsed{}, err
+	}
+	ca := callArgs{kw: make(map[string]argValue, len(given))}
+	for _, g := range given {
+		if _, err := literal(g.arg, g.v); err != nil { // the type check
+			return Parsed{}, fmt.Errorf("%s: %w", d.Name, err)
+		}
+		ca.kw[g.arg.Name] = argValueOf(g.v)
+	}
+	a, err := callAction(d.Name, ca)
+	if err != nil {
+		return Parsed{}, err
+	}
+	return Parsed{Action: a, valid: true}, nil
+}
+
+// givenArg is one argument a tool call gave.
+type givenArg struct {
+	arg ActionArg
+	v   any
+}
+
+// given checks args against d's arguments (none unknown, every required
+// one there) and lists those given, in d's order.
+func (d ActionDoc) given(args map[string]any) ([]givenArg, error) {
 	var names []string
 	for _, a := range d.Args {
 		names = append(names, a.Name)
@@ -123,24 +170,40 @@ func (d ActionDoc) Call(args map[string]any) (string, error) {
 		if len(names) > 0 {
 			takes = "only " + strings.Join(names, ", ")
 		}
-		return "", fmt.Errorf("%s: unknown argument %s; %s takes %s", d.Name, strings.Join(unknown, ", "), d.Name, takes)
+		return nil, fmt.Errorf("%s: unknown argument %s; %s takes %s", d.Name, strings.Join(unknown, ", "), d.Name, takes)
 	}
-	var parts []string
+	var out []givenArg
 	for _, a := range d.Args {
 		v, ok := args[a.Name]
 		if !ok || v == nil {
 			if a.Required {
-				return "", fmt.Errorf("%s needs %s (%s, %s)", d.Name, a.Name, a.Type, a.Doc)
+				return nil, fmt.Errorf("%s needs %s (%s, %s)", d.Name, a.Name, a.Type, a.Doc)
 			}
 			continue
 		}
-		lit, err := literal(a, v)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", d.Name, err)
-		}
-		parts = append(parts, a.Name+"="+lit)
+		out = append(out, givenArg{a, v})
 	}
-	return d.Name + "(" + strings.Join(parts, ", ") + ")", nil
+	return out, nil
+}
+
+// argValueOf is a JSON value (one literal checked) as the call grammar's
+// parser holds it.
+func argValueOf(v any) argValue {
+	switch x := v.(type) {
+	case string:
+		return argValue{kind: "str", str: x}
+	case float64:
+		return argValue{kind: "num", num: x}
+	case bool:
+		return argValue{kind: "bool", b: x}
+	case []any:
+		list := make([]argValue, len(x))
+		for i, e := range x {
+			list[i] = argValueOf(e)
+		}
+		return argValue{kind: "list", list: list}
+	}
+	return argValue{kind: "none"}
 }
 
 // literal writes v, of argument a, as the Python literal the call grammar

@@ -51,6 +51,10 @@ func TestSignaturesReadExamplesAsTheParserDoes(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("signature %s reads example %q as %s = %+v; the parser reads the example as %+v", d.Signature(), d.Example, call, got, want)
 			}
+			built, err := d.Build(named)
+			if err != nil || !reflect.DeepEqual(built.Action, want) {
+				t.Errorf("Build of the example %q named by %s: %+v (%v); the parser reads %+v", d.Example, d.Signature(), built.Action, err, want)
+			}
 		})
 	}
 }

@@ -2,6 +2,7 @@ package envcore_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -103,6 +104,14 @@ func TestActionCallFromJSONArguments(t *testing.T) {
 		if got.String() != c.want.String() {
 			t.Errorf("%s %s: got %s, want %s", c.name, c.args, got, c.want)
 		}
+		// Build makes the same action without the call form.
+		built, err := doc(c.name).Build(args)
+		if err != nil || !built.OK() || !reflect.DeepEqual(built.Action, got) {
+			t.Errorf("%s %s: Build made %+v (%v), the call form parses to %+v", c.name, c.args, built.Action, err, got)
+		}
+		if built.Echo() != got.String() {
+			t.Errorf("%s %s: Build's echo %q, want %q", c.name, c.args, built.Echo(), got.String())
+		}
 	}
 	for _, c := range []struct{ name, args, want string }{
 		{"click", `{}`, "click needs bid"},
@@ -118,6 +127,9 @@ func TestActionCallFromJSONArguments(t *testing.T) {
 		_, err := doc(c.name).Call(args)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s: got error %v, want one saying %q", c.name, c.args, err, c.want)
+		}
+		if _, err := doc(c.name).Build(args); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: Build's error %v, want one saying %q", c.name, c.args, err, c.want)
 		}
 	}
 }

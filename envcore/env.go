@@ -354,15 +354,28 @@ func (e *Env) Step(ctx context.Context, a Action) (Observation, StepInfo, error)
 
 // StepObserve is Step with the optional observation parts chosen per call.
 func (e *Env) StepObserve(ctx context.Context, a Action, opts ObserveOptions) (Observation, StepInfo, error) {
+	return e.StepParsed(ctx, Structured(a), opts)
+}
+
+// StepParsed steps an action read at the edge (Parsed), without reading
+// it again: the entry of Step, StepText and the server. An action string
+// that did not parse is reported like a failed action: the observation of
+// the unchanged page with the parse error in LastActionError.
+func (e *Env) StepParsed(ctx context.Context, p Parsed, opts ObserveOptions) (Observation, StepInfo, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	defer e.br().working()()
 	if err := e.usable(); err != nil {
 		return Observation{}, StepInfo{}, err
 	}
+	if p.Err != nil {
+		info := StepInfo{ActionError: p.Err.Error(), ActionErrorCode: "bad_action"}
+		obs, info, err := e.finishStep(ctx, info, time.Time{}, p.Text, opts)
+		return obs, info, e.orCrash(err)
+	}
+	defer e.br().working()()
 	ctx, stop := e.live(ctx)
 	defer stop()
-	obs, info, err := e.watched(ctx, func(ctx context.Context) (Observation, StepInfo, error) { return e.step(ctx, a, opts) })
+	obs, info, err := e.watched(ctx, func(ctx context.Context) (Observation, StepInfo, error) { return e.step(ctx, p, opts) })
 	return obs, info, e.orCrash(err)
 }
 
@@ -390,12 +403,15 @@ func (e *Env) watched(ctx context.Context, step func(ctx context.Context) (Obser
 }
 
 // step is StepObserve's work, with e.mu held.
-func (e *Env) step(ctx context.Context, a Action, opts ObserveOptions) (Observation, StepInfo, error) {
+func (e *Env) step(ctx context.Context, p Parsed, opts ObserveOptions) (Observation, StepInfo, error) {
 	start := time.Now()
 	info := StepInfo{Attempts: 1}
-	if err := a.Validate(); err != nil {
-		info.ActionError, info.ActionErrorCode = err.Error(), "bad_action"
-		return e.finishStep(ctx, info, time.Time{}, EchoOf(a), opts)
+	a := p.Action
+	if !p.valid {
+		if err := a.Validate(); err != nil {
+			info.ActionError, info.ActionErrorCode = err.Error(), "bad_action"
+			return e.finishStep(ctx, info, time.Time{}, EchoOf(a), opts)
+		}
 	}
 	actx, cancel := context.WithTimeout(ctx, e.cfg.ActionTimeout)
 	acted := e.activeTab()
@@ -446,18 +462,7 @@ func (e *Env) StepText(ctx context.Context, s string) (Observation, StepInfo, er
 // StepTextObserve is StepText with the optional observation parts chosen
 // per call.
 func (e *Env) StepTextObserve(ctx context.Context, s string, opts ObserveOptions) (Observation, StepInfo, error) {
-	a, err := ParseAction(s)
-	if err != nil {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if err := e.usable(); err != nil {
-			return Observation{}, StepInfo{}, err
-		}
-		info := StepInfo{ActionError: err.Error(), ActionErrorCode: "bad_action"}
-		obs, info, err := e.finishStep(ctx, info, time.Time{}, s, opts)
-		return obs, info, e.orCrash(err)
-	}
-	return e.StepObserve(ctx, a, opts)
+	return e.StepParsed(ctx, ParseText(s), opts)
 }
 
 // Observe returns the current observation without acting or waiting.

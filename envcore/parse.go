@@ -25,6 +25,7 @@ import (
 // MaxActionBytes, or with a field over its limit (ActionLimits), is refused
 // with an error that states the limit and the size.
 func ParseAction(s string) (Action, error) {
+	parsed(s)
 	if err := checkActionString(s); err != nil {
 		return Action{}, err
 	}

@@ -108,13 +108,14 @@ func (cn *conn) readLoop() error {
 			cn.reply(start, &Reply{ID: req.ID, Error: errorf(CodeBadFrame, false, "%v; see docs/protocol.md", err)})
 			continue
 		}
-		cn.s.metrics.requests.WithLabelValues(opLabel(req.Op)).Inc()
 		if req.Op == "hello" {
+			cn.s.metrics.requests.WithLabelValues(req.Op).Inc()
 			res, err := cn.hello(req.Args)
 			cn.reply(start, &Reply{ID: req.ID, Result: res, Error: wireError(err)})
 			continue
 		}
 		if !cn.authed {
+			cn.s.metrics.requests.WithLabelValues(opLabel(req.Op)).Inc()
 			cn.reply(start, &Reply{ID: req.ID, Error: errorf(CodeUnauthorized, false, "this server needs a token: send hello with args.token first")})
 			continue
 		}
@@ -122,14 +123,20 @@ func (cn *conn) readLoop() error {
 	}
 }
 
-// reply encodes and sends one reply. Write is safe for concurrent use, so
-// replies of different environments go out as they finish.
+// reply counts the connection's own error (one no op ran into) and sends
+// the reply.
 func (cn *conn) reply(start time.Time, r *Reply) {
-	r.OK = r.Error == nil
-	r.ServerMs = float64(time.Since(start).Microseconds()) / 1000
 	if r.Error != nil {
 		cn.s.metrics.errors.WithLabelValues(string(r.Error.Code)).Inc()
 	}
+	cn.send(start, r)
+}
+
+// send encodes and sends one reply. Write is safe for concurrent use, so
+// replies of different environments go out as they finish.
+func (cn *conn) send(start time.Time, r *Reply) {
+	r.OK = r.Error == nil
+	r.ServerMs = float64(time.Since(start).Microseconds()) / 1000
 	data, err := encodeReply(r)
 	if err != nil {
 		cn.s.log.Error("encode reply", zap.Error(err))
@@ -165,6 +172,8 @@ func (cn *conn) hello(raw args) (any, error) {
 		"build":    Build(),
 		"sites":    cn.s.factory.Sites(),
 		"ops":      opNames(),
+		// The ops a client may send again after a lost connection.
+		"idempotent": idempotentOps(),
 		"limits": map[string]any{
 			"max_envs": cfg.MaxEnvs, "max_creating": cfg.MaxCreating, "max_frame": cfg.MaxFrame,
 			"ttl_s": cfg.TTL.Seconds(), "request_timeout_s": cfg.StepTimeout.Seconds(),
@@ -172,32 +181,20 @@ func (cn *conn) hello(raw args) (any, error) {
 	}, nil
 }
 
-// dispatch runs a request: on its environment's worker when its op names
-// one, so one environment's requests keep their order; otherwise at once.
-// Its context derives from the server's, so Close cancels it.
+// dispatch runs a request the one way every op runs (exec.go): on its
+// environment's worker when its op names one, so one environment's
+// requests keep their order; otherwise at once. Its context derives from
+// the server's, so Close cancels it.
 func (cn *conn) dispatch(start time.Time, req Request) {
 	o, ok := lookupOp(req.Op)
-	if !ok {
+	if !ok || o.run == nil {
+		cn.s.metrics.requests.WithLabelValues(opLabel(req.Op)).Inc()
 		cn.reply(start, &Reply{ID: req.ID, Error: wireError(unknownOp(req.Op))})
 		return
 	}
-	run := func(x *session) {
-		res, err := cn.s.run(req, call{conn: cn, x: x})
-		cn.reply(start, &Reply{ID: req.ID, Result: res, Error: wireError(err)})
-	}
-	if !o.env {
-		go run(nil)
-		return
-	}
-	x, err := cn.s.session(req.Env)
-	if err != nil {
-		cn.reply(start, &Reply{ID: req.ID, Error: wireError(err)})
-		return
-	}
-	x.owner.Store(cn) // the connection that uses an environment owns it
-	if !x.enqueue(func() { run(x) }) {
-		cn.reply(start, &Reply{ID: req.ID, Error: errorf(CodeUnknownEnv, false, "environment %q was closed", req.Env)})
-	}
+	cn.s.submit(opRequest{op: o, env: req.Env, c: call{conn: cn}, raw: req.Args}, func(res any, e *Error) {
+		cn.send(start, &Reply{ID: req.ID, Result: res, Error: e})
+	})
 }
 
 // releaseOwned closes the environments whose owner is cn.

@@ -77,7 +77,7 @@ func dreamObserve(o *observeSpec, op string) error {
 }
 
 // makeDream makes a dream environment and starts its first episode.
-func (s *Server) makeDream(ctx context.Context, c call, a *makeArgs) (any, error) {
+func (s *Server) makeDream(ctx context.Context, c call, a *makeArgs) (*EpisodeReply, error) {
 	if err := checkDreamKeys(a); err != nil {
 		return nil, err
 	}
@@ -318,27 +318,19 @@ func (s *Server) liveStart(ctx context.Context, id string) (trajectory.Observati
 }
 
 // dreamStep takes one dreamed step.
-func (s *Server) dreamStep(ctx context.Context, x *session, a *stepArgs) (any, error) {
+func (s *Server) dreamStep(ctx context.Context, x *session, a *stepArgs) (*StepReply, error) {
 	if x.over != "" {
 		return nil, errorf(CodeEpisodeOver, false, "the episode is over (%s): call reset to start a new one", x.over)
 	}
 	if err := dreamObserve(a.Observe, "step"); err != nil {
 		return nil, err
 	}
-	var act dream.Action
-	switch v := a.Action.(type) {
-	case string:
-		act.Text = v
-	case map[string]any:
-		decoded, err := actionOf(v)
-		if err != nil {
-			return nil, err
-		}
-		act.Decoded = &decoded
-	case nil:
-		return nil, errorf(CodeBadArgs, false, `step needs action: a string like click("id") or a map like {type: "click", target: "id"}`)
-	default:
-		return nil, errorf(CodeBadArgs, false, "action must be a string or a map, got %s", typeName(v))
+	if err := a.Action.check(); err != nil {
+		return nil, err
+	}
+	act := dream.Action{Text: a.Action.p.Text, Refused: a.Action.p.Err}
+	if a.Action.p.OK() {
+		act.Decoded = &a.Action.p.Action
 	}
 	st, err := x.dream.Step(ctx, act)
 	if err != nil {
@@ -415,11 +407,10 @@ func (d *dreamModels) observed(ctx context.Context, s *Server, task string) (tra
 	if site == "" {
 		return trajectory.Observation{}, Episode{}, badArgs(fmt.Sprintf("task %q: a task id is SITE.N (like shopping.17)", task))
 	}
-	res, err := s.makeEnv(ctx, call{}, &makeArgs{Site: site, Task: task, Observe: &observeSpec{AXTree: true}})
+	r, err := runOp[*EpisodeReply](ctx, s, "make", call{}, &makeArgs{Site: site, Task: task, Observe: &observeSpec{AXTree: true}})
 	if err != nil {
 		return trajectory.Observation{}, Episode{}, fmt.Errorf("observing task %s's first page in a real environment: %w", task, err)
 	}
-	r := res.(*EpisodeReply)
 	if y, err := s.session(r.Env); err == nil {
 		s.closeSession(y, "a dream's start was observed")
 	}

@@ -33,6 +33,24 @@ type EpisodeReply struct {
 	Info map[string]any `json:"info"`
 }
 
+// ObserveReply is the reply of observe.
+type ObserveReply struct {
+	Obs Observation `json:"obs"`
+}
+
+// SnapshotReply is the reply of snapshot.
+type SnapshotReply struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	Tabs int    `json:"tabs"`
+}
+
+// ForkReply is the reply of fork: the new environments' first episodes.
+type ForkReply struct {
+	Snapshot string          `json:"snapshot"`
+	Envs     []*EpisodeReply `json:"envs"`
+}
+
 // StepReply is the reply of step.
 type StepReply struct {
 	Obs        Observation    `json:"obs"`

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-
-	"github.com/webserv-rl/webserv/envcore"
 )
 
 // A site instance can die under its environment (its process killed, its
@@ -65,22 +63,6 @@ func (s *Server) siteDown(x *session, why string) *Error {
 	return errorf(CodeSiteDown, true, "environment %s: %s. The episode is over and is not graded; reset the environment for a fresh instance", x.id, why)
 }
 
-// terminates reports whether a step's action ends the episode (stop,
-// report infeasible), read without running it.
-func terminates(action any) bool {
-	var a envcore.Action
-	var err error
-	switch v := action.(type) {
-	case string:
-		a, err = envcore.ParseAction(v)
-	case map[string]any:
-		a, err = actionOf(v)
-	default:
-		return false
-	}
-	return err == nil && a.Type == envcore.Terminate
-}
-
 // stepFailed records a step that answered an infrastructure fault in the
 // episode's trajectory: the recording says the infrastructure ended it.
 func (s *Server) stepFailed(x *session, a *stepArgs, err error) {
@@ -89,6 +71,6 @@ func (s *Server) stepFailed(x *session, a *stepArgs, err error) {
 		return
 	}
 	s.notify(func(o Observer) {
-		o.Stepped(StepEvent{Env: x.id, Step: x.steps + 1, Action: actionText(a.Action), Failure: we, Time: time.Now()})
+		o.Stepped(StepEvent{Env: x.id, Step: x.steps + 1, Action: a.Action.echo, Failure: we, Time: time.Now()})
 	})
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -116,13 +115,13 @@ func (s *Server) previewOption(ms *Millis, l *limits) error {
 // the page, then waits preview_ms, or for a person's verdict in the live
 // view (the outline stays meanwhile); the outline is removed before it
 // returns. A nil review means the action runs unasked.
-func (s *Server) vet(ctx context.Context, x *session, raw any) (*trajectory.Review, *envcore.Box, error) {
+func (s *Server) vet(ctx context.Context, x *session, a *stepAction) (*trajectory.Review, *envcore.Box, error) {
 	l := x.limits
 	measure := l.record != nil && l.record.screenshots
 	if l.preview <= 0 && !l.approve && !measure {
 		return nil, nil, nil
 	}
-	act, parsed := parsedAction(raw)
+	act, parsed := a.parsed()
 	var target *envcore.Box
 	if parsed && measure {
 		var err error
@@ -154,25 +153,11 @@ func (s *Server) vet(ctx context.Context, x *session, raw any) (*trajectory.Revi
 		}
 		return nil, target, nil
 	}
-	r, err := s.board.Ask(ctx, x.id, x.steps+1, actionText(raw), l.approveTimeout)
+	r, err := s.board.Ask(ctx, x.id, x.steps+1, a.echo, l.approveTimeout)
 	if err != nil {
 		return nil, target, err
 	}
 	return &r, target, nil
-}
-
-// parsedAction is a step's action in structured form, if it parses.
-func parsedAction(raw any) (envcore.Action, bool) {
-	switch a := raw.(type) {
-	case string:
-		act, err := envcore.ParseAction(a)
-		return act, err == nil
-	case map[string]any:
-		var act envcore.Action
-		b, _ := json.Marshal(a)
-		return act, json.Unmarshal(b, &act) == nil
-	}
-	return envcore.Action{}, false
 }
 
 // rejected is whether r rejects the action.
@@ -182,7 +167,7 @@ func rejected(r *trajectory.Review) bool {
 
 // noAction stands in for an action a person rejected: the page is observed
 // as it is.
-var noAction = map[string]any{"type": string(envcore.Noop)}
+var noAction = envcore.Structured(envcore.Action{Type: envcore.Noop})
 
 // refuse makes the observation of a rejected action say so.
 func refuse(obs *envcore.Observation, info *envcore.StepInfo, action string, r *trajectory.Review) {

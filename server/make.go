@@ -14,7 +14,7 @@ import (
 
 // makeEnv creates an environment and starts its first episode, so the
 // reply carries the first observation.
-func (s *Server) makeEnv(ctx context.Context, c call, a *makeArgs) (any, error) {
+func (s *Server) makeEnv(ctx context.Context, c call, a *makeArgs) (*EpisodeReply, error) {
 	if a.Site == DreamSite {
 		return s.makeDream(ctx, c, a)
 	}

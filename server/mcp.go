@@ -388,21 +388,21 @@ func (f *mcpFront) readTask(_ context.Context, req *mcp.ReadResourceRequest) (*m
 // It is counted in the error metric as the WebSocket's errors are.
 func (s *Server) mcpError(err error) *mcp.CallToolResult {
 	e := wireError(err)
-	s.metrics.errors.WithLabelValues(string(e.Code)).Inc()
+	if !opError(err) { // an op's error is counted where it ran (exec.go)
+		s.metrics.errors.WithLabelValues(string(e.Code)).Inc()
+	}
 	return &mcp.CallToolResult{IsError: true,
 		Content:           []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s (%s fault): %s", e.Code, e.Fault, e.Message)}},
 		StructuredContent: map[string]any{"error": e}}
 }
 
-// op runs an op of the table on the session's environment's worker.
-func (m *mcpSession) op(name string, a args) (any, error) {
-	x := m.x
-	m.s.metrics.requests.WithLabelValues(name).Inc()
-	return m.s.onWorker(x, func() (any, error) {
-		res, err := m.s.run(Request{Op: name, Env: x.id, Args: a}, call{conn: m.owner, x: x})
-		m.st = x.mcpState() // in the same job: no second trip to the worker
-		return res, err
-	})
+// mcpOp runs op name of the table on the session's environment, the way
+// every op runs (exec.go), and reads the episode's state in the same job
+// on its worker (no second trip).
+func mcpOp[R, T any](m *mcpSession, name string, a *T) (R, error) {
+	r := typedOp(name, call{conn: m.owner, x: m.x}, a)
+	r.then = func(x *session) { m.st = x.mcpState() }
+	return opResult[R](m.s, r)
 }
 
 // env makes the session's environment from the defaults when it has none
@@ -428,34 +428,15 @@ func (m *mcpSession) make(site, task, startURL, goal string, seed *int64) (*Epis
 	if site == "" && task != "" {
 		site = m.siteOf(task)
 	}
-	a := args{"observe": map[string]any{"axtree": true}}
-	for k, v := range map[string]string{"site": site, "task": task, "start_url": startURL, "goal": goal} {
-		if v != "" {
-			a[k] = v
-		}
-	}
-	if seed != nil {
-		a["seed"] = *seed
-	}
 	d := m.defaults
-	if d.Record {
-		a["record"] = true
-	}
-	if d.Approve {
-		a["approve"] = true // make's default approve timeout fits the request's deadline
-	}
-	if d.MaxSteps > 0 {
-		a["max_steps"] = d.MaxSteps
-	}
-	if d.EvaluateEveryStep {
-		a["evaluate_every_step"] = true
-	}
-	m.s.metrics.requests.WithLabelValues("make").Inc()
-	res, err := m.s.run(Request{Op: "make", Args: a}, call{conn: m.owner})
+	// make's default approve timeout fits the request's deadline.
+	a := &makeArgs{resetArgs: resetArgs{Seed: seed}, Site: site, Task: task, StartURL: startURL, Goal: goal,
+		Observe: &observeSpec{AXTree: true}, Record: recordArg{on: d.Record}, Approve: d.Approve,
+		MaxSteps: d.MaxSteps, EvaluateEveryStep: d.EvaluateEveryStep}
+	r, err := opResult[*EpisodeReply](m.s, typedOp("make", call{conn: m.owner}, a))
 	if err != nil {
 		return nil, err
 	}
-	r := res.(*EpisodeReply)
 	x, err := m.s.session(r.Env)
 	if err != nil {
 		return nil, err
@@ -483,11 +464,11 @@ func (m *mcpSession) siteOf(task string) string {
 	return ""
 }
 
-// observeArg is the observe map of a tool's view options.
-func observeArg(a map[string]any) map[string]any {
+// observeArg is the observe spec of a tool's view options.
+func observeArg(a map[string]any) *observeSpec {
 	view, _ := a["view"].(string)
 	shot, _ := a["screenshot"].(bool)
-	return map[string]any{"axtree": view != "html", "screenshot": shot}
+	return &observeSpec{AXTree: view != "html", Screenshot: shot}
 }
 
 func (m *mcpSession) reset(a map[string]any) (*mcp.CallToolResult, error) {
@@ -526,21 +507,7 @@ func (m *mcpSession) reset(a map[string]any) (*mcp.CallToolResult, error) {
 
 // resetOp runs reset on the session's environment.
 func (m *mcpSession) resetOp(task, startURL, goal string, seed *int64) (*EpisodeReply, error) {
-	opts := map[string]any{}
-	for k, v := range map[string]string{"task": task, "start_url": startURL, "goal": goal} {
-		if v != "" {
-			opts[k] = v
-		}
-	}
-	ra := args{"options": opts}
-	if seed != nil {
-		ra["seed"] = *seed
-	}
-	res, err := m.op("reset", ra)
-	if err != nil {
-		return nil, err
-	}
-	return res.(*EpisodeReply), nil
+	return mcpOp[*EpisodeReply](m, "reset", &resetArgs{Seed: seed, Options: episodeOpts{Task: task, StartURL: startURL, Goal: goal}})
 }
 
 // episodeResult is the result of a tool that began an episode; its
@@ -549,11 +516,11 @@ func (m *mcpSession) resetOp(task, startURL, goal string, seed *int64) (*Episode
 func (m *mcpSession) episodeResult(a map[string]any, r *EpisodeReply) (*mcp.CallToolResult, error) {
 	obs := r.Obs
 	if a["screenshot"] == true || a["view"] == "html" {
-		res, err := m.op("observe", args{"observe": observeArg(a)})
+		res, err := mcpOp[*ObserveReply](m, "observe", &observeArgs{Observe: observeArg(a)})
 		if err != nil {
 			return nil, err
 		}
-		obs = res.(map[string]any)["obs"].(Observation)
+		obs = res.Obs
 	}
 	return m.result(a, obs, m.st, nil), nil
 }
@@ -562,15 +529,15 @@ func (m *mcpSession) observe(a map[string]any) (*mcp.CallToolResult, error) {
 	if _, err := m.env(); err != nil {
 		return nil, err
 	}
-	res, err := m.op("observe", args{"observe": observeArg(a)})
+	res, err := mcpOp[*ObserveReply](m, "observe", &observeArgs{Observe: observeArg(a)})
 	if err != nil {
 		return nil, err
 	}
-	return m.result(a, res.(map[string]any)["obs"].(Observation), m.st, nil), nil
+	return m.result(a, res.Obs, m.st, nil), nil
 }
 
-// actionTool is the tool of action d: its arguments are written in the
-// call form and run by step.
+// actionTool is the tool of action d: its arguments make the action
+// (ActionDoc.Build), which step runs.
 func actionTool(d envcore.ActionDoc) func(m *mcpSession, a map[string]any) (*mcp.CallToolResult, error) {
 	return func(m *mcpSession, a map[string]any) (*mcp.CallToolResult, error) {
 		own := map[string]any{}
@@ -579,22 +546,17 @@ func actionTool(d envcore.ActionDoc) func(m *mcpSession, a map[string]any) (*mcp
 				own[k] = v
 			}
 		}
-		text, err := d.Call(own)
-		if err != nil {
-			return nil, badArgs(err.Error())
-		}
-		act, err := envcore.ParseAction(text)
+		act, err := d.Build(own) // no call form printed and parsed back
 		if err != nil {
 			return nil, badArgs(err.Error())
 		}
 		if _, err := m.env(); err != nil {
 			return nil, err
 		}
-		res, err := m.op("step", args{"action": act.String(), "observe": observeArg(a)})
+		r, err := mcpOp[*StepReply](m, "step", &stepArgs{Action: builtAction(act), Observe: observeArg(a)})
 		if err != nil {
 			return nil, err
 		}
-		r := res.(*StepReply)
 		return m.result(a, r.Obs, m.st, r), nil
 	}
 }
@@ -614,12 +576,12 @@ func (m *mcpSession) snapshot(a map[string]any) (*mcp.CallToolResult, error) {
 	if _, err := m.env(); err != nil {
 		return nil, err
 	}
-	res, err := m.op("snapshot", args{"name": a["name"]})
+	name, _ := a["name"].(string)
+	r, err := mcpOp[*SnapshotReply](m, "snapshot", &snapshotArgs{Name: name})
 	if err != nil {
 		return nil, err
 	}
-	r := res.(map[string]any)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("snapshot %v taken at %v", r["name"], r["url"])}},
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("snapshot %s taken at %s", r.Name, r.URL)}},
 		StructuredContent: r}, nil
 }
 
@@ -627,36 +589,34 @@ func (m *mcpSession) restore(a map[string]any) (*mcp.CallToolResult, error) {
 	if _, err := m.env(); err != nil {
 		return nil, err
 	}
-	res, err := m.op("restore", args{"name": a["name"]})
+	name, _ := a["name"].(string)
+	r, err := mcpOp[*EpisodeReply](m, "restore", &snapshotArgs{Name: name})
 	if err != nil {
 		return nil, err
 	}
-	return m.episodeResult(a, res.(*EpisodeReply))
+	return m.episodeResult(a, r)
 }
 
 func (m *mcpSession) fork(a map[string]any) (*mcp.CallToolResult, error) {
 	if _, err := m.env(); err != nil {
 		return nil, err
 	}
-	fa := args{"n": int64(1)}
+	fa := &forkArgs{N: 1}
 	if n, ok := a["n"].(float64); ok {
-		fa["n"] = int64(n)
+		fa.N = int(n)
 	}
-	if name, ok := a["name"].(string); ok {
-		fa["name"] = name
-	}
-	res, err := m.op("fork", fa)
+	fa.Name, _ = a["name"].(string)
+	r, err := mcpOp[*ForkReply](m, "fork", fa)
 	if err != nil {
 		return nil, err
 	}
-	r := res.(map[string]any)
 	var ids []string
-	for _, e := range r["envs"].([]*EpisodeReply) {
+	for _, e := range r.Envs {
 		ids = append(ids, e.Env)
 	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("forked snapshot %v into %s; another MCP session takes one over with attach(env)", r["snapshot"], strings.Join(ids, ", "))}},
-		StructuredContent: map[string]any{"snapshot": r["snapshot"], "envs": ids}}, nil
+		Content:           []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("forked snapshot %s into %s; another MCP session takes one over with attach(env)", r.Snapshot, strings.Join(ids, ", "))}},
+		StructuredContent: map[string]any{"snapshot": r.Snapshot, "envs": ids}}, nil
 }
 
 func (m *mcpSession) attach(a map[string]any) (*mcp.CallToolResult, error) {
@@ -666,11 +626,11 @@ func (m *mcpSession) attach(a map[string]any) (*mcp.CallToolResult, error) {
 	}
 	x.owner.Store(m.owner)
 	m.x = x
-	res, err := m.op("observe", args{"observe": observeArg(a)})
+	res, err := mcpOp[*ObserveReply](m, "observe", &observeArgs{Observe: observeArg(a)})
 	if err != nil {
 		return nil, err
 	}
-	return m.result(a, res.(map[string]any)["obs"].(Observation), m.st, nil), nil
+	return m.result(a, res.Obs, m.st, nil), nil
 }
 
 // mcpState is what a harness-training gateway reads from every result's
@@ -704,11 +664,9 @@ func (x *session) mcpState() mcpState {
 // state reads the environment's episode on its worker.
 func (m *mcpSession) state() (mcpState, error) {
 	x := m.x
-	v, err := m.s.onWorker(x, func() (any, error) { return x.mcpState(), nil })
-	if err != nil {
-		return mcpState{}, err
-	}
-	return v.(mcpState), nil
+	var st mcpState
+	err := m.s.onWorker(x, func() { st = x.mcpState() })
+	return st, err
 }
 
 // result is a tool's result: the observation as text (and image), and

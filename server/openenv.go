@@ -11,8 +11,6 @@ import (
 
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
-
-	"github.com/webserv-rl/webserv/envcore"
 )
 
 // OpenEnv compatibility: /openenv/ws speaks the WebSocket protocol of
@@ -104,18 +102,15 @@ func openEnvToken(r *http.Request) string {
 // is refused as the table's ops refuse it.
 func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any, msg openEnvMessage) (string, map[string]any) {
 	fail := func(err error) (string, map[string]any) {
-		e := wireError(err)
-		s.metrics.errors.WithLabelValues(string(e.Code)).Inc()
+		e := wireError(err) // counted where the op ran (exec.go), or here
+		if !opError(err) {
+			s.metrics.errors.WithLabelValues(string(e.Code)).Inc()
+		}
 		return "error", map[string]any{"message": e.Message, "code": e.Code, "retryable": e.Retryable, "fault": e.Fault}
 	}
 	data := args(msg.Data)
 	if data == nil {
 		data = args{}
-	}
-	// onEnv runs op on x's worker, within the server's lifetime.
-	onEnv := func(name string, a args) (any, error) {
-		res, err := s.onWorker(x, func() (any, error) { return s.run(Request{Op: name, Args: a}, call{x: x}) })
-		return res, err
 	}
 	switch msg.Type {
 	case "reset":
@@ -130,7 +125,7 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 		if len(opts) > 0 {
 			a["options"] = opts
 		}
-		var res any
+		var r *EpisodeReply
 		var err error
 		if x == nil {
 			for k, v := range defaults {
@@ -144,17 +139,16 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 					a[k] = v
 				}
 			}
-			res, err = s.run(Request{Op: "make", Args: a}, call{})
+			r, err = opResult[*EpisodeReply](s, wireOp("make", call{}, a))
 			if err == nil {
-				*xp, err = s.session(res.(*EpisodeReply).Env)
+				*xp, err = s.session(r.Env)
 			}
 		} else {
-			res, err = onEnv("reset", a)
+			r, err = opResult[*EpisodeReply](s, wireOp("reset", call{x: x}, a))
 		}
 		if err != nil {
 			return fail(err)
 		}
-		r := res.(*EpisodeReply)
 		return "observation", map[string]any{"observation": openEnvObs(r.Obs, r.Info), "reward": 0.0, "done": false}
 	case "step":
 		if x == nil {
@@ -166,11 +160,10 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 		} else {
 			step["action"] = map[string]any(data)
 		}
-		res, err := onEnv("step", step)
+		r, err := opResult[*StepReply](s, wireOp("step", call{x: x}, step))
 		if err != nil {
 			return fail(err)
 		}
-		r := res.(*StepReply)
 		obs := openEnvObs(r.Obs, r.Info)
 		// OpenEnv has one flag, done; the observation says which end it was.
 		obs["terminated"], obs["truncated"] = r.Terminated, r.Truncated
@@ -180,23 +173,19 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 		if x == nil {
 			return "state", map[string]any{"episode_id": nil, "step_count": 0}
 		}
-		res, err := s.onWorker(x, func() (any, error) {
-			ctx, cancel := context.WithTimeout(s.base, s.cfg.StepTimeout)
-			defer cancel()
-			var obs envcore.Observation
-			var err error
-			if x.dream != nil {
-				obs = x.dream.Obs().Observation
-			} else if obs, err = x.env.Observe(ctx, observeNothing); err != nil {
-				return nil, err
-			}
-			return map[string]any{"episode_id": x.id, "step_count": x.steps, "site": x.site, "url": obs.URL,
-				"title": obs.Title, "over": x.over, "goal": x.episode.Goal}, nil
-		})
+		// The observe op (admitted, counted, on the worker), and the
+		// episode's fields read in the same job.
+		var st map[string]any
+		req := wireOp("observe", call{x: x}, args{})
+		req.then = func(x *session) {
+			st = map[string]any{"episode_id": x.id, "step_count": x.steps, "site": x.site, "over": x.over, "goal": x.episode.Goal}
+		}
+		r, err := opResult[*ObserveReply](s, req)
 		if err != nil {
 			return fail(err)
 		}
-		return "state", res.(map[string]any)
+		st["url"], st["title"] = r.Obs.URL, r.Obs.Title
+		return "state", st
 	}
 	return fail(errorf(CodeUnknownOp, false, "unknown message type %s; use reset, step, state or close", quoteKey(msg.Type)))
 }
@@ -213,23 +202,6 @@ func openEnvObs(o Observation, info map[string]any) map[string]any {
 	obs["info"] = info
 	obs["text"] = ModelText(o) // what a model reads: the goal first (prompt.go)
 	return obs
-}
-
-// onWorker runs fn on x's worker, after the requests queued before it.
-func (s *Server) onWorker(x *session, fn func() (any, error)) (any, error) {
-	type result struct {
-		v   any
-		err error
-	}
-	done := make(chan result, 1)
-	if !x.enqueue(func() {
-		v, err := fn()
-		done <- result{v, err}
-	}) {
-		return nil, errorf(CodeUnknownEnv, false, "environment %s was closed", x.id)
-	}
-	r := <-done
-	return r.v, r.err
 }
 
 func (s *Server) openEnvReply(ctx context.Context, c *websocket.Conn, typ string, data map[string]any) {

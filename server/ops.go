@@ -10,9 +10,10 @@ import (
 )
 
 // op is one operation of the wire protocol. The table ops is the only
-// place an op is named: dispatch, the metric labels, hello's op list, the
-// unknown-op error, the OpenEnv front end and docs/protocol.md's table
-// (kept equal by a test) all read it.
+// place an op is named: dispatch, the metric labels, hello's op list and
+// its idempotent ops, the unknown-op error, the OpenEnv and MCP front ends
+// and docs/protocol.md's table (kept equal by a test) all read it. Every
+// caller runs an op the one way of exec.go.
 type op struct {
 	name string
 	// doc is one line for the docs' table.
@@ -20,125 +21,146 @@ type op struct {
 	// env: the request names an environment and runs on its worker, after
 	// that environment's earlier requests.
 	env bool
+	// idempotent: the op changes nothing on the server, so a client may
+	// send it again after a lost connection (hello lists these ops; the
+	// Python client's retry policy reads them).
+	idempotent bool
 	// args is the type of the op's arguments, decoded strictly.
 	args reflect.Type
-	// run decodes the request's args and runs the op. nil for hello, which
-	// the connection answers.
-	run func(s *Server, ctx context.Context, c call, a args) (any, error)
+	// decode reads the op's wire arguments into a *args.
+	decode func(raw args) (any, error)
+	// run runs the op on its decoded arguments (a *args). nil for hello,
+	// which the connection answers.
+	run func(s *Server, ctx context.Context, c call, a any) (any, error)
 }
 
-// call is who asks: the connection (nil off the WebSocket protocol), which
-// owns the environments the request makes, and for env ops the
-// environment, whose worker runs the request.
+// call is who asks: the connection (nil off the WebSocket protocol and
+// MCP), which owns the environments the request makes, and for env ops
+// the environment, whose worker runs the request.
 type call struct {
 	conn *conn
 	x    *session
 }
 
-// opFor builds a table row whose handler gets its arguments as a *T.
-func opFor[T any](name, doc string, env bool, run func(s *Server, ctx context.Context, c call, a *T) (any, error)) op {
-	o := op{name: name, doc: doc, env: env, args: reflect.TypeFor[T]()}
+// opFor builds a table row whose handler gets its arguments as a *T and
+// answers an R.
+func opFor[T, R any](name, doc string, env bool, run func(s *Server, ctx context.Context, c call, a *T) (R, error)) op {
+	o := op{name: name, doc: doc, env: env, args: reflect.TypeFor[T](),
+		decode: func(raw args) (any, error) { return decodeArgs[T](name, raw) }}
 	if run != nil {
-		o.run = func(s *Server, ctx context.Context, c call, raw args) (any, error) {
-			a, err := decodeArgs[T](name, raw)
+		o.run = func(s *Server, ctx context.Context, c call, a any) (any, error) {
+			res, err := run(s, ctx, c, a.(*T))
 			if err != nil {
 				return nil, err
 			}
-			return run(s, ctx, c, a)
+			return res, nil
 		}
 	}
 	return o
 }
 
-// ops is the protocol's vocabulary, in the order the docs list it.
-var ops = []op{
-	opFor[helloArgs]("hello", "protocol version, token and limits; first when the server has a token", false, nil),
-	opFor("sites", "the sites this server hosts", false, func(s *Server, _ context.Context, _ call, _ *noArgs) (any, error) {
-		return map[string]any{"sites": append(s.factory.Sites(), dreamSiteInfo)}, nil
-	}),
-	opFor("tasks", "the tasks of a site (every site's without one)", false, func(s *Server, _ context.Context, _ call, a *tasksArgs) (any, error) {
-		tasks, err := s.factory.Tasks(a.Site)
-		if err != nil {
-			return nil, BadRequest(err)
-		}
-		return map[string]any{"tasks": tasks}, nil
-	}),
-	opFor("actions", "the action grammar: each action's call, typed arguments, description and example, and the whole as prompt text", false, func(*Server, context.Context, call, *noArgs) (any, error) {
-		return map[string]any{"actions": envcore.Actions(), "describe": envcore.Describe()}, nil
-	}),
-	opFor("stats", "environments open, steps served, uptime", false, func(s *Server, _ context.Context, _ call, _ *noArgs) (any, error) {
-		return s.stats(), nil
-	}),
-	opFor("make", "creates an environment and starts its first episode", false, (*Server).makeEnv),
-	opFor("reset", "starts a new episode", true, func(s *Server, ctx context.Context, c call, a *resetArgs) (any, error) {
-		if c.x.dream != nil {
-			return s.dreamEpisode(ctx, c.x, a, CauseReset)
-		}
-		return s.startEpisode(ctx, c.x, a, CauseReset)
-	}),
-	opFor("step", "runs one action and returns once what it caused has settled", true, func(s *Server, ctx context.Context, c call, a *stepArgs) (any, error) {
-		if c.x.dream != nil {
-			return s.dreamStep(ctx, c.x, a)
-		}
-		res, err := s.step(ctx, c.x, a)
-		if err != nil {
-			s.stepFailed(c.x, a, err)
-		}
-		return res, err
-	}),
-	opFor("observe", "the current observation, without acting", true, func(s *Server, ctx context.Context, c call, a *observeArgs) (any, error) {
-		x := c.x
-		opts, err := a.Observe.options()
-		if err != nil {
-			return nil, err
-		}
-		if x.dream != nil {
-			if err := dreamObserve(a.Observe, "observe"); err != nil {
+// idem marks o idempotent.
+func idem(o op) op {
+	o.idempotent = true
+	return o
+}
+
+// ops is the protocol's vocabulary, in the order the docs list it. It is
+// set in init: ops run ops (a dream's start makes a real environment).
+var ops []op
+
+func init() { ops = opTable() }
+
+func opTable() []op {
+	return []op{
+		idem(opFor[helloArgs, any]("hello", "protocol version, token and limits; first when the server has a token", false, nil)),
+		idem(opFor("sites", "the sites this server hosts", false, func(s *Server, _ context.Context, _ call, _ *noArgs) (map[string]any, error) {
+			return map[string]any{"sites": append(s.factory.Sites(), dreamSiteInfo)}, nil
+		})),
+		idem(opFor("tasks", "the tasks of a site (every site's without one)", false, func(s *Server, _ context.Context, _ call, a *tasksArgs) (map[string]any, error) {
+			tasks, err := s.factory.Tasks(a.Site)
+			if err != nil {
+				return nil, BadRequest(err)
+			}
+			return map[string]any{"tasks": tasks}, nil
+		})),
+		idem(opFor("actions", "the action grammar: each action's call, typed arguments, description and example, and the whole as prompt text", false, func(*Server, context.Context, call, *noArgs) (map[string]any, error) {
+			return map[string]any{"actions": envcore.Actions(), "describe": envcore.Describe()}, nil
+		})),
+		idem(opFor("stats", "environments open, steps served, uptime", false, func(s *Server, _ context.Context, _ call, _ *noArgs) (Stats, error) {
+			return s.stats(), nil
+		})),
+		opFor("make", "creates an environment and starts its first episode", false, (*Server).makeEnv),
+		opFor("reset", "starts a new episode", true, func(s *Server, ctx context.Context, c call, a *resetArgs) (*EpisodeReply, error) {
+			if c.x.dream != nil {
+				return s.dreamEpisode(ctx, c.x, a, CauseReset)
+			}
+			return s.startEpisode(ctx, c.x, a, CauseReset)
+		}),
+		opFor("step", "runs one action and returns once what it caused has settled", true, func(s *Server, ctx context.Context, c call, a *stepArgs) (*StepReply, error) {
+			if c.x.dream != nil {
+				return s.dreamStep(ctx, c.x, a)
+			}
+			res, err := s.step(ctx, c.x, a)
+			if err != nil {
+				s.stepFailed(c.x, a, err)
+			}
+			return res, err
+		}),
+		idem(opFor("observe", "the current observation, without acting", true, func(s *Server, ctx context.Context, c call, a *observeArgs) (*ObserveReply, error) {
+			x := c.x
+			opts, err := a.Observe.options()
+			if err != nil {
 				return nil, err
 			}
-			return map[string]any{"obs": x.dream.Obs()}, nil
-		}
-		if x.down == nil {
-			x.down = s.siteHealth(ctx, x, false)
-		}
-		if x.down != nil {
-			return nil, x.down // no observation of a dead site to act on
-		}
-		obs, err := x.env.Observe(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"obs": wireObs(obs, x)}, nil
-	}),
-	opFor("close", "closes the environment and its site instance", true, func(s *Server, _ context.Context, c call, _ *noArgs) (any, error) {
-		s.closeSession(c.x, "closed by the client")
-		return map[string]any{"closed": true}, nil
-	}),
-	opFor("snapshot", "saves the site's and the browser's state under a name", true, func(s *Server, ctx context.Context, c call, a *snapshotArgs) (any, error) {
-		x := c.x
-		sn, err := snapshotter(x, "snapshot")
-		if err != nil {
-			return nil, err
-		}
-		return s.snapshot(ctx, x, sn, a.Name)
-	}),
-	opFor("restore", "returns to a snapshot, as a new episode", true, func(s *Server, ctx context.Context, c call, a *snapshotArgs) (any, error) {
-		x := c.x
-		sn, err := snapshotter(x, "restore")
-		if err != nil {
-			return nil, err
-		}
-		return s.restore(ctx, x, sn, a.Name)
-	}),
-	opFor("fork", "n new environments, each on its own copy of a snapshot", true, func(s *Server, ctx context.Context, c call, a *forkArgs) (any, error) {
-		x := c.x
-		sn, err := snapshotter(x, "fork")
-		if err != nil {
-			return nil, err
-		}
-		return s.fork(ctx, c.conn, x, sn, a)
-	}),
-	opFor("state_diff", "the rows of the site's state database changed since the episode began, and queries' values then and now (environments made with state_diff; for trainers)", true, (*Server).stateDiff),
+			if x.dream != nil {
+				if err := dreamObserve(a.Observe, "observe"); err != nil {
+					return nil, err
+				}
+				return &ObserveReply{Obs: x.dream.Obs()}, nil
+			}
+			if x.down == nil {
+				x.down = s.siteHealth(ctx, x, false)
+			}
+			if x.down != nil {
+				return nil, x.down // no observation of a dead site to act on
+			}
+			obs, err := x.env.Observe(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return &ObserveReply{Obs: wireObs(obs, x)}, nil
+		})),
+		opFor("close", "closes the environment and its site instance", true, func(s *Server, _ context.Context, c call, _ *noArgs) (map[string]any, error) {
+			s.closeSession(c.x, "closed by the client")
+			return map[string]any{"closed": true}, nil
+		}),
+		opFor("snapshot", "saves the site's and the browser's state under a name", true, func(s *Server, ctx context.Context, c call, a *snapshotArgs) (*SnapshotReply, error) {
+			x := c.x
+			sn, err := snapshotter(x, "snapshot")
+			if err != nil {
+				return nil, err
+			}
+			return s.snapshot(ctx, x, sn, a.Name)
+		}),
+		opFor("restore", "returns to a snapshot, as a new episode", true, func(s *Server, ctx context.Context, c call, a *snapshotArgs) (*EpisodeReply, error) {
+			x := c.x
+			sn, err := snapshotter(x, "restore")
+			if err != nil {
+				return nil, err
+			}
+			return s.restore(ctx, x, sn, a.Name)
+		}),
+		opFor("fork", "n new environments, each on its own copy of a snapshot", true, func(s *Server, ctx context.Context, c call, a *forkArgs) (*ForkReply, error) {
+			x := c.x
+			sn, err := snapshotter(x, "fork")
+			if err != nil {
+				return nil, err
+			}
+			return s.fork(ctx, c.conn, x, sn, a)
+		}),
+		idem(opFor("state_diff", "the rows of the site's state database changed since the episode began, and queries' values then and now (environments made with state_diff; for trainers)", true, (*Server).stateDiff)),
+	}
 }
 
 // lookupOp finds an op by name.
@@ -169,17 +191,16 @@ func unknownOp(name string) error {
 	return errorf(CodeUnknownOp, false, "%s", msg)
 }
 
-// handle runs one request. c.x is the request's environment for env ops
-// (and then this runs on its worker).
-func (s *Server) handle(ctx context.Context, req Request, c call) (any, error) {
-	o, ok := lookupOp(req.Op)
-	if !ok || o.run == nil {
-		return nil, unknownOp(req.Op)
+// idempotentOps lists the ops a client may send again after a lost
+// connection, in table order.
+func idempotentOps() []string {
+	var names []string
+	for _, o := range ops {
+		if o.idempotent {
+			names = append(names, o.name)
+		}
 	}
-	if err := c.x.startFailed(req.Op); err != nil {
-		return nil, err
-	}
-	return o.run(s, ctx, c, req.Args)
+	return names
 }
 
 // snapshotter is x's instance's snapshot support, or why it has none.

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/webserv-rl/webserv/trajectory"
@@ -35,11 +34,10 @@ func (p *player) Start(ctx context.Context, head trajectory.Line) (*trajectory.O
 	if head.TaskID != "" {
 		a.Task, a.Goal = head.TaskID, ""
 	}
-	res, e := p.s.makeEnv(ctx, call{}, a)
+	r, e := runOp[*EpisodeReply](ctx, p.s, "make", call{}, a)
 	if e != nil {
 		return nil, e
 	}
-	r := res.(*EpisodeReply)
 	x, e := p.s.session(r.Env)
 	if e != nil {
 		return nil, e
@@ -58,28 +56,10 @@ func (p *player) Step(ctx context.Context, action string) (*trajectory.Observati
 	return &o, nil
 }
 
-// stepReply runs one step on the player's environment.
+// stepReply runs one step on the player's environment, as every step
+// runs (exec.go).
 func (p *player) stepReply(ctx context.Context, action string) (*StepReply, error) {
-	type result struct {
-		v any
-		e error
-	}
-	done := make(chan result, 1)
-	if !p.x.enqueue(func() {
-		v, e := p.s.step(ctx, p.x, &stepArgs{Action: action})
-		done <- result{v, e}
-	}) {
-		return nil, fmt.Errorf("the re-run's environment %s was closed", p.x.id)
-	}
-	select {
-	case r := <-done:
-		if r.e != nil {
-			return nil, r.e
-		}
-		return r.v.(*StepReply), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return runOp[*StepReply](ctx, p.s, "step", call{x: p.x}, &stepArgs{Action: textAction(action)})
 }
 
 func (p *player) Close() error {

@@ -327,35 +327,3 @@ func (s *Server) noBrowser() *Error {
 	}
 	return errorf(CodeBackend, false, "%v", errNoBrowser)
 }
-
-// run runs one request within the server's lifetime: its context derives
-// from the server's and is bounded by the request timeout; a request that
-// arrives after Close began, or that Close cut short, is answered
-// shutting_down.
-func (s *Server) run(req Request, c call) (any, error) {
-	if !s.admit() {
-		return nil, errShuttingDown
-	}
-	defer s.inflight.Done()
-	ctx, cancel := context.WithTimeout(s.base, s.cfg.StepTimeout)
-	defer cancel()
-	res, err := s.handle(ctx, req, c)
-	switch {
-	case s.base.Err() != nil:
-		return nil, errShuttingDown
-	case err == nil && ctx.Err() != nil:
-		return nil, errorf(CodeTimeout, true, "request took longer than the server's request timeout (%s)", s.cfg.StepTimeout)
-	}
-	return res, err
-}
-
-// admit counts a request in flight, unless the server is closing.
-func (s *Server) admit() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return false
-	}
-	s.inflight.Add(1)
-	return true
-}

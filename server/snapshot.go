@@ -32,7 +32,7 @@ func checkSnapshotName(name string) error {
 	return nil
 }
 
-func (s *Server) snapshot(ctx context.Context, x *session, sn Snapshotter, name string) (any, error) {
+func (s *Server) snapshot(ctx context.Context, x *session, sn Snapshotter, name string) (*SnapshotReply, error) {
 	if err := checkSnapshotName(name); err != nil {
 		return nil, err
 	}
@@ -51,10 +51,10 @@ func (s *Server) snapshot(ctx context.Context, x *session, sn Snapshotter, name 
 		x.snaps = map[string]snapshotInfo{}
 	}
 	x.snaps[name] = snapshotInfo{url: obs.URL, state: st, taken: time.Now()}
-	return map[string]any{"name": name, "url": obs.URL, "tabs": len(st.Tabs)}, nil
+	return &SnapshotReply{Name: name, URL: obs.URL, Tabs: len(st.Tabs)}, nil
 }
 
-func (s *Server) restore(ctx context.Context, x *session, sn Snapshotter, name string) (any, error) {
+func (s *Server) restore(ctx context.Context, x *session, sn Snapshotter, name string) (*EpisodeReply, error) {
 	if err := checkSnapshotName(name); err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func (s *Server) restore(ctx context.Context, x *session, sn Snapshotter, name s
 // fork makes n new environments from a snapshot (taking one named
 // "fork-<time>" when no name is given), each at the snapshot's page on its
 // own copy of the site.
-func (s *Server) fork(ctx context.Context, owner *conn, x *session, sn Snapshotter, a *forkArgs) (any, error) {
+func (s *Server) fork(ctx context.Context, owner *conn, x *session, sn Snapshotter, a *forkArgs) (*ForkReply, error) {
 	n := a.N
 	if n < 1 || n > s.cfg.MaxEnvs {
 		return nil, errorf(CodeBadArgs, false, "fork needs n, the number of new environments (1 to %d)", s.cfg.MaxEnvs)
@@ -141,7 +141,7 @@ func (s *Server) fork(ctx context.Context, owner *conn, x *session, sn Snapshott
 		return nil, errorf(CodeBackend, true, "fork: %v", err)
 	}
 	s.log.Info("environment forked", zap.String("env", x.id), zap.String("snapshot", name), zap.Int("n", n))
-	return map[string]any{"snapshot": name, "envs": out}, nil
+	return &ForkReply{Snapshot: name, Envs: out}, nil
 }
 
 func snapshotError(name string, err error) error {

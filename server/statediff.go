@@ -122,7 +122,7 @@ func (x *session) keepStartState(ctx context.Context) error {
 	return nil
 }
 
-func (s *Server) stateDiff(ctx context.Context, c call, a *stateDiffArgs) (any, error) {
+func (s *Server) stateDiff(ctx context.Context, c call, a *stateDiffArgs) (map[string]any, error) {
 	x := c.x
 	file, in, err := stateDB(x)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 var observeNothing = envcore.ObserveOptions{}
 
 // step runs one action.
-func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error) {
+func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply, error) {
 	if x.over != "" {
 		return nil, errorf(CodeEpisodeOver, false, "the episode is over (%s): call reset to start a new one", x.over)
 	}
@@ -40,35 +40,22 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	if x.down == nil {
 		x.down = s.siteHealth(ctx, x, false)
 	}
-	if x.down != nil && !terminates(a.Action) {
+	if x.down != nil && !a.Action.terminates() {
 		return nil, x.down
 	}
-	action := a.Action
-	review, target, e := s.vet(ctx, x, action) // preview_ms, approve (live.go)
+	if e := a.Action.check(); e != nil {
+		return nil, e
+	}
+	review, target, e := s.vet(ctx, x, &a.Action) // preview_ms, approve (live.go)
 	if e != nil {
 		return nil, e
 	}
 	began := time.Now()
+	action := a.Action.p
 	if rejected(review) {
 		action = noAction
 	}
-	var obs envcore.Observation
-	var info envcore.StepInfo
-	var err error
-	switch act := action.(type) {
-	case string:
-		obs, info, err = x.env.StepTextObserve(ctx, act, opts)
-	case map[string]any:
-		var action envcore.Action
-		if action, err = actionOf(act); err != nil {
-			return nil, err
-		}
-		obs, info, err = x.env.StepObserve(ctx, action, opts)
-	case nil:
-		return nil, errorf(CodeBadArgs, false, `step needs action: a string like click("id") or a map like {type: "click", target: "id"}`)
-	default:
-		return nil, errorf(CodeBadArgs, false, "action must be a string or a map, got %s", typeName(act))
-	}
+	obs, info, err := x.env.StepParsed(ctx, action, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +70,7 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 		}
 	}
 	if rejected(review) {
-		refuse(&obs, &info, actionText(a.Action), review)
+		refuse(&obs, &info, a.Action.echo, review)
 	}
 	x.steps++
 	s.stepsTotal.Add(1)
@@ -159,7 +146,7 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (any, error)
 	}
 	res := &StepReply{Obs: wireObs(obs, x), Reward: reward, Terminated: terminated, Truncated: truncated, Info: wi}
 	s.notify(func(o Observer) {
-		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: actionText(a.Action), Reply: res, Time: time.Now(), Began: began, Review: review, Failure: x.down})
+		o.Stepped(StepEvent{Env: x.id, Step: x.steps, Action: a.Action.echo, Reply: res, Time: time.Now(), Began: began, Review: review, Failure: x.down})
 	})
 	return res, nil
 }
@@ -184,19 +171,6 @@ func endOf(x *session, info envcore.StepInfo, res *tasks.Result) EndReason {
 		return EndStepTimeout // a step past its deadline ends the episode
 	}
 	return ""
-}
-
-// actionText is an action as recorded: its string form.
-func actionText(v any) string {
-	switch a := v.(type) {
-	case string:
-		return a
-	case map[string]any:
-		if act, err := actionOf(a); err == nil {
-			return act.String()
-		}
-	}
-	return bounded(fmt.Sprint(v))
 }
 
 func wireObs(obs envcore.Observation, x *session) Observation {

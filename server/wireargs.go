@@ -164,8 +164,74 @@ type judgeArgs struct {
 }
 
 type stepArgs struct {
-	Action  any          `json:"action"`
+	Action  stepAction   `json:"action"`
 	Observe *observeSpec `json:"observe"`
+}
+
+// stepAction is step's action, read once where the request is decoded: a
+// string is parsed (a string that does not parse is kept with its error,
+// which the step reports as the agent's, in the observation), a map is
+// decoded strictly into envcore.Action. Approval, the preview, the
+// recording, the observers, the health check and envcore read this value.
+type stepAction struct {
+	given bool
+	p     envcore.Parsed
+	// err refuses the request: the action is neither a string nor a
+	// map, or a map that does not match the action schema.
+	err error
+	// echo is the action as recorded: the string as sent, the map's
+	// action in call form, or what was sent, cut.
+	echo string
+}
+
+func (a *stepAction) decodeWire(v any, _ string) error {
+	a.given = true
+	switch v := v.(type) {
+	case string:
+		a.p, a.echo = envcore.ParseText(v), v
+	case map[string]any:
+		act, err := actionOf(v)
+		a.p, a.err = envcore.Structured(act), err
+		a.echo = bounded(fmt.Sprint(v))
+		if err == nil {
+			a.echo = act.String()
+		}
+	default:
+		a.err = errorf(CodeBadArgs, false, "action must be a string or a map, got %s", typeName(v))
+		a.echo = bounded(fmt.Sprint(v))
+	}
+	return nil // a request error is answered by step, in its turn (stepAction.check)
+}
+
+// textAction is a step's action given as a string (the re-run player's).
+func textAction(s string) stepAction {
+	var a stepAction
+	_ = a.decodeWire(s, "step.action")
+	return a
+}
+
+// builtAction is a step's action made from typed arguments (an MCP tool's).
+func builtAction(p envcore.Parsed) stepAction {
+	return stepAction{given: true, p: p, echo: p.Echo()}
+}
+
+// check is the request's error, if the action refuses it.
+func (a *stepAction) check() error {
+	if !a.given {
+		return errorf(CodeBadArgs, false, `step needs action: a string like click("id") or a map like {type: "click", target: "id"}`)
+	}
+	return a.err
+}
+
+// terminates reports whether the action ends the episode (stop, report
+// infeasible), read without running it.
+func (a *stepAction) terminates() bool {
+	return a.given && a.err == nil && a.p.OK() && a.p.Action.Type == envcore.Terminate
+}
+
+// parsed is the action in structured form, if it has one.
+func (a *stepAction) parsed() (envcore.Action, bool) {
+	return a.p.Action, a.given && a.err == nil && a.p.OK()
 }
 
 type snapshotArgs struct {

@@ -24,6 +24,7 @@ from webserv.errors import (
     from_reply,
 )
 from webserv.launcher import LocalServer
+from webserv.retry import IDEMPOTENT_OPS, idempotent_ops
 
 FAULT_CLASSES = {"client": ClientError, "agent": AgentError, "infrastructure": InfrastructureError}
 
@@ -221,3 +222,21 @@ def test_a_killed_browser_process_through_the_client(binary: str, pages: str) ->
         asyncio.run(main())
     finally:
         srv.stop()
+
+
+def test_the_retry_policy_reads_the_idempotent_ops_from_hello(server: str) -> None:
+    async def main() -> None:
+        async with webserv.AsyncClient(server) as client:
+            ops = idempotent_ops(client.hello)
+            # The server's op table, not the client's own list: actions changes nothing too.
+            assert {"hello", "sites", "tasks", "stats", "observe", "actions"} <= ops
+            assert not ops & {"make", "reset", "step", "close", "snapshot", "restore", "fork"}
+            lost = webserv.ConnectionLost("the connection closed")
+            policy = webserv.RetryPolicy()
+            assert policy.should_retry("actions", lost, ops)
+            assert not policy.should_retry("step", lost, ops)
+            # A server whose hello lists none: the client's own list.
+            assert idempotent_ops({}) == IDEMPOTENT_OPS
+            assert not policy.should_retry("actions", lost)
+
+    asyncio.run(main())

@@ -4,6 +4,7 @@ against a stand-in for the user's model (an endpoint answering from a recorded s
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,7 +19,8 @@ from conftest import sites_server
 from standin_model import StandInModel
 
 import webserv
-from webserv.explore import ExploreFailed, check_tasks, url_matches
+from webserv.explore import ExploreFailed, ExploreOptions, check_tasks, url_matches
+from webserv.explore import __main__ as explore_cli
 from webserv.launcher import LocalServer
 
 SFT_KEYS = {
@@ -211,6 +213,23 @@ def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path) -> None:
     empty.write_text("# none\n")
     with pytest.raises(ValueError, match="no personas"):
         asyncio.run(webserv.explore(personas=empty, out=tmp_path))
+
+
+def test_explore_options_are_one_value_the_command_line_fills(tmp_path: Path) -> None:
+    # Keywords over options; a misspelt keyword is refused naming the nearest.
+    o = ExploreOptions.of(ExploreOptions(site="cms", episodes=2), k=2, out=tmp_path)
+    assert (o.site, o.episodes, o.k, o.out) == ("cms", 2, 2, tmp_path)
+    with pytest.raises(TypeError, match="did you mean 'episodes'"):
+        asyncio.run(webserv.explore(episods=2, out=tmp_path))
+    with pytest.raises(ValueError, match=">= 1"):
+        asyncio.run(webserv.explore(ExploreOptions(k=0, out=tmp_path)))
+    # Every option is an option of the command line (the live-sites group makes politeness).
+    dests = {a.dest for a in explore_cli.parser()._actions}
+    assert {f.name for f in dataclasses.fields(ExploreOptions)} - dests == {"politeness"}
+    out = subprocess.run(
+        [sys.executable, "-m", "webserv.explore", "--epsiodes", "2"], capture_output=True, text=True
+    )
+    assert out.returncode == 2 and "unknown option --epsiodes (did you mean --episodes?)" in out.stderr
 
 
 def test_malformed_model_output_is_retried_then_recorded_not_a_crash(server: str, tmp_path: Path) -> None:

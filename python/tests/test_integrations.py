@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 import webserv
 from webserv.integrations.trl import web_environment
-from webserv.integrations.verl import WebAgentLoop, WebTool
+from webserv.integrations.verl import ClientSource, WebAgentLoop, WebTool, client_of
 from webserv.launcher import LocalServer
 
 
@@ -149,3 +150,90 @@ def test_verl_tool_failure_and_fork(server: str, spare_server: LocalServer, page
             await shop.release(rid)
 
     asyncio.run(main())
+
+
+class _ByteTokenizer:
+    """A tokenizer of UTF-8 bytes with a plain chat template (what the loop calls of one)."""
+
+    def apply_chat_template(
+        self, messages: list[dict[str, Any]], add_generation_prompt: bool, tokenize: bool
+    ) -> list[int]:
+        text = "".join(f"<{m['role']}>{m['content']}\n" for m in messages)
+        return list((text + ("<assistant>" if add_generation_prompt else "")).encode())
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        return list(text.encode())
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return bytes(ids).decode(errors="replace")
+
+
+class _Model:
+    """verl's server manager in shape: a noop, then a stop, in prose."""
+
+    def __init__(self) -> None:
+        self.turns: dict[str, int] = {}
+
+    async def generate(
+        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any]
+    ) -> Any:
+        n = self.turns.get(request_id, 0)
+        self.turns[request_id] = n + 1
+        text = "I look first.\n```\nnoop()\n```" if n == 0 else 'Done.\n```\nstop("no idea")\n```'
+        return SimpleNamespace(token_ids=list(text.encode()), log_probs=None)
+
+
+def test_one_verl_loop_masks_tokens_and_mixes_on_a_server(server: str) -> None:
+    """The one verl loop on a server's URL: given verl's server manager and tokenizer it generates
+    token by token (the pages between turns masked out), in a mixed group too."""
+
+    async def main() -> list[dict[str, Any]]:
+        loop = WebAgentLoop(
+            site="shopping",
+            server_url=server,
+            server_manager=_Model(),
+            tokenizer=_ByteTokenizer(),
+            max_turns=6,
+            response_length=60000,
+            mix=webserv.Mix(expert=0.5),
+            group_size=2,
+        )
+        system = {"role": "system", "content": "Shop."}
+        row = {"uid": "tokens", "task_id": "shopping.0", "raw_prompt": [system]}
+        return list(await asyncio.gather(*(loop.run({}, **row) for _ in range(2))))
+
+    outs = asyncio.run(main())
+    assert [o["source"] for o in outs] == ["real", "expert"]
+    for o in outs:
+        assert len(o["response_ids"]) == len(o["response_mask"]) == len(o["response_logprobs"]) > 0
+        assert bytes(o["prompt_ids"]).decode().startswith("<system>Shop.")
+        turns = bytes(t for t, m in zip(o["response_ids"], o["response_mask"], strict=True) if m).decode()
+        pages = bytes(t for t, m in zip(o["response_ids"], o["response_mask"], strict=True) if not m).decode()
+        assert "<user>" in pages and "<user>" not in turns
+        actions = [t["action"] for t in o["trajectory"]]
+        assert all(a in turns for a in actions)  # the turns are what was run
+    assert [t["action"] for t in outs[0]["trajectory"]] == ["noop()", 'stop("no idea")']
+    assert "I look first." in bytes(outs[0]["response_ids"]).decode()
+
+
+def test_verl_clients_are_one_per_source_and_event_loop() -> None:
+    a, b = ClientSource("http://127.0.0.1:1"), ClientSource("http://127.0.0.1:1", token="t")
+
+    async def clients() -> tuple[Any, Any, Any]:
+        return await client_of(a), await client_of(a), await client_of(b)
+
+    first, again, other = asyncio.run(clients())
+    assert first is again and first is not other  # one per source in a loop
+    later, _, _ = asyncio.run(clients())
+    assert later is not first  # another event loop has its own (a client is bound to its loop)
+
+
+def test_the_ray_verl_loop_is_the_one_loop_and_mixes() -> None:
+    pytest.importorskip("ray")
+    from webserv.ray.verl import WebServAgentLoop
+
+    config = {"actor_rollout_ref": {"rollout": {"n": 2, "response_length": 100}}}
+    loop = WebServAgentLoop(config, None, None, None, fleet="f", mix=webserv.Mix(expert=0.5))
+    assert isinstance(loop, WebAgentLoop) and loop.source == ClientSource(fleet="f")
+    assert loop.group_size == 2 and loop.response_length == 100
+    assert [loop._source("u") for _ in range(4)] == ["real", "expert", "real", "expert"]

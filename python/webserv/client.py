@@ -18,7 +18,7 @@ from .connection import Connection
 from .errors import ClientError, ConnectionLost, HostLost, ServerUnavailable, WebServError
 from .handle import AsyncEnv, Info, Obs
 from .placement import Placement, PlacementRequest, StaticHosts
-from .retry import RetryPolicy
+from .retry import RetryPolicy, idempotent_ops
 
 #: What a server offers, (its sites, its tasks) -> the ids registered for them. Package
 #: ``registration`` adds gymnasium's here when it is imported (``import webserv`` does), so
@@ -192,7 +192,7 @@ class AsyncClient:
             return reply.result, reply.server_ms
 
         try:
-            result, ms = await self.retry.run(op, send)
+            result, ms = await self.retry.run(op, send, lambda: idempotent_ops(conn.hello))
         except (ConnectionLost, ServerUnavailable) as e:
             if env is not None:
                 raise HostLost(

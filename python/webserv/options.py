@@ -10,11 +10,13 @@ no argument idle; did you mean idle_ms?"), when the environment is made (its fir
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NoReturn
 
 from gymnasium import spaces
 
@@ -123,4 +125,21 @@ class EnvOptions:
         return obs, info
 
 
-__all__ = ["EnvOptions"]
+class OptionParser(argparse.ArgumentParser):
+    """An ``argparse`` parser that refuses an unknown command-line option naming the nearest one it
+    has (``unknown option --epsiodes (did you mean --episodes?)``), as ``make`` refuses an unknown
+    argument: the parser of every ``python -m webserv.*`` command (eval, explore)."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments:"):
+            known = [s for a in self._actions for s in a.option_strings]
+            given = message.split(":", 1)[1].split()
+            hints = []
+            for w in [w for w in given if w.startswith("-")] or given:
+                near = difflib.get_close_matches(w.split("=")[0], known, n=1)
+                hints.append(w + (f" (did you mean {near[0]}?)" if near else ""))
+            message = "unknown option " + ", ".join(hints)
+        super().error(message)
+
+
+__all__ = ["EnvOptions", "OptionParser"]

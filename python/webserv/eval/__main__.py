@@ -5,34 +5,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import difflib
 import json
 import os
 import sys
-from typing import NoReturn
 
 from ..errors import WebServError
 from ..models import ModelError
+from ..options import OptionParser
 from .agent import OBSERVATIONS, observation
 from .compare import compare
 from .compare import console as compare_console
 from .report import console
 from .run import evaluate
-
-
-class _Parser(argparse.ArgumentParser):
-    """Refuses an unknown option naming the nearest one it has."""
-
-    def error(self, message: str) -> NoReturn:
-        if message.startswith("unrecognized arguments:"):
-            known = [s for a in self._actions for s in a.option_strings]
-            words = [w for w in message.split(":", 1)[1].split() if w.startswith("-")]
-            hints = []
-            for w in words or message.split(":", 1)[1].split():
-                near = difflib.get_close_matches(w.split("=")[0], known, n=1)
-                hints.append(f"{w}" + (f" (did you mean {near[0]}?)" if near else ""))
-            message = "unknown option " + ", ".join(hints)
-        super().error(message)
 
 
 def _observation(name: str) -> str:
@@ -43,7 +27,7 @@ def _observation(name: str) -> str:
 
 
 def _eval_parser(prog: str) -> argparse.ArgumentParser:
-    p = _Parser(prog=prog, description=__doc__, allow_abbrev=False)
+    p = OptionParser(prog=prog, description=__doc__, allow_abbrev=False)
     p.add_argument(
         "--model", required=True, help="the OpenAI-compatible API root, like http://127.0.0.1:8000/v1"
     )
@@ -101,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = os.environ.get("WEBSERV_EVAL_PROG", "python -m webserv.eval")
     if argv[:1] == ["compare"]:
-        cp = _Parser(
+        cp = OptionParser(
             prog=f"{prog} compare",
             description="the paired difference of two runs (B - A)",
             allow_abbrev=False,

@@ -4,6 +4,8 @@ prune on a 0) over one server, model-free or through an OpenAI-compatible endpoi
     result = await webserv.explore(site="shopping", episodes=8, max_steps=40, k=4, out="run1")
     result.stats["kept"], result.demonstrations, result.tasks
 
+with its settings as keywords or an ``ExploreOptions`` (each documented there),
+
 or ``python -m webserv.explore --site shopping --episodes 8 --out run1``.
 """
 
@@ -13,6 +15,7 @@ from .frontier import Frontier, FrontierEntry
 from .llm import PROMPTS
 from .loop import DEFAULT_PERSONAS, ExploreFailed, ExploreResult, explore, load_personas
 from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler
+from .options import ExploreOptions
 from .trajectory import Demo, Episode, Label, MalformedOutput, Step
 
 __all__ = [
@@ -21,6 +24,7 @@ __all__ = [
     "Demo",
     "Episode",
     "ExploreFailed",
+    "ExploreOptions",
     "ExploreResult",
     "Frontier",
     "FrontierEntry",

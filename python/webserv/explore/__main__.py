@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
 
+from ..options import OptionParser
 from .loop import ExploreFailed, explore
+from .options import ExploreOptions
 
 
-def main(argv: list[str] | None = None) -> int:
-    # `webserv explore` (the Go binary, which runs this module) names itself in the usage.
-    prog = os.environ.get("WEBSERV_EXPLORE_PROG", "python -m webserv.explore")
-    p = argparse.ArgumentParser(prog=prog, description=__doc__)
+def parser(prog: str = "python -m webserv.explore") -> OptionParser:
+    """The command line: every ``ExploreOptions`` field is an option's destination (``politeness``
+    is the live-sites group's)."""
+    p = OptionParser(prog=prog, description=__doc__)
     p.add_argument(
         "--site", default="shopping", help="a site of the server: shopping, cms, a --sites name, open"
     )
@@ -31,7 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--labeler-model", help="API root for the labeler (default --model)")
     p.add_argument("--reward-model", help="API root for the reward model (default --model)")
     p.add_argument(
-        "--prompts", help="directory with explorer.txt, labeler.txt, reward.txt replacing the built-in"
+        "--prompts",
+        dest="prompts_dir",
+        help="directory with explorer.txt, labeler.txt, reward.txt replacing the built-in",
     )
     p.add_argument("--server", help="the server's URL (default $WEBSERV_URL, else a local webserv serve)")
     p.add_argument("--seed", type=int, default=0)
@@ -39,7 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--best-of", type=int, default=0, metavar="K", help="K fresh attempts per instruction")
     p.add_argument("--frontier", action="store_true", help="later episodes start from states found earlier")
     p.add_argument("--seconds", type=float, help="stop starting episodes after this long")
-    p.add_argument("--site-definition", help="the definition file of a --sites site, to serve its tasks")
+    p.add_argument(
+        "--site-definition",
+        dest="site_definition_file",
+        help="the definition file of a --sites site, to serve its tasks",
+    )
     p.add_argument("--shop-data", help="the bundled shop's catalog the server uses (default as serve's)")
     p.add_argument(
         "--raw",
@@ -49,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--screenshots", action="store_true", help="with --raw: a screenshot per step")
     p.add_argument(
         "--no-shorten",
-        action="store_true",
+        dest="shorten",
+        action="store_false",
         help="write demonstrations as explored (default: shortened to the fewest actions doing the task)",
     )
     g = p.add_argument_group("live sites (--site open)")
@@ -62,6 +71,12 @@ def main(argv: list[str] | None = None) -> int:
         "--deny-submit", action="store_true", help="refuse non-GET requests to hosts outside --submit-allow"
     )
     g.add_argument("--submit-allow", action="append", metavar="HOST", help="a host submissions may go to")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    # `webserv explore` (the Go binary, which runs this module) names itself in the usage.
+    p = parser(os.environ.get("WEBSERV_EXPLORE_PROG", "python -m webserv.explore"))
     a = p.parse_args(argv)
     if a.site == "open" and not a.start_url:
         p.error("--site open needs --start-url")
@@ -78,37 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         }.items()
         if v is not None
     }
+    # The options' fields are the parser's destinations (the politeness group aside).
+    names = {f.name for f in dataclasses.fields(ExploreOptions)}
+    given = {k: v for k, v in vars(a).items() if k in names}
     try:
-        result = asyncio.run(
-            explore(
-                site=a.site,
-                episodes=a.episodes,
-                max_steps=a.max_steps,
-                k=a.k,
-                start_url=a.start_url,
-                personas=a.personas,
-                out=a.out,
-                model=a.model,
-                model_name=a.model_name,
-                labeler_model=a.labeler_model,
-                reward_model=a.reward_model,
-                prompts_dir=a.prompts,
-                server=a.server,
-                seed=a.seed,
-                concurrency=a.concurrency,
-                best_of=a.best_of,
-                frontier=a.frontier,
-                seconds=a.seconds,
-                politeness=politeness or None,
-                deny_submit=a.deny_submit,
-                submit_allow=a.submit_allow,
-                site_definition_file=a.site_definition,
-                shop_data=a.shop_data,
-                raw=a.raw,
-                screenshots=a.screenshots,
-                shorten=not a.no_shorten,
-            )
-        )
+        options = ExploreOptions.of(**given, politeness=politeness or None)
+        result = asyncio.run(explore(options))
     except (ValueError, OSError) as e:
         print(f"explore: {e}", file=sys.stderr)
         return 2

@@ -27,6 +27,7 @@ from .frontier import Frontier, FrontierEntry
 from .instruction import merge_intents, name_constraints, names_nothing, reference_url
 from .llm import ModelAttempter, ModelExplorer, ModelLabeler, ModelReward, load_prompts
 from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler, page_key
+from .options import ExploreOptions
 from .shorten import shortest
 from .solve import solve
 from .state import MAX_CHECKS, candidates, signature
@@ -702,35 +703,7 @@ def _record_dir(out_dir: Path) -> str:
     return "explore-" + (name or "run")
 
 
-async def explore(
-    *,
-    site: str = "shopping",
-    episodes: int = 4,
-    max_steps: int = 40,
-    k: int = 4,
-    start_url: str | None = None,
-    personas: str | Path | list[str] | None = None,
-    out: str | Path = "explore-out",
-    model: str | None = None,
-    model_name: str | None = None,
-    labeler_model: str | None = None,
-    reward_model: str | None = None,
-    prompts_dir: str | Path | None = None,
-    server: str | None = None,
-    seed: int = 0,
-    concurrency: int | None = None,
-    best_of: int = 0,
-    frontier: bool = False,
-    seconds: float | None = None,
-    politeness: dict[str, Any] | None = None,
-    deny_submit: bool = False,
-    submit_allow: list[str] | None = None,
-    site_definition_file: str | Path | None = None,
-    shop_data: str | Path | None = None,
-    raw: bool = False,
-    screenshots: bool = False,
-    shorten: bool = True,
-) -> ExploreResult:
+async def explore(options: ExploreOptions | None = None, /, **keywords: Any) -> ExploreResult:
     """Runs ``episodes`` exploration episodes (``concurrency`` at once) on ``site`` and writes
     ``out/demonstrations.jsonl`` (sft rows), ``out/tasks.json`` (a task file), ``out/sites/NAME.json``
     (a definition serving those tasks, where the site can have one) and ``out/stats.json``.
@@ -748,24 +721,20 @@ async def explore(
     directory in ``explore-NAME`` (``stats["raw"]`` says where and which environment ran each episode).
     ``shorten`` (default True) shortens each demonstration to the fewest actions that still do its
     task before it is written (shorten.py).
+
+    The settings are an ``ExploreOptions`` (each documented there), keywords (``site="cms"``,
+    ``episodes=8``, ...) or both, keywords over the options; an unknown keyword is refused naming
+    the nearest.
     """
-    if episodes < 1 or max_steps < 1 or k < 1 or best_of < 0:
-        raise ValueError(
-            "episodes, max_steps and k must be >= 1 and best_of >= 0 "
-            f"(got {episodes}, {max_steps}, {k}, {best_of})"
-        )
-    if model is None and (model_name or labeler_model or reward_model or prompts_dir):
-        raise ValueError(
-            "model_name, labeler_model, reward_model and prompts_dir need model= (the explorer's URL)"
-        )
-    if site == "open" and not start_url:
-        raise ValueError("site='open' needs start_url= (the live site's page where episodes start)")
-    if screenshots and not raw:
-        raise ValueError("screenshots=True records screenshots in the raw trajectories: give raw=True too")
-    if submit_allow and not deny_submit:
-        raise ValueError(
-            "submit_allow lists the hosts deny_submit lets submissions through to: give deny_submit=True"
-        )
+    o = ExploreOptions.of(options, **keywords)
+    o.check()
+    site, episodes, max_steps, k, start_url = o.site, o.episodes, o.max_steps, o.k, o.start_url
+    personas, out, seed, concurrency, seconds = o.personas, o.out, o.seed, o.concurrency, o.seconds
+    model, model_name, labeler_model, reward_model = o.model, o.model_name, o.labeler_model, o.reward_model
+    prompts_dir, server, best_of, frontier = o.prompts_dir, o.server, o.best_of, o.frontier
+    politeness, deny_submit, submit_allow = o.politeness, o.deny_submit, o.submit_allow
+    site_definition_file, shop_data = o.site_definition_file, o.shop_data
+    raw, screenshots, shorten = o.raw, o.screenshots, o.shorten
     persona_list = personas if isinstance(personas, list) else load_personas(personas)
     models: list[ChatModel] = []
     explorer: Explorer

@@ -33,11 +33,26 @@ environment, or with ``expert_mode="recorded"`` returns the recorded
 sequence and reward without one). The output's ``source`` (and
 ``metrics["source"]``) says which, ``demonstration`` which one was replayed;
 the trajectory's actions are what was run. See docs/dream.md, "Mixing".
+
+This is verl's one agent loop: ``webserv.ray.verl.WebServAgentLoop`` (the loop
+verl's registry builds) is this loop on a Ray fleet with verl's output type.
+Where its environments come from is a ``ClientSource``: a server's URL (and
+token) or a Ray fleet's name; the clients are cached per source and event
+loop (``client_of``). Given verl's ``server_manager`` and ``tokenizer`` (and
+no ``policy`` or overridden ``generate``), the model's turns are generated
+token by token: the output then carries ``prompt_ids``, ``response_ids``,
+``response_mask`` (the pages between turns masked out, 0) and
+``response_logprobs``; an expert member's actions are its turns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import re
+import uuid
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
 from .. import rollout
@@ -45,22 +60,151 @@ from ..client import AsyncClient, AsyncEnv, Obs
 from ..errors import InfrastructureError
 from ..mixing import Demonstration, Demonstrations, Mix, Source, member_options
 from ..options import EnvOptions
-from ..prompt import keywords_of, refuse_unknown, render
+from ..prompt import keywords_of, page_text, refuse_unknown, render
 
 Policy = Callable[[Obs, list[dict[str, Any]]], Awaitable[str]]
-
-_clients: dict[tuple[str | None, str | None], AsyncClient] = {}
 
 #: Keywords verl's AgentLoopWorker passes to an agent loop that this loop has no use for.
 _VERL_KEYWORDS = ("trainer_config", "processor", "dataset_cls", "dataset_config")
 
+_FENCED = re.compile(r"```(?:\w+)?\s*\n?(.*?)```", re.DOTALL)
 
-def _client(url: str | None, token: str | None = None) -> AsyncClient:
-    """One connection per server (and token) and event loop's process, shared by all loops."""
-    c = _clients.get((url, token))
+
+def parse_action(text: str) -> str:
+    """The action in a model's turn: its last fenced code block, else its last non-empty line."""
+    blocks = _FENCED.findall(text)
+    if blocks:
+        text = blocks[-1]
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "noop()"
+
+
+@dataclass(frozen=True)
+class ClientSource:
+    """Where a loop's environments come from: a server (``url``, default ``$WEBSERV_URL`` or a
+    local ``webserv serve``, and its ``token``) or a Ray fleet by name (``fleet``: its servers,
+    node-local first; ``webserv.ray``)."""
+
+    url: str | None = None
+    token: str | None = None
+    fleet: str | None = None
+
+
+# One client per source and event loop, shared by every loop and tool of a process; a client is
+# bound to the event loop it was made in, so a new loop (another asyncio.run) gets its own.
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ClientSource, AsyncClient]] = (
+    weakref.WeakKeyDictionary()
+)
+_client_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+_no_loop: dict[ClientSource, AsyncClient] = {}  # clients made outside a running loop
+
+
+def _cached(source: ClientSource) -> dict[ClientSource, AsyncClient]:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return _no_loop
+    return _clients.setdefault(loop, {})
+
+
+def url_client(source: ClientSource) -> AsyncClient:
+    """The client of a server source in this event loop (made on first use)."""
+    if source.fleet is not None:
+        raise ValueError(
+            f"the client of fleet {source.fleet!r} is made asynchronously: await client_of(source)"
+        )
+    cache = _cached(source)
+    c = cache.get(source)
     if c is None:
-        c = _clients[(url, token)] = AsyncClient(url, token=token)
+        c = cache[source] = AsyncClient(source.url, token=source.token)
     return c
+
+
+async def client_of(source: ClientSource) -> AsyncClient:
+    """The client of a source in this event loop (made on first use): one per source and loop."""
+    if source.fleet is None:
+        return url_client(source)
+    loop = asyncio.get_running_loop()
+    lock = _client_locks.setdefault(loop, asyncio.Lock())
+    async with lock:
+        cache = _cached(source)
+        c = cache.get(source)
+        if c is None:
+            from ..ray.fleet import Fleet  # Ray only for a fleet source
+
+            c = cache[source] = await Fleet.get(source.fleet).client_async()
+        return c
+
+
+class _Tokens:
+    """One episode's tokens under verl: the prompt, then the model's turns (mask 1) and the pages
+    between them (mask 0), with the turns' log-probabilities."""
+
+    def __init__(self, loop: WebAgentLoop, messages: list[dict[str, Any]], sampling_params: dict[str, Any]):
+        self.loop, self.messages, self.sampling_params = loop, messages, sampling_params
+        self.request_id = uuid.uuid4().hex
+        self.prompt_ids: list[int] = []
+        self.response_ids: list[int] = []
+        self.mask: list[int] = []
+        self.logprobs: list[float] = []
+
+    def _template(self, messages: list[dict[str, Any]]) -> list[int]:
+        ids = self.loop.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        return list(ids["input_ids"] if isinstance(ids, dict) else ids)
+
+    def page(self, obs: Obs, first: bool) -> None:
+        if first:  # the first page is the prompt's end
+            self.messages.append({"role": "user", "content": render(obs)})
+            self.prompt_ids = self._template(self.messages)
+        else:  # each later page follows the model's turn, masked out
+            page = self._template([{"role": "user", "content": page_text(obs)}])
+            self.add(page, 0)
+
+    def add(self, tokens: list[int], mask: int, logprobs: list[float] | None = None) -> None:
+        self.response_ids.extend(tokens)
+        self.mask.extend([mask] * len(tokens))
+        self.logprobs.extend(logprobs or [0.0] * len(tokens))
+
+    def full(self) -> bool:
+        return len(self.response_ids) >= self.loop.response_length
+
+    async def generate(self, obs: Obs, history: list[dict[str, Any]]) -> str | None:
+        """The model's turn, generated by verl's server manager."""
+        self.page(obs, not history)
+        if self.full():
+            return None
+        out = await self.loop.server_manager.generate(
+            request_id=self.request_id,
+            prompt_ids=self.prompt_ids + self.response_ids,
+            sampling_params=self.sampling_params,
+        )
+        tokens = list(getattr(out, "token_ids", out))
+        self.add(tokens, 1, list(getattr(out, "log_probs", None) or []) or None)
+        return parse_action(self.loop.tokenizer.decode(tokens, skip_special_tokens=True))
+
+    def expert(self, actions: Sequence[str]) -> Callable[[Obs, list[dict[str, Any]]], str | None]:
+        """An expert member's turns: its demonstration's actions, as the model's tokens."""
+
+        def policy(obs: Obs, history: list[dict[str, Any]]) -> str | None:
+            self.page(obs, not history)
+            if len(history) >= len(actions) or self.full():
+                return None
+            action = actions[len(history)]
+            self.add(list(self.loop.tokenizer.encode(action)), 1)
+            return action
+
+        return policy
+
+    def fields(self) -> dict[str, Any]:
+        n = self.loop.response_length
+        return {
+            "prompt_ids": self.prompt_ids,
+            "response_ids": self.response_ids[:n],
+            "response_mask": self.mask[:n],
+            "response_logprobs": self.logprobs[:n],
+        }
 
 
 class WebAgentLoop:
@@ -75,7 +219,9 @@ class WebAgentLoop:
         site: str = "open",
         server_url: str | None = None,
         server_token: str | None = None,
+        fleet: str | None = None,
         max_turns: int = 10,
+        response_length: int = 4096,
         policy: Policy | None = None,
         on_infrastructure_error: Literal["raise", "report"] = "raise",
         mix: Mix | None = None,
@@ -97,7 +243,11 @@ class WebAgentLoop:
         self._sources: list[Source] = mix.sources(self.group_size) if mix is not None else ["real"]
         self._slots: dict[str, int] = {}  # uid -> rollouts of it begun so far (mixed groups)
         self._demos: Demonstrations | None = None
+        if fleet is not None and (server_url or server_token):
+            raise ValueError("give a server (server_url, server_token) or a Ray fleet (fleet), not both")
         self.server_url, self.server_token = server_url, server_token
+        self.source = ClientSource(server_url, server_token, fleet)
+        self.response_length = response_length  # verl's rollout.response_length (token mode)
         self.make_args = dict(make_args or {})  # further make arguments (evaluate_every_step, ...)
         self.on_infrastructure_error = on_infrastructure_error
         self.config = config if config is not None else verl_keywords.get("trainer_config")
@@ -106,8 +256,24 @@ class WebAgentLoop:
         self.site = site
         self.max_turns = max_turns
         self.policy = policy
-        self.client = _client(server_url, server_token)
         self.sessions: dict[str, str] = {}  # request id -> environment id (resumed rollouts)
+
+    @property
+    def client(self) -> AsyncClient:
+        """The client of the loop's server in this event loop (``await client_of(loop.source)`` for
+        a fleet's)."""
+        return url_client(self.source)
+
+    @property
+    def tokens(self) -> bool:
+        """Whether the model's turns are generated token by token with verl's server manager (given
+        it and the tokenizer, and neither ``policy`` nor an overridden ``generate``)."""
+        return (
+            self.policy is None
+            and type(self).generate is WebAgentLoop.generate
+            and self.server_manager is not None
+            and self.tokenizer is not None
+        )
 
     @staticmethod
     def render(obs: Obs) -> str:
@@ -145,12 +311,17 @@ class WebAgentLoop:
             if env.id:
                 self.sessions[request_id] = env.id
 
-        async def generate(obs: Obs, history: list[dict[str, Any]]) -> str:
+        async def generate(obs: Obs, history: list[dict[str, Any]]) -> str | None:
             return await self.generate(obs, history, sampling_params)
 
+        tokens = (
+            _Tokens(self, [dict(m) for m in row.get("raw_prompt") or []], sampling_params)
+            if self.tokens
+            else None
+        )
         source = self._source(uid)
-        env = AsyncEnv(self.client, self.site, **self.make_args)
-        policy: rollout.Policy = generate
+        env = AsyncEnv(await client_of(self.source), self.site, **self.make_args)
+        policy: rollout.Policy = tokens.generate if tokens is not None else generate
         max_turns = self.max_turns
         demo: Demonstration | None = None
         if source == "dream":
@@ -158,7 +329,13 @@ class WebAgentLoop:
             dream = self.mix.dream_options(
                 EnvOptions(site=self.site, url=self.server_url, token=self.server_token)
             )
-            env = AsyncEnv(_client(dream.url, dream.token), dream.site, **dream.request())
+            # The dream's server: its own URL when the mix names one, else the loop's source.
+            where = (
+                self.source
+                if dream.url is None and self.source.fleet
+                else ClientSource(dream.url, dream.token)
+            )
+            env = AsyncEnv(await client_of(where), dream.site, **dream.request())
             options = member_options("dream", options)
         elif source == "expert":
             assert self.mix is not None
@@ -167,9 +344,10 @@ class WebAgentLoop:
                 return _recorded(demo)
             actions = demo.actions
 
-            def policy(_obs: Obs, history: list[dict[str, Any]]) -> str | None:
+            def replay(_obs: Obs, history: list[dict[str, Any]]) -> str | None:
                 return actions[len(history)] if len(history) < len(actions) else None
 
+            policy = tokens.expert(actions) if tokens is not None else replay
             options, max_turns = demo.reset_options(options), len(actions)
         try:
             outcome = await rollout.run(
@@ -196,6 +374,13 @@ class WebAgentLoop:
             },
             "source": source,
         }
+        out["webserv"] = {
+            "host": outcome.host,
+            "policy_seconds": outcome.policy_seconds,
+            "env_seconds": outcome.env_seconds,
+        }
+        if tokens is not None:
+            out.update(tokens.fields())
         if demo is not None:
             out["demonstration"] = demo.id
         if outcome.failure is not None:
@@ -219,7 +404,11 @@ class WebAgentLoop:
         if self._demos is None:
             assert self.mix is not None
             d = self.mix.demonstrations
-            tasks = await self.client.tasks(self.site) if isinstance(d, str) and d == "oracles" else None
+            tasks = (
+                await (await client_of(self.source)).tasks(self.site)
+                if isinstance(d, str) and d == "oracles"
+                else None
+            )
             self._demos = Demonstrations(self.mix.load_demonstrations(tasks))
         return self._demos
 
@@ -258,15 +447,20 @@ class WebTool:
     ):
         self.config, self.tool_schema, self.site = config, tool_schema, site
         self.make_args = dict(make_args or {})  # further make arguments (evaluate_every_step, ...)
-        self.client = _client(server_url, server_token)
+        self.source = ClientSource(server_url, server_token)
         self.envs: dict[str, AsyncEnv] = {}
         self.rewards: dict[str, float] = {}
         self.failures: dict[str, InfrastructureError] = {}
 
+    @property
+    def client(self) -> AsyncClient:
+        """The client of the tool's server in this event loop."""
+        return url_client(self.source)
+
     async def create(self, instance_id: str, **row: Any) -> str:
         env = self.envs.get(instance_id)
         if env is None:
-            env = self.envs[instance_id] = AsyncEnv(self.client, self.site, **self.make_args)
+            env = self.envs[instance_id] = AsyncEnv(await client_of(self.source), self.site, **self.make_args)
         options = {k: row[k] for k in ("start_url", "goal") if k in row}
         if row.get("task_id") is not None:
             options["task"] = str(row["task_id"])
@@ -336,3 +530,6 @@ class WebTool:
         if isinstance(extra, dict):
             extra["webserv_failure"] = {"code": error.code, "fault": error.fault, "message": error.message}
         raise error
+
+
+__all__ = ["ClientSource", "WebAgentLoop", "WebTool", "client_of", "parse_action", "url_client"]

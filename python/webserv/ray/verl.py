@@ -28,19 +28,14 @@ failure in ``extra_fields["webserv_failure"]`` for glue that drops such samples.
 
 from __future__ import annotations
 
-import asyncio
-import re
 import sys
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import rollout
-from ..client import AsyncClient
-from ..handle import AsyncEnv, Obs
-from ..prompt import keywords_of, page_text, refuse_unknown, render
-from .fleet import Fleet
+from ..integrations.verl import WebAgentLoop, client_of, parse_action
+from ..mixing import Mix
+from ..prompt import keywords_of, refuse_unknown
 
 AGENT_NAME = "webserv"
 
@@ -50,31 +45,12 @@ _VERL_KEYWORDS = ("dataset_cls", "dataset_config")
 #: verl's ``agent_loop_config_path``: registers this loop as ``webserv`` in every AgentLoopWorker.
 AGENT_LOOP_CONFIG = Path(__file__).with_name("verl_agent_loop.yaml")
 
-_FENCED = re.compile(r"```(?:\w+)?\s*\n?(.*?)```", re.DOTALL)
 
-# One client per fleet and event loop in a worker process, shared by all its loops.
-_clients: dict[tuple[str, int], AsyncClient] = {}
-_client_lock: dict[int, asyncio.Lock] = {}
+async def fleet_client(fleet: str) -> Any:
+    """The worker's client of a fleet (one per process and event loop: ``client_of``)."""
+    from ..integrations.verl import ClientSource
 
-
-async def fleet_client(fleet: str) -> AsyncClient:
-    """The worker's client of a fleet (one per process and event loop)."""
-    loop_id = id(asyncio.get_running_loop())
-    lock = _client_lock.setdefault(loop_id, asyncio.Lock())
-    async with lock:
-        client = _clients.get((fleet, loop_id))
-        if client is None:
-            client = _clients[(fleet, loop_id)] = await Fleet.get(fleet).client_async()
-        return client
-
-
-def parse_action(text: str) -> str:
-    """The action in a model's turn: its last fenced code block, else its last non-empty line."""
-    blocks = _FENCED.findall(text)
-    if blocks:
-        text = blocks[-1]
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else "noop()"
+    return await client_of(ClientSource(fleet=fleet))
 
 
 def _cfg(config: Any, path: str, default: Any) -> Any:
@@ -85,6 +61,11 @@ def _cfg(config: Any, path: str, default: Any) -> Any:
             return default
         node = node.get(part) if isinstance(node, dict) or hasattr(node, "get") else getattr(node, part, None)
     return default if node is None else node
+
+
+def _group_size(config: Any) -> int | None:
+    """verl's ``rollout.n``: a mix's group size when the loop's config does not give one."""
+    return int(_cfg(config, "actor_rollout_ref.rollout.n", 0)) or None
 
 
 @dataclass
@@ -111,8 +92,11 @@ def _output(**fields: Any) -> Any:
     return AgentLoopOutput(**fields)
 
 
-class WebServAgentLoop:
+class WebServAgentLoop(WebAgentLoop):
     """verl's ``AgentLoopBase`` in shape: built by verl per sample, ``await run(sampling_params, **row)``.
+
+    It is ``webserv.integrations.verl.WebAgentLoop`` (the one loop: token masks, mixing) on a Ray
+    fleet, reading its settings from verl's config and answering verl's ``AgentLoopOutput``.
 
     Args (verl passes the first four; the rest come from the agent loop config):
         trainer_config: verl's wrapper of the trainer config (``.config``), or the config itself.
@@ -124,6 +108,8 @@ class WebServAgentLoop:
         site: the environments' site.
         max_turns: model turns per episode (default ``multi_turn.max_assistant_turns``, else 10).
         on_infrastructure_error: ``"raise"`` (default) or ``"report"``.
+        mix, group_size: mixed groups (real, dream and expert members), as ``WebAgentLoop``'s.
+        make_args: further make arguments.
     """
 
     def __init__(
@@ -137,6 +123,9 @@ class WebServAgentLoop:
         site: str = "shopping",
         max_turns: int | None = None,
         on_infrastructure_error: Literal["raise", "report"] = "raise",
+        mix: Mix | None = None,
+        group_size: int | None = None,
+        make_args: dict[str, Any] | None = None,
         **verl_keywords: Any,
     ):
         # verl's AgentLoopWorker passes these to every loop; anything else is a misspelt setting.
@@ -145,92 +134,54 @@ class WebServAgentLoop:
             {k: v for k, v in verl_keywords.items() if k not in _VERL_KEYWORDS},
             [*keywords_of(WebServAgentLoop.__init__), *_VERL_KEYWORDS],
         )
-        if on_infrastructure_error not in ("raise", "report"):
-            raise ValueError("on_infrastructure_error is 'raise' or 'report'")
-        self.config = getattr(trainer_config, "config", trainer_config)
-        self.server_manager = server_manager
-        self.tokenizer = tokenizer
+        config = getattr(trainer_config, "config", trainer_config)
+        rollout = "actor_rollout_ref.rollout"
+        super().__init__(
+            config,
+            server_manager,
+            tokenizer,
+            site=site,
+            fleet=fleet,
+            max_turns=max_turns or int(_cfg(config, f"{rollout}.multi_turn.max_assistant_turns", 0) or 10),
+            response_length=int(_cfg(config, f"{rollout}.response_length", 4096)),
+            on_infrastructure_error=on_infrastructure_error,
+            mix=mix,
+            group_size=group_size if group_size is not None or mix is None else _group_size(config),
+            make_args=make_args,
+        )
         self.processor = processor
         self.fleet = fleet
-        self.site = site
-        rollout = "actor_rollout_ref.rollout"
-        self.max_turns = max_turns or int(
-            _cfg(self.config, f"{rollout}.multi_turn.max_assistant_turns", 0) or 10
-        )
-        self.response_length = int(_cfg(self.config, f"{rollout}.response_length", 4096))
-        self.on_infrastructure_error = on_infrastructure_error
-
-    def _template(self, messages: list[dict[str, Any]], *, generation: bool = True) -> list[int]:
-        ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=generation, tokenize=True)
-        return list(ids["input_ids"] if isinstance(ids, dict) else ids)
 
     async def run(self, sampling_params: dict[str, Any], **row: Any) -> Any:
-        """One episode for one dataset row."""
-        extra = row.get("extra_info") or {}
-        options: dict[str, Any] = {}
-        for key in ("task_id", "start_url", "goal"):
-            value = row.get(key, extra.get(key))
-            if value is not None:
-                options["task" if key == "task_id" else key] = str(value)
-        if row.get("uid") is not None:
-            options["group_key"] = str(row["uid"])
-        messages = [dict(m) for m in row.get("raw_prompt") or []]
-        request_id = uuid.uuid4().hex
-        prompt_ids: list[int] = []
-        response_ids: list[int] = []
-        mask: list[int] = []
-        logprobs: list[float] = []
-
-        async def policy(obs: Obs, history: list[dict[str, Any]]) -> str | None:
-            nonlocal prompt_ids
-            if not history:  # the first page is the prompt's end
-                messages.append({"role": "user", "content": render(obs)})
-                prompt_ids = self._template(messages)
-            else:  # each later page follows the model's turn, masked out
-                page = self._template([{"role": "user", "content": page_text(obs)}])
-                response_ids.extend(page)
-                mask.extend([0] * len(page))
-                logprobs.extend([0.0] * len(page))
-            if len(response_ids) >= self.response_length:
-                return None
-            out = await self.server_manager.generate(
-                request_id=request_id, prompt_ids=prompt_ids + response_ids, sampling_params=sampling_params
-            )
-            tokens = list(getattr(out, "token_ids", out))
-            response_ids.extend(tokens)
-            mask.extend([1] * len(tokens))
-            logprobs.extend(list(getattr(out, "log_probs", None) or [0.0] * len(tokens)))
-            return parse_action(self.tokenizer.decode(tokens, skip_special_tokens=True))
-
-        outcome = await rollout.run(
-            AsyncEnv(await fleet_client(self.fleet), self.site),
-            policy,
-            self.max_turns,
-            options=options,
-            on_failure=self.on_infrastructure_error,
-        )
-        turns, failure = outcome.turns, outcome.failure
-        n = self.response_length
+        """One episode for one dataset row, as verl's ``AgentLoopOutput``."""
+        out = await super().run(sampling_params, **row)
+        m, w = out["metrics"], out.get("webserv", {})
         extra_fields: dict[str, Any] = {
             "webserv": {
-                "group_role": outcome.group_role,
-                "host": outcome.host,
-                "terminated": outcome.terminated,
-                "truncated": outcome.truncated,
-                "end_reason": outcome.end_reason,
-                "grade": outcome.grade,
+                "group_role": m.get("group_role", ""),
+                "host": w.get("host"),
+                "terminated": m.get("terminated"),
+                "truncated": m.get("truncated"),
+                "end_reason": m.get("end_reason"),
+                "grade": m.get("grade"),
+                "source": out.get("source", "real"),
             }
         }
-        if failure is not None:
-            extra_fields["webserv_failure"] = outcome.failure_record()
+        if "demonstration" in out:
+            extra_fields["webserv"]["demonstration"] = out["demonstration"]
+        if "failure" in out:
+            extra_fields["webserv_failure"] = out["failure"]
         return _output(
-            prompt_ids=prompt_ids,
-            response_ids=response_ids[:n],
-            response_mask=mask[:n],
-            response_logprobs=logprobs[:n],
-            reward_score=outcome.reward,
-            num_turns=2 * turns + 1,
-            metrics={"generate_sequences": outcome.policy_seconds, "tool_calls": outcome.env_seconds},
+            prompt_ids=out.get("prompt_ids", []),
+            response_ids=out.get("response_ids", []),
+            response_mask=out.get("response_mask", []),
+            response_logprobs=out.get("response_logprobs", []),
+            reward_score=out["reward_score"],
+            num_turns=2 * out["num_turns"] + 1,
+            metrics={
+                "generate_sequences": w.get("policy_seconds", 0.0),
+                "tool_calls": w.get("env_seconds", 0.0),
+            },
             extra_fields=extra_fields,
         )
 
