@@ -151,12 +151,12 @@ func (t *tab) sample(ctx context.Context) (usage, error) {
 // largest tab's figures are compared, not their sum.
 func (e *Env) overLimit(ctx context.Context) *ResourceLimitError {
 	now := time.Now()
-	if e.br().unsampled {
-		return nil
-	}
 	_, tabs, _ := e.snapshotTabs()
 	var most usage
 	for _, t := range tabs {
+		if t.b.unsampled {
+			continue
+		}
 		u, err := t.sample(ctx)
 		if err != nil {
 			continue // a tab closing or crashing: the step reports it
