@@ -109,7 +109,11 @@ type Browser struct {
 	// unreported: tabs get no Network reports (netwatch.go), for the
 	// benchmark that weighs what they cost.
 	unreported bool
-	lastTake   atomic.Int64 // when the pool was last drawn from, in Unix ns
+	// unsampled: environments' pages are not sampled for their resource
+	// limits (resources.go), for the benchmark that weighs what the
+	// samples cost.
+	unsampled bool
+	lastTake  atomic.Int64 // when the pool was last drawn from, in Unix ns
 
 	// Supervision (crash.go, supervisor.go).
 	started    time.Time

@@ -98,6 +98,27 @@ func BenchmarkRequestReportsCPU(b *testing.B) {
 	b.ReportMetric(ms[0]/ms[1], "ratio")
 }
 
+// BenchmarkResourceWatchCPU weighs the resource watch (resources.go: every
+// tab's Performance.getMetrics and Runtime.getHeapUsage, before a step and
+// every 200 ms of it, every second between steps): the scale workload's
+// loop in the browser as launched and, side by side, in one whose pages
+// are never sampled. It reports both browsers' CPU per step and their
+// ratio (sampled/unsampled); the Go side's share is in this process.
+//
+//	go test ./envcore -run '^$' -bench ResourceWatchCPU -benchtime 6x -count 5
+func BenchmarkResourceWatchCPU(b *testing.B) {
+	other, err := envcore.LaunchUnsampled(testCtx(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer other.Close()
+	sides := []*cpuSide{newShopSide(b, browser, envcore.BrowserPID(browser)), newShopSide(b, other, envcore.BrowserPID(other))}
+	ms := sideBySide(b, sides)
+	b.ReportMetric(ms[0]/6, "sampled-cpu-ms/step")
+	b.ReportMetric(ms[1]/6, "unsampled-cpu-ms/step")
+	b.ReportMetric(ms[0]/ms[1], "ratio")
+}
+
 // cpuSide is one browser of a side-by-side benchmark: its process tree and
 // one loop of its workload.
 type cpuSide struct {

@@ -184,6 +184,9 @@ type Env struct {
 	quit       chan struct{} // closed by Close: ends watchIdle
 	chat       []ChatMessage
 	act        uint64 // the latest action's number, for settle (inject/settle.js)
+	// sampled is when the resource watch last found every page within
+	// its limits, in Unix ns (resources.go, dueSample).
+	sampled atomic.Int64
 
 	tabMu     sync.Mutex
 	tabs      []*tab
@@ -382,20 +385,25 @@ func (e *Env) StepParsed(ctx context.Context, p Parsed, opts ObserveOptions) (Ob
 // watched runs a step while its environment's resources are watched (see
 // resources.go): over a limit, before the step (the page grew since the
 // last one) or during it, the environment is given up and the step fails
-// with the *ResourceLimitError.
+// with the *ResourceLimitError. The sample before the step is the watch's
+// when it is due: a step that begins within watchEvery of the last sample
+// (the previous step's, in a loop that steps without pause) is sampled
+// watchEvery after that one, as within a step.
 func (e *Env) watched(ctx context.Context, step func(ctx context.Context) (Observation, StepInfo, error)) (Observation, StepInfo, error) {
-	pctx, pcancel := context.WithTimeout(ctx, time.Second) // a silent page is the step's to find
-	rl := e.overLimit(pctx)
-	pcancel()
-	if rl != nil {
-		return Observation{}, StepInfo{}, e.giveUpOver(rl)
+	if e.dueSample(time.Now()) <= 0 {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second) // a silent page is the step's to find
+		rl := e.overLimit(pctx)
+		pcancel()
+		if rl != nil {
+			return Observation{}, StepInfo{}, e.giveUpOver(rl)
+		}
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := e.watch(sctx, cancel)
 	obs, info, err := step(sctx)
 	stop()
-	rl = overLimitErr(sctx)
+	rl := overLimitErr(sctx)
 	if rl == nil && !errors.As(err, &rl) {
 		return obs, info, err
 	}

@@ -89,6 +89,17 @@ func LaunchUnreported(ctx context.Context) (*Browser, error) {
 	return b, err
 }
 
+// LaunchUnsampled launches a browser whose environments' pages are never
+// sampled for their resource limits, for the benchmark that weighs what
+// the samples cost.
+func LaunchUnsampled(ctx context.Context) (*Browser, error) {
+	b, err := Launch(ctx, zap.NewNop(), BrowserOptions{})
+	if err == nil {
+		b.unsampled = true
+	}
+	return b, err
+}
+
 // RestartDelay is the pool's wait before the n-th restart in a row.
 func RestartDelay(n int) time.Duration { return restartDelay(n) }
 

@@ -150,9 +150,13 @@ func (t *tab) sample(ctx context.Context) (usage, error) {
 // is over, or nil. Tabs of one site share a renderer and its counts, so the
 // largest tab's figures are compared, not their sum.
 func (e *Env) overLimit(ctx context.Context) *ResourceLimitError {
+	now := time.Now()
 	_, tabs, _ := e.snapshotTabs()
 	var most usage
 	for _, t := range tabs {
+		if t.b.unsampled {
+			continue
+		}
 		u, err := t.sample(ctx)
 		if err != nil {
 			continue // a tab closing or crashing: the step reports it
@@ -165,31 +169,49 @@ func (e *Env) overLimit(ctx context.Context) *ResourceLimitError {
 	case most.nodes > int64(e.cfg.MaxDOMNodes):
 		return &ResourceLimitError{What: "dom_nodes", Used: most.nodes, Limit: int64(e.cfg.MaxDOMNodes)}
 	}
+	e.sampled.Store(now.UnixNano())
 	return nil
 }
 
-// watch samples the environment's pages every watchEvery until the
-// returned stop is called, and cancels the step (cancel, with the
+// dueSample is how long after now a stepping environment's pages are due
+// to be sampled: watchEvery after the last sample that found them within
+// their limits (zero or less: now). Each sample is two round trips to
+// every tab's renderer (Performance.getMetrics, Runtime.getHeapUsage),
+// about half the DevTools messages of a step on the shop; a loop that
+// steps without pause would otherwise sample once more per step than the
+// cadence asks (issue 44).
+func (e *Env) dueSample(now time.Time) time.Duration {
+	last := e.sampled.Load()
+	if last == 0 {
+		return 0
+	}
+	return watchEvery - now.Sub(time.Unix(0, last))
+}
+
+// watch samples the environment's pages every watchEvery, counted from the
+// last sample (the one before the step, or the previous step's), until
+// the returned stop is called, and cancels the step (cancel, with the
 // *ResourceLimitError as the cause) when one is over a limit.
 func (e *Env) watch(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		tick := time.NewTicker(watchEvery)
-		defer tick.Stop()
+		timer := time.NewTimer(max(e.dueSample(time.Now()), 0))
+		defer timer.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-ctx.Done():
 				return
-			case <-tick.C:
+			case <-timer.C:
 			}
 			if over := e.overLimit(ctx); over != nil {
 				cancel(over)
 				return
 			}
+			timer.Reset(max(e.dueSample(time.Now()), 0))
 		}
 	}()
 	return func() {
