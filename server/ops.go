@@ -88,7 +88,7 @@ var ops = []op{
 	}),
 	opFor("observe", "the current observation, without acting", true, func(s *Server, ctx context.Context, c call, a *observeArgs) (any, error) {
 		x := c.x
-		opts, err := a.Observe.options()
+		opts, err := a.Observe.options(s.tokens)
 		if err != nil {
 			return nil, err
 		}
@@ -104,7 +104,7 @@ var ops = []op{
 		if x.down != nil {
 			return nil, x.down // no observation of a dead site to act on
 		}
-		obs, err := x.env.Observe(ctx, opts)
+		obs, err := x.env.Observe(ctx, keepBudget(opts, x.env))
 		if err != nil {
 			return nil, err
 		}

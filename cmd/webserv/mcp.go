@@ -39,6 +39,7 @@ func mcpCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader
 	fs.BoolVar(&d.EvaluateEveryStep, "evaluate-every-step", false, "grade every step: each reward is the change in the task's grade")
 	var cfg server.Config
 	fs.StringVar(&cfg.TrajectoryDir, "trajectories", "", "directory where recorded episodes are written (off when empty)")
+	fs.StringVar(&cfg.TokenizerDir, "tokenizers", "", "directory of tokenizer.json files (NAME.json or NAME/tokenizer.json) that observe.tokenizer names for a token budget")
 	fs.DurationVar(&cfg.StepTimeout, "request-timeout", 2*time.Minute, "longest a tool call may run")
 	listen := fs.String("listen", "", "also serve the web UI (live view, approval), /v1/ws and /v1/mcp here, like 127.0.0.1:8765 (off when empty)")
 	fs.Usage = func() {
