@@ -32,8 +32,8 @@ const MinTokenBudget = 128
 //     become one line "… N more items like this";
 //  3. then whole lines are dropped, class by class: off-screen text and
 //     decoration, off-screen elements with ids, off-screen headings and
-//     landmarks, on-screen text, on-screen elements with ids, on-screen
-//     headings and landmarks;
+//     landmarks (and the lines of step 2), on-screen text, on-screen
+//     elements with ids, on-screen headings and landmarks;
 //  4. a last line says what was left out and how to see it (scroll).
 const (
 	textKeep     = 100
@@ -93,8 +93,10 @@ func fitBudget(text, places string, max int, c TokenCounter) budgetResult {
 	p := &pruner{lines: lines, c: c}
 	p.shorten()
 	p.cost()
-	// The closing line is counted at its longest, so that it always fits.
-	reserve := c.Count("\n" + summaryLine(1<<30, 1<<30, 1<<30, 1<<30, 1<<30))
+	// The closing line is counted at its longest (no count exceeds the
+	// number of lines), so that it always fits.
+	n := len(lines)
+	reserve := c.Count("\n" + summaryLine(n, n, n, n, n))
 	target := max - reserve
 	if p.total() > target {
 		p.collapse()
@@ -323,7 +325,7 @@ func (p *pruner) dropTree(i int) {
 func (p *pruner) class(l axLine) pruneClass {
 	k := offText
 	switch {
-	case structural[l.role]:
+	case structural[l.role] || l.collapse > 0: // a fold says what is where: it stays as long as the outline
 		k = offStructure
 	case l.hasID:
 		k = offElement
