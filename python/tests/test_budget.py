@@ -202,7 +202,7 @@ def test_two_environments_on_one_state_give_the_same_bytes(
 def test_an_element_left_out_is_reached_by_scrolling(server: str, generated: str, trained: dict[str, Path]) -> None:
     """The budget keeps the top of the links page; the closing line says to scroll down, and
     scrolling brings a link that was left out into the text, where it can be clicked."""
-    observe = {"max_tokens": 256, "tokenizer": str(trained["words"])}
+    observe = {"max_tokens": 1024, "tokenizer": str(trained["words"])}
 
     async def main() -> None:
         async with webserv.AsyncClient(server) as client:
@@ -215,7 +215,7 @@ def test_an_element_left_out_is_reached_by_scrolling(server: str, generated: str
                 if f"[{target}] " in obs["axtree"]:
                     break
                 obs = (await client.request("step", env, action="scroll(0, 300)", observe=observe))["obs"]
-                assert obs["obs_tokens"] <= 256
+                assert obs["obs_tokens"] <= 1024
             assert f"[{target}] " in obs["axtree"], (target, obs["axtree"])
             obs = (await client.request("step", env, action=f'click("{target}")'))["obs"]
             assert obs["title"].startswith("Reached "), obs["title"]
