@@ -23,6 +23,8 @@ import pytest
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
 import webserv
+from webserv.integrations.trl import web_environment
+from webserv.integrations.verl import WebTool
 from webserv.options import EnvOptions
 
 BUDGETS = (256, 1024, 4096)
@@ -31,7 +33,8 @@ SHOP_PAGES = ("/", "/search?q=tee", "/product/sierra-organic-pocket-tee-tsh-1000
 
 def _table() -> str:
     rows = "".join(
-        f'<tr><td>Item {i}</td><td>${i % 97}.{i % 100:02d}</td><td><a href="/item?i={i}">Open {i}</a></td></tr>'
+        f"<tr><td>Item {i}</td><td>${i % 97}.{i % 100:02d}</td>"
+        f'<td><a href="/item?i={i}">Open {i}</a></td></tr>'
         for i in range(5000)
     )
     return f"<!doctype html><title>Table</title><h1>Inventory</h1><table>{rows}</table>"
@@ -40,7 +43,7 @@ def _table() -> str:
 def _article() -> str:
     words = "the quick brown fox jumps over the lazy dog while shoppers compare prices ".split()
     paragraph = " ".join(words[(i * 7) % len(words)] for i in range(170))  # about 1 kB
-    parts = ['<!doctype html><title>Article</title><h1>A long article</h1><button>Subscribe</button>']
+    parts = ["<!doctype html><title>Article</title><h1>A long article</h1><button>Subscribe</button>"]
     for i in range(2000):
         if i % 100 == 0:
             parts.append(f"<h2>Chapter {i // 100}</h2>")
@@ -82,7 +85,9 @@ def generated() -> Iterator[str]:
     srv.shutdown()
 
 
-async def _make(client: webserv.AsyncClient, site: str, url: str, observe: dict[str, Any]) -> tuple[str, dict]:
+async def _make(
+    client: webserv.AsyncClient, site: str, url: str, observe: dict[str, Any]
+) -> tuple[str, dict]:
     args: dict[str, Any] = {"site": site, "observe": observe}
     if site == "open":
         args["start_url"] = url
@@ -120,7 +125,8 @@ def trained(server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     byte.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     alphabet = pre_tokenizers.ByteLevel.alphabet()
     byte.train_from_iterator(
-        texts, trainers.BpeTrainer(vocab_size=1200, special_tokens=["<|endoftext|>"], initial_alphabet=alphabet)
+        texts,
+        trainers.BpeTrainer(vocab_size=1200, special_tokens=["<|endoftext|>"], initial_alphabet=alphabet),
     )
     byte.save(str(out / "bytes.json"))
     # And a large model's: the 65,000-token byte-level BPE (NFKC) the anthropic package ships
@@ -166,7 +172,9 @@ def test_budget_fits_and_counts_exactly(server: str, generated: str, trained: di
                         if whole <= n:
                             assert text == full["axtree"], where
                         else:
-                            assert text.splitlines()[-1].startswith("[observation cut to its token budget:"), where
+                            assert text.splitlines()[-1].startswith(
+                                "[observation cut to its token budget:"
+                            ), where
                         if n == 4096 or whole <= n:
                             kept = set(re.findall(r"\[([^\]\s]+)\] ", text))
                             assert on_screen <= kept, (where, sorted(on_screen - kept)[:5])
@@ -174,9 +182,16 @@ def test_budget_fits_and_counts_exactly(server: str, generated: str, trained: di
                         again = (await client.request("observe", env, observe=observe))["obs"]
                         assert again["axtree"] == text, where
                 if url.endswith(("/table", "/links")):
-                    assert "more items like this" in (
-                        await client.request("observe", env, observe={"max_tokens": 4096, "tokenizer": str(trained["bytes"])})
-                    )["obs"]["axtree"]
+                    assert (
+                        "more items like this"
+                        in (
+                            await client.request(
+                                "observe",
+                                env,
+                                observe={"max_tokens": 4096, "tokenizer": str(trained["bytes"])},
+                            )
+                        )["obs"]["axtree"]
+                    )
                 await client.request("close", env)
 
     asyncio.run(main())
@@ -199,7 +214,9 @@ def test_two_environments_on_one_state_give_the_same_bytes(
     asyncio.run(main())
 
 
-def test_an_element_left_out_is_reached_by_scrolling(server: str, generated: str, trained: dict[str, Path]) -> None:
+def test_an_element_left_out_is_reached_by_scrolling(
+    server: str, generated: str, trained: dict[str, Path]
+) -> None:
     """The budget keeps the top of the links page; the closing line says to scroll down, and
     scrolling brings a link that was left out into the text, where it can be clicked."""
     observe = {"max_tokens": 1024, "tokenizer": str(trained["words"])}
@@ -242,6 +259,38 @@ def test_bad_budgets_are_refused(server: str, trained: dict[str, Path]) -> None:
 
 def test_env_options_carry_the_budget() -> None:
     opts = EnvOptions.of(max_tokens=2048, tokenizer="qwen")
-    assert opts.request()["observe"] == {"screenshot": False, "axtree": True, "max_tokens": 2048, "tokenizer": "qwen"}
+    assert opts.request()["observe"] == {
+        "screenshot": False,
+        "axtree": True,
+        "max_tokens": 2048,
+        "tokenizer": "qwen",
+    }
     space = opts.observation_space()
     assert "obs_tokens" in space.spaces and "obs_truncated" in space.spaces
+
+
+def test_the_adapters_pass_the_budget_down(server: str, generated: str, trained: dict[str, Path]) -> None:
+    """TRL's and verl's adapters take a budget and the model's tokenizer.json: the page text the
+    model reads (render: the goal, then the page) holds at most that many tokens of page."""
+    n, path = 1024, trained["bytes"]
+    env = web_environment(site="open", server_url=server, max_obs_tokens=n, obs_tokenizer=str(path))()
+    try:
+        env.reset(start_url=generated + "/article")
+        assert env.web_env is not None
+        obs = env.web_env.last_obs
+        assert obs is not None and obs["obs_truncated"] and count(path, obs["axtree_txt"]) <= n
+    finally:
+        if env.web_env is not None:
+            env.web_env.close()
+    with pytest.raises(ValueError, match="needs obs_tokenizer"):
+        web_environment(site="open", max_obs_tokens=n)
+
+    async def verl() -> None:
+        tool = WebTool(server_url=server, max_obs_tokens=n, obs_tokenizer=str(path))
+        await tool.create("req", start_url=generated + "/table")
+        text, _, _ = await tool.execute("req", {"action": "scroll(0, 600)"})
+        page = text[text.index("RootWebArea") :]
+        assert count(path, page) <= n and "[observation cut to its token budget:" in page
+        await tool.release("req")
+
+    asyncio.run(verl())

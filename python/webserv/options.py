@@ -136,4 +136,22 @@ class EnvOptions:
         return obs, info
 
 
-__all__ = ["EnvOptions"]
+def with_budget(
+    make_args: Mapping[str, Any] | None, max_tokens: int | None, tokenizer: str | None
+) -> dict[str, Any]:
+    """``make_args`` with a token budget in their ``observe`` (the adapters' ``max_obs_tokens``
+    and ``obs_tokenizer``): the page text is then at most ``max_tokens`` tokens as the
+    tokenizer.json ``tokenizer`` (a path the server reads, or a name in its ``--tokenizers``
+    directory) counts them."""
+    args = dict(make_args or {})
+    if max_tokens is None:
+        return args
+    if not tokenizer:
+        raise ValueError(
+            "max_obs_tokens needs obs_tokenizer: the model's tokenizer.json, as a path or a name"
+        )
+    args["observe"] = {**dict(args.get("observe") or {}), "max_tokens": max_tokens, "tokenizer": tokenizer}
+    return args
+
+
+__all__ = ["EnvOptions", "with_budget"]
