@@ -390,7 +390,7 @@ func summaryLine(shortened, folds, above, below, onScreen int) string {
 		parts = append(parts, fmt.Sprintf("%d long texts cut", shortened))
 	}
 	if folds > 0 {
-		parts = append(parts, fmt.Sprintf("%d like items collapsed", folds))
+		parts = append(parts, fmt.Sprintf("%d like items collapsed (scroll to see them)", folds))
 	}
 	if above > 0 {
 		parts = append(parts, fmt.Sprintf("%d lines above the screen left out (scroll up)", above))

@@ -91,3 +91,10 @@ func LaunchUnreported(ctx context.Context) (*Browser, error) {
 
 // RestartDelay is the pool's wait before the n-th restart in a row.
 func RestartDelay(n int) time.Duration { return restartDelay(n) }
+
+// FitBudget prunes an axtree text view (with its lines' places) to max
+// tokens: the text, its count and whether it was pruned.
+func FitBudget(text, places string, max int, c TokenCounter) (string, int, bool) {
+	r := fitBudget(text, places, max, c)
+	return r.text, r.tokens, r.truncated
+}
