@@ -20,10 +20,10 @@ type TokenCounter interface {
 const MinTokenBudget = 128
 
 // The pruning of an observation over its budget (docs/envcore.md, "Token
-// budget"). Each step runs only while the text is still over the budget,
-// and drops lines from the bottom of the page up; a line goes only once it
-// has no line left under it, so every kept line keeps its ancestors, and
-// every kept element its id.
+// budget"). Steps 1 and 2 apply to every text over its budget; step 3 runs
+// only while the text is still over, and drops lines from the bottom of the
+// page up; a line goes only once it has no line left under it, so every
+// kept line keeps its ancestors, and every kept element its id.
 //
 //  1. long texts (StaticText over textKeep characters, the title) are cut,
 //     with a marker saying how much was cut;
@@ -92,15 +92,13 @@ func fitBudget(text, places string, max int, c TokenCounter) budgetResult {
 	lines := parseAXLines(text, places)
 	p := &pruner{lines: lines, c: c}
 	p.shorten()
-	p.cost()
+	p.collapse()
+	p.cost() // of the lines left: a fold spares counting what it stands for
 	// The closing line is counted at its longest (no count exceeds the
 	// number of lines), so that it always fits.
 	n := len(lines)
 	reserve := c.Count("\n" + summaryLine(n, n, n, n, n))
 	target := max - reserve
-	if p.total() > target {
-		p.collapse()
-	}
 	for {
 		for k := pruneClass(0); k < classes && p.total() > target; k++ {
 			p.drop(k, target)
@@ -161,7 +159,9 @@ func parseAXLines(text, places string) []axLine {
 
 func (p *pruner) cost() {
 	for i := range p.lines {
-		p.lines[i].cost = p.lineCost(i)
+		if p.lines[i].kept && p.lines[i].collapse == 0 {
+			p.lines[i].cost = p.lineCost(i)
+		}
 	}
 }
 

@@ -13,11 +13,11 @@ import (
 // page is an axtree text view as parser_views.js writes it, with its
 // lines' places: a nav and a form on the screen, a long paragraph, and a
 // 300-row table of links below the screen.
-func page() (string, string) { return pageOf(false) }
+func page() (string, string) { return pageOf(false, 300) }
 
 // pageOf is page, its rows alternately of two shapes when alternate (then
 // no run of rows folds).
-func pageOf(alternate bool) (string, string) {
+func pageOf(alternate bool, rows int) (string, string) {
 	var lines []string
 	var places []byte
 	add := func(place byte, depth int, s string) {
@@ -36,7 +36,7 @@ func pageOf(alternate bool) (string, string) {
 	add('0', 1, `StaticText `+fmt.Sprintf("%q", strings.Repeat("All our goods ship within two days. ", 40)))
 	add('b', 1, `heading "Everything" level=2`)
 	add('b', 1, `table`)
-	for i := range 300 {
+	for i := range rows {
 		add('b', 2, `row`)
 		add('b', 3, fmt.Sprintf(`cell "Item %d"`, i))
 		add('b', 3, `cell`)
@@ -110,7 +110,7 @@ func TestBudgetFitsKeepsTheScreenAndIsStable(t *testing.T) {
 // stays while a row's link is gone, and a line's ancestors stay with it.
 func TestBudgetDropsInItsOrder(t *testing.T) {
 	tok := byteBPE(t)
-	text, places := pageOf(true) // no fold: the rows differ in shape
+	text, places := pageOf(true, 300) // no fold: the rows differ in shape
 	out, n, _ := envcore.FitBudget(text, places, 2048, tok)
 	if n > 2048 {
 		t.Fatalf("%d tokens", n)
@@ -152,20 +152,26 @@ func TestBudgetCutsWhatNothingElseFits(t *testing.T) {
 }
 
 // The cost of counting and pruning one observation (the lead runs it on a
-// quiet machine): a 300-row page over budget, against counting alone.
+// quiet machine): pages of 300 and 5,000 rows over budget, against
+// counting alone; rows that differ in shape (no fold) cost the most.
 func BenchmarkBudget(b *testing.B) {
 	tok := byteBPE(b)
-	text, places := page()
-	b.Run("count", func(b *testing.B) {
-		for b.Loop() {
-			tok.Count(text)
-		}
-	})
-	for _, max := range []int{256, 1024, 4096} {
-		b.Run(fmt.Sprintf("prune-%d", max), func(b *testing.B) {
-			for b.Loop() {
-				envcore.FitBudget(text, places, max, tok)
+	for _, rows := range []int{300, 5000} {
+		for _, alternate := range []bool{false, true} {
+			text, places := pageOf(alternate, rows)
+			name := fmt.Sprintf("rows-%d-fold-%v", rows, !alternate)
+			b.Run(name+"/count", func(b *testing.B) {
+				for b.Loop() {
+					tok.Count(text)
+				}
+			})
+			for _, max := range []int{256, 4096} {
+				b.Run(fmt.Sprintf("%s/prune-%d", name, max), func(b *testing.B) {
+					for b.Loop() {
+						envcore.FitBudget(text, places, max, tok)
+					}
+				})
 			}
-		})
+		}
 	}
 }
