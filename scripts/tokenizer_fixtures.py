@@ -24,9 +24,8 @@ def byte_bpe(texts: list[str]) -> Tokenizer:
     """A byte-level BPE as GPT-2 and its successors use."""
     t = Tokenizer(models.BPE())
     t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tr = trainers.BpeTrainer(
-        vocab_size=2000, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    tr = trainers.BpeTrainer(vocab_size=2000, special_tokens=["<|endoftext|>"], initial_alphabet=alphabet)
     t.train_from_iterator(texts, tr)
     return t
 
@@ -51,7 +50,7 @@ def cases(texts: list[str]) -> list[str]:
         "hello world",
         "  leading and trailing  ",
         "it's they're we've I'm you'll he'd 'S '''s",
-        "tabs\tand\nnewlines\n\n\t\t[id] button \"Go\"",
+        'tabs\tand\nnewlines\n\n\t\t[id] button "Go"',
         "non\u00a0breaking\u00a0space and \u2003em space \u3000 ideographic",
         "numbers 1234567 3.14 1e10 ٣٤ Ⅻ ½",
         "ünïcödé Ελληνικά русский 中文字符 日本語 한국어 🤖👍🏽 e\u0301",
