@@ -179,8 +179,30 @@ def main() -> None:
             f"| {r['page']} | {r['n']} | {r['off_ms']:.1f} | {r['on_ms']:.1f} | {r['cost_ms']:.1f} | "
             f"{r['chars_before']} | {r['tokens_before']} | {r['chars_after']} | {r['tokens_after']} |"
         )
+    plot(rows, args.budget, Path(args.out) / "budget.png")
     benchlib.write(Path(args.out), rep, "\n".join(md))
     print(rep["headline"])
+
+
+def plot(rows: list[dict[str, Any]], budget: int, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    xs = range(len(rows))
+    ax.bar([x - 0.2 for x in xs], [r["off_ms"] for r in rows], width=0.4, label="no budget")
+    ax.bar([x + 0.2 for x in xs], [r["on_ms"] for r in rows], width=0.4, label=f"{budget} tokens")
+    names = [f"{r['page'].rsplit('/', 1)[-1] or 'shop'} N={r['n']}" for r in rows]
+    ax.set_xticks(list(xs), names, rotation=30)
+    ax.set_ylabel("observe, server ms (median)")
+    ax.set_title("Token budget's cost per observation")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
