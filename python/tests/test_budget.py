@@ -24,7 +24,7 @@ from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
 
 import webserv
 from webserv.integrations.trl import web_environment
-from webserv.integrations.verl import WebTool
+from webserv.integrations.verl import WebAgentLoop, WebTool
 from webserv.options import EnvOptions
 
 BUDGETS = (256, 1024, 4096)
@@ -294,3 +294,17 @@ def test_the_adapters_pass_the_budget_down(server: str, generated: str, trained:
         await tool.release("req")
 
     asyncio.run(verl())
+
+
+def test_verl_agent_loop_takes_the_budget_from_its_tokenizer(tmp_path: Path) -> None:
+    """verl hands its agent loop the model's tokenizer: one loaded from a directory with a
+    tokenizer.json gives the budget its file, so max_obs_tokens alone is enough."""
+    (tmp_path / "tokenizer.json").write_text("{}")
+
+    class HFTokenizer:  # what verl passes: a transformers tokenizer, loaded from a directory
+        name_or_path = str(tmp_path)
+
+    loop = WebAgentLoop(tokenizer=HFTokenizer(), server_url="ws://127.0.0.1:9", max_obs_tokens=512)
+    assert loop.make_args["observe"] == {"max_tokens": 512, "tokenizer": str(tmp_path / "tokenizer.json")}
+    with pytest.raises(ValueError, match="needs obs_tokenizer"):
+        WebAgentLoop(server_url="ws://127.0.0.1:9", max_obs_tokens=512)
