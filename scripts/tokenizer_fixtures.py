@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers, trainers
+from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "tokenizer" / "testdata"
@@ -26,6 +26,31 @@ def byte_bpe(texts: list[str]) -> Tokenizer:
     t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     alphabet = pre_tokenizers.ByteLevel.alphabet()
     tr = trainers.BpeTrainer(vocab_size=2000, special_tokens=["<|endoftext|>"], initial_alphabet=alphabet)
+    t.train_from_iterator(texts, tr)
+    return t
+
+
+# The Split patterns of Llama 3 (numbers in threes) and Qwen 2 (digits one by one).
+LLAMA3 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+QWEN2 = LLAMA3.replace(r"\p{N}{1,3}", r"\p{N}")
+
+
+def split_bpe(texts: list[str], pattern: str, normalizer: normalizers.Normalizer | None) -> Tokenizer:
+    """A byte-level BPE split as Llama 3 and Qwen 2 split (a Split regex, then bytes)."""
+    t = Tokenizer(models.BPE(ignore_merges=True))
+    if normalizer is not None:
+        t.normalizer = normalizer
+    t.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    tr = trainers.BpeTrainer(vocab_size=1500, special_tokens=["<|begin_of_text|>"], initial_alphabet=alphabet)
     t.train_from_iterator(texts, tr)
     return t
 
@@ -63,6 +88,8 @@ def cases(texts: list[str]) -> list[str]:
         "$12.50 — £9.99 €5,00 ¥100",
         "https://shop.example/c/shoes?size=42&color=blue#top",
         "\r\n\r\n  \n \t x",
+        "IT'S WE'LL He'D 'RE 'Ll 12345678 x1y22z333 (hello) \tword  \n\n  word\r\n\r\nx ?!\n\n",
+        "  \n  foo  bar\t\t\nbaz \u00a0\u00a0qux ..\r\n\r\n",
     ]
     for text in texts:
         out += [p for p in text.split("\n\n") if p.strip()][:8]
@@ -73,7 +100,13 @@ def main() -> None:
     texts = corpus()
     OUT.mkdir(parents=True, exist_ok=True)
     examples = cases(texts)
-    for name, tok in (("byte_bpe", byte_bpe(texts)), ("word_bpe", word_bpe(texts))):
+    toks = {
+        "byte_bpe": byte_bpe(texts),
+        "word_bpe": word_bpe(texts),
+        "llama3_split": split_bpe(texts, LLAMA3, None),
+        "qwen2_split": split_bpe(texts, QWEN2, normalizers.NFC()),
+    }
+    for name, tok in toks.items():
         tok.save(str(OUT / f"{name}.json"))
         want = [{"text": s, "ids": tok.encode(s, add_special_tokens=False).ids} for s in examples]
         (OUT / f"{name}.cases.json").write_text(json.dumps(want, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -127,8 +127,36 @@ func parsePreTokenizer(raw json.RawMessage) ([]preTokenizer, error) {
 		return []preTokenizer{whitespaceSplit}, nil
 	case "WhitespaceSplit":
 		return []preTokenizer{strings.Fields}, nil
+	case "Split":
+		var sp struct {
+			Pattern struct {
+				Regex  *string `json:"Regex"`
+				String *string `json:"String"`
+			} `json:"pattern"`
+			Behavior string `json:"behavior"`
+			Invert   bool   `json:"invert"`
+		}
+		if err := json.Unmarshal(raw, &sp); err != nil {
+			return nil, fmt.Errorf("pre_tokenizer: %w", err)
+		}
+		if sp.Pattern.Regex == nil || sp.Behavior != "Isolated" || sp.Invert {
+			return nil, fmt.Errorf("pre_tokenizer Split is supported with an isolated regex of Llama 3's or Qwen 2's only")
+		}
+		match, ok := splitPatterns[*sp.Pattern.Regex]
+		if !ok {
+			return nil, fmt.Errorf("pre_tokenizer Split with the regex %q is not supported (supported: Llama 3's and Qwen 2's)", *sp.Pattern.Regex)
+		}
+		return []preTokenizer{func(s string) []string {
+			var out []string
+			for i := 0; i < len(s); {
+				n := match(s[i:])
+				out = append(out, s[i:i+n])
+				i += n
+			}
+			return out
+		}}, nil
 	}
-	return nil, fmt.Errorf("pre_tokenizer %q is not supported (supported: ByteLevel, Whitespace, WhitespaceSplit, Sequence)", t.Type)
+	return nil, fmt.Errorf("pre_tokenizer %q is not supported (supported: ByteLevel, Whitespace, WhitespaceSplit, Split of Llama 3 or Qwen 2, Sequence)", t.Type)
 }
 
 // isSpace is Unicode's White_Space, which is \s in the Rust library's
@@ -218,6 +246,96 @@ func gpt2Match(s string) int {
 		return size
 	}
 	return i - last
+}
+
+// splitPatterns are the Split regular expressions of Llama 3 (numbers in
+// threes) and Qwen 2 (digits one by one), matched by hand: Go's regexp has
+// no lookahead.
+var splitPatterns = map[string]func(string) int{
+	`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`: func(s string) int { return llamaMatch(s, 3) },
+	`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`:      func(s string) int { return llamaMatch(s, 1) },
+}
+
+// llamaMatch is the length of the match at the start of s (never 0) of
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,digits}|
+// ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+: the first
+// alternative that matches, each as long as it can be.
+func llamaMatch(s string, digits int) int {
+	if s[0] == '\'' && len(s) > 1 {
+		low := strings.ToLower(s[:min(len(s), 3)])
+		for _, c := range []string{"'s", "'t", "'re", "'ve", "'m", "'ll", "'d"} {
+			if strings.HasPrefix(low, c) && strings.EqualFold(s[:len(c)], c) {
+				return len(c)
+			}
+		}
+	}
+	r, size := utf8.DecodeRuneInString(s)
+	run := func(from int, in func(rune) bool) int {
+		i := from
+		for i < len(s) {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if !in(r) {
+				break
+			}
+			i += n
+		}
+		return i
+	}
+	crlf := func(r rune) bool { return r == '\r' || r == '\n' }
+	other := func(r rune) bool { return class(r) == clsOther }
+	// [^\r\n\p{L}\p{N}]?\p{L}+
+	if isL(r) {
+		return run(0, isL)
+	}
+	if !crlf(r) && !isN(r) && size < len(s) {
+		if r2, _ := utf8.DecodeRuneInString(s[size:]); isL(r2) {
+			return run(size, isL)
+		}
+	}
+	// \p{N}{1,digits}
+	if isN(r) {
+		i := 0
+		for k := 0; k < digits && i < len(s); k++ {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if !isN(r) {
+				break
+			}
+			i += n
+		}
+		return i
+	}
+	// ?[^\s\p{L}\p{N}]+[\r\n]*
+	start := 0
+	if r == ' ' && size < len(s) {
+		if r2, _ := utf8.DecodeRuneInString(s[size:]); other(r2) {
+			start = size
+		}
+	}
+	if other(r) || start > 0 {
+		return run(run(start, other), crlf)
+	}
+	// \s*[\r\n]+: the whitespace run up to its last CR or LF
+	end := run(0, isSpace)
+	last := -1
+	for i := 0; i < end; {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if crlf(r) {
+			last = i + n
+		}
+		i += n
+	}
+	if last > 0 {
+		return last
+	}
+	// \s+(?!\S) and \s+, as in GPT-2's
+	if end == len(s) {
+		return end
+	}
+	_, lastSize := utf8.DecodeLastRuneInString(s[:end])
+	if end-lastSize > 0 {
+		return end - lastSize
+	}
+	return size
 }
 
 // isWord is \w in the Rust regex crate: Alphabetic, marks, decimal digits,

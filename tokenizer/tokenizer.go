@@ -12,6 +12,7 @@
 //     continuing_subword_prefix, end_of_word_suffix, ignore_merges; no dropout)
 //   - normalizer: none, NFC, NFD, NFKC, NFKD, Lowercase, Sequence of these
 //   - pre_tokenizer: ByteLevel (GPT-2's split, add_prefix_space, use_regex),
+//     Split with Llama 3's or Qwen 2's regular expression (isolated),
 //     Whitespace, WhitespaceSplit, Sequence of these
 //   - added tokens: split out before normalizing (normalized: false) or after
 //     (normalized: true), with lstrip and rstrip; single_word is refused

@@ -15,7 +15,7 @@ import (
 // Face's tokenizers package: two tokenizers trained on docs/ and the ids
 // the package gives each text.
 func TestEncodeAgreesWithTheTokenizersPackage(t *testing.T) {
-	for _, name := range []string{"byte_bpe", "word_bpe"} {
+	for _, name := range []string{"byte_bpe", "word_bpe", "llama3_split", "qwen2_split"} {
 		t.Run(name, func(t *testing.T) {
 			tok, err := tokenizer.Load(filepath.Join("testdata", name+".json"))
 			if err != nil {
@@ -63,6 +63,7 @@ func TestLoadRefusesWhatItCannotCountByName(t *testing.T) {
 		{`{"pre_tokenizer":{"type":"Metaspace"},"model":{"type":"BPE","vocab":{},"merges":[]}}`, `pre_tokenizer "Metaspace" is not supported`},
 		{`{"normalizer":{"type":"BertNormalizer"},"model":{"type":"BPE","vocab":{},"merges":[]}}`, `normalizer "BertNormalizer" is not supported`},
 		{`{"model":{"type":"BPE","dropout":0.1,"vocab":{},"merges":[]}}`, `dropout`},
+		{`{"pre_tokenizer":{"type":"Split","pattern":{"Regex":"\\d+"},"behavior":"Isolated","invert":false},"model":{"type":"BPE","vocab":{},"merges":[]}}`, `Split with the regex "\\d+" is not supported`},
 		{`{"added_tokens":[{"id":0,"content":"x","single_word":true}],"model":{"type":"BPE","vocab":{},"merges":[]}}`, `single_word`},
 	} {
 		_, err := tokenizer.Parse([]byte(c.json))
