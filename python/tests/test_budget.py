@@ -5,7 +5,8 @@ says), the first screen's elements keep their ids, the text is byte-stable, and 
 is reached by scrolling, as the closing line says.
 
 The tokenizers are trained here with the tokenizers package on the shop's pages (no download): a
-BPE over words and a byte-level BPE like the large models'; a third is a large model's own."""
+BPE over words, a byte-level BPE like the large models' and one split as Llama 3 splits; a fourth
+is a large model's own."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from urllib.parse import parse_qs, urlparse
 
 import anthropic
 import pytest
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
 
 import webserv
 from webserv.integrations.trl import web_environment
@@ -28,6 +29,10 @@ from webserv.integrations.verl import WebAgentLoop, WebTool
 from webserv.options import EnvOptions
 
 BUDGETS = (256, 1024, 4096)
+LLAMA3_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 SHOP_PAGES = ("/", "/search?q=tee", "/product/sierra-organic-pocket-tee-tsh-1000", "/cart")
 
 
@@ -129,10 +134,21 @@ def trained(server: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
         trainers.BpeTrainer(vocab_size=1200, special_tokens=["<|endoftext|>"], initial_alphabet=alphabet),
     )
     byte.save(str(out / "bytes.json"))
+    # Split as Llama 3 splits (its regular expression, then bytes).
+    llama = Tokenizer(models.BPE(ignore_merges=True))
+    llama.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    llama.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=1200, initial_alphabet=alphabet))
+    llama.save(str(out / "llama.json"))
     # And a large model's: the 65,000-token byte-level BPE (NFKC) the anthropic package ships
     # (installed with the bench extra).
     claude = Path(anthropic.__file__).parent / "tokenizer.json"
-    return {"words": out / "words.json", "bytes": out / "bytes.json", "claude": claude}
+    files = {name: out / f"{name}.json" for name in ("words", "bytes", "llama")}
+    return {**files, "claude": claude}
 
 
 _loaded: dict[Path, Tokenizer] = {}
