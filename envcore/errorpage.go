@@ -32,7 +32,7 @@ func (t *tab) describeFailedLoad(ctx context.Context, opts ObserveOptions, obs *
 	obs.HTML = "<main><h1>This page could not be loaded</h1><p>" + html.EscapeString(failed) + "</p></main>"
 	obs.Clickable, obs.Hoverable, obs.Inputs, obs.Selects, obs.Focused = []string{}, []string{}, []InputField{}, []SelectField{}, ""
 	obs.AXTree = ""
-	if opts.AXTree {
+	if opts.AXTree || opts.MaxTokens > 0 {
 		obs.AXTree = "RootWebArea " + quote(host) + "\n\theading " + quote("This page could not be loaded") + "\n\tStaticText " + quote(failed)
 	}
 }

@@ -111,3 +111,10 @@ func (e *Env) GivenUp() error {
 	defer e.mu.Unlock()
 	return e.lost
 }
+
+// FitBudget prunes an axtree text view (with its lines' places) to max
+// tokens: the text, its count and whether it was pruned.
+func FitBudget(text, places string, max int, c TokenCounter) (string, int, bool) {
+	r := fitBudget(text, places, max, c)
+	return r.text, r.tokens, r.truncated
+}

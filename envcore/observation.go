@@ -70,6 +70,12 @@ type Observation struct {
 	LastAction      string `json:"last_action,omitempty"`
 	LastActionError string `json:"last_action_error,omitempty"`
 
+	// ObsTokens is the number of tokens in AXTree as the budget's tokenizer
+	// counts them (ObserveOptions.MaxTokens; docs/envcore.md, "Token
+	// budget"), and ObsTruncated says whether the page was pruned to fit.
+	ObsTokens    int  `json:"obs_tokens,omitempty"`
+	ObsTruncated bool `json:"obs_truncated,omitempty"`
+
 	// Stats describe the extraction (sizes and its time inside the page).
 	// They are not part of what the page shows, so they are not encoded
 	// with the observation: the server reports them in a step's info.
@@ -202,6 +208,13 @@ type ObserveOptions struct {
 	// is at most this many pixels (marks are drawn after, so their labels
 	// stay legible).
 	MaxSide int `json:"max_side,omitempty"`
+	// MaxTokens, if set, bounds the text view: AXTree (turned on) is pruned
+	// to at most this many tokens as Counter counts them, in the order
+	// docs/envcore.md gives, and HTML is left out (it is not budgeted).
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// Tokenizer names the tokenizer.json Counter was loaded from.
+	Tokenizer string       `json:"tokenizer,omitempty"`
+	Counter   TokenCounter `json:"-"`
 }
 
 // Validate checks the options' values.
@@ -217,6 +230,12 @@ func (o ObserveOptions) Validate() error {
 	if o.MaxSide < 0 || (o.MaxSide > 0 && o.MaxSide < 64) {
 		return fmt.Errorf("max_side must be 64 pixels or more (0: full size), got %d", o.MaxSide)
 	}
+	if o.MaxTokens < 0 || (o.MaxTokens > 0 && o.MaxTokens < MinTokenBudget) {
+		return fmt.Errorf("max_tokens must be %d or more (0: no budget), got %d", MinTokenBudget, o.MaxTokens)
+	}
+	if o.MaxTokens > 0 && o.Counter == nil {
+		return fmt.Errorf("max_tokens needs a tokenizer: the tokenizer.json its tokens are counted with")
+	}
 	return nil
 }
 
@@ -231,6 +250,7 @@ type pageObservation struct {
 	Selects   []SelectField    `json:"selects"`
 	Focused   *string          `json:"focused"`
 	AXTree    string           `json:"axtree"`
+	Places    string           `json:"places"`
 	Viewport  ViewportState    `json:"viewport"`
 	Geometry  []elementBox     `json:"geometry"`
 	Stats     ObservationStats `json:"stats"`
@@ -253,7 +273,8 @@ func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation
 	var raw string
 	var p pageObservation
 	err := t.evalJSON(ctx, inject.Call("parser.observeJSON", map[string]bool{
-		"axtree": opts.AXTree, "geometry": opts.Geometry || opts.Marks, "layout": opts.Layout,
+		"axtree": opts.AXTree || opts.MaxTokens > 0, "geometry": opts.Geometry || opts.Marks, "layout": opts.Layout,
+		"places": opts.MaxTokens > 0,
 	}), &raw)
 	if limit := t.owner().cfg.MaxObservationBytes; err == nil && len(raw) > limit {
 		return &ResourceLimitError{What: "observation", Used: int64(len(raw)), Limit: int64(limit)}
@@ -289,6 +310,14 @@ func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation
 	}
 	if obs.URL == errorPageURL {
 		t.describeFailedLoad(ctx, opts, obs)
+	}
+	if opts.MaxTokens > 0 {
+		if obs.AXTree == "" { // no injected script: the title alone
+			obs.AXTree = "RootWebArea " + jsQuote(obs.Title)
+		}
+		r := fitBudget(obs.AXTree, p.Places, opts.MaxTokens, opts.Counter)
+		obs.AXTree, obs.ObsTokens, obs.ObsTruncated = r.text, r.tokens, r.truncated
+		obs.HTML = ""
 	}
 	if obs.Clickable == nil {
 		obs.Clickable = []string{}

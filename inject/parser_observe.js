@@ -92,7 +92,11 @@
       }
     }
     out.html = html(w.root);
-    if (opts.axtree) out.axtree = axtreeText(w.root);
+    if (opts.axtree) {
+      const places = opts.places ? [] : null;
+      out.axtree = axtreeText(w.root, places);
+      if (places) out.places = places.join('');
+    }
     if (opts.geometry) out.geometry = targets.map(geometry);
     out.stats = { visited: st.visited, kept: st.kept, frames: st.frames, targets: targets.length, ms: Math.round((W.now() - t0) * 100) / 100 };
     return out;

@@ -98,11 +98,30 @@
   // Roles whose name is their text: their text children are not repeated.
   const NAMED_BY_TEXT = new Set(['link', 'button', 'heading', 'clickable', 'hoverable', 'tab', 'menuitem', 'option', 'checkbox', 'radio', 'switch', 'cell', 'columnheader', 'listitem-leaf']);
 
-  function axtree(node, depth, lines) {
+  // place is where an element is against the viewport, for an observation
+  // budget (docs/envcore.md): '0' on the screen, 'a' above it, 'b' below or
+  // beside it; an element without a box is where its parent is.
+  function place(el, parent) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) return parent;
+    const view = el.ownerDocument.defaultView || window;
+    if (r.bottom <= 0) return 'a';
+    if (r.top >= view.innerHeight || r.right <= 0 || r.left >= view.innerWidth) return 'b';
+    return '0';
+  }
+
+  // axtree writes node's lines; with places (an array), the place of each
+  // line too, the same index.
+  function axtree(node, depth, lines, places, parent) {
     const pad = '\t'.repeat(depth);
-    if (typeof node === 'string') { lines.push(pad + 'StaticText ' + JSON.stringify(node)); return; }
+    if (typeof node === 'string') {
+      lines.push(pad + 'StaticText ' + JSON.stringify(node));
+      if (places) places.push(parent);
+      return;
+    }
+    const here = places ? place(node.el, parent) : '';
     const role = roleOf(node);
-    if (!role) { for (const c of node.c) axtree(c, depth, lines); return; }
+    if (!role) { for (const c of node.c) axtree(c, depth, lines, places, here); return; }
     const el = node.el;
     let name = el.getAttribute('aria-label') || '';
     const byText = NAMED_BY_TEXT.has(role) && node.c.every(function (c) { return typeof c === 'string' || !roleOf(c); });
@@ -122,12 +141,16 @@
     if (el.getAttribute('aria-expanded')) line += ' expanded=' + el.getAttribute('aria-expanded');
     if (node.t.length === 2 && node.t[0] === 'h' && node.t[1] >= '1' && node.t[1] <= '6') line += ' level=' + node.t[1];
     lines.push(line);
+    if (places) places.push(here);
     if (node.options) {
-      for (const o of node.options) lines.push(pad + '\t[' + o.id + '] option ' + JSON.stringify(o.text) + (o.selected ? ' selected' : ''));
+      for (const o of node.options) {
+        lines.push(pad + '\t[' + o.id + '] option ' + JSON.stringify(o.text) + (o.selected ? ' selected' : ''));
+        if (places) places.push(here);
+      }
       return;
     }
     if (byText) return;
-    for (const c of node.c) axtree(c, depth + 1, lines);
+    for (const c of node.c) axtree(c, depth + 1, lines, places, here);
   }
 
   // html is the observation's html: the root's children, serialized.
@@ -140,10 +163,12 @@
     return parts.join('').trim();
   }
 
-  // axtreeText is the text view of the tree, under the page's title.
-  function axtreeText(root) {
+  // axtreeText is the text view of the tree, under the page's title. With
+  // places (an empty array), it is filled with each line's place.
+  function axtreeText(root, places) {
     const lines = ['RootWebArea ' + JSON.stringify(document.title)];
-    for (const c of root.c) axtree(c, 1, lines);
+    if (places) places.push('0');
+    for (const c of root.c) axtree(c, 1, lines, places, '0');
     return lines.join('\n');
   }
 

@@ -67,11 +67,11 @@ func dreamObserve(o *observeSpec, op string) error {
 	if o == nil {
 		return nil
 	}
-	if _, err := o.options(); err != nil {
-		return err
+	if o.Screenshot || o.Marks || o.Geometry || o.Layout || o.MaxTokens > 0 {
+		return badArgs(op + ".observe: a dream environment has the recorded text views only (html, axtree): no screenshot, marks, geometry, layout or max_tokens")
 	}
-	if o.Screenshot || o.Marks || o.Geometry || o.Layout {
-		return badArgs(op + ".observe: a dream environment has the recorded text views only (html, axtree): no screenshot, marks, geometry or layout")
+	if _, err := o.options(nil); err != nil {
+		return err
 	}
 	return nil
 }

@@ -111,7 +111,7 @@ func (s *Server) envConfig(a *makeArgs) (envcore.Config, error) {
 		cfg.Viewport = envcore.Viewport{Width: vp.Width, Height: vp.Height}
 	}
 	var err error
-	if cfg.Observe, err = a.Observe.options(); err != nil {
+	if cfg.Observe, err = a.Observe.options(s.tokens); err != nil {
 		return cfg, err
 	}
 	return cfg, nil

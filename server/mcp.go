@@ -203,10 +203,14 @@ type MCPDefaults struct {
 	// EvaluateEveryStep grades every step: each result's reward is the
 	// change in the task's grade (docs/protocol.md, Rewards).
 	EvaluateEveryStep bool
+	// MaxTokens and Tokenizer are a token budget for every page text
+	// (observe.max_tokens and observe.tokenizer; docs/envcore.md).
+	MaxTokens int
+	Tokenizer string
 }
 
 // mcpDefaultKeys are the URL query keys of MCPDefaults.
-var mcpDefaultKeys = []string{"site", "task", "start_url", "goal", "record", "approve", "max_steps", "evaluate_every_step"}
+var mcpDefaultKeys = []string{"site", "task", "start_url", "goal", "record", "approve", "max_steps", "evaluate_every_step", "max_tokens", "tokenizer"}
 
 // ParseMCPDefaults reads MCPDefaults from a URL query, refusing keys it
 // does not know.
@@ -230,13 +234,19 @@ func ParseMCPDefaults(q url.Values) (MCPDefaults, error) {
 			*b.dst = on
 		}
 	}
-	if v := q.Get("max_steps"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return d, fmt.Errorf("query parameter max_steps must be a whole number, 0 for no limit, got %q", v)
+	for _, n := range []struct {
+		key string
+		dst *int
+	}{{"max_steps", &d.MaxSteps}, {"max_tokens", &d.MaxTokens}} {
+		if v := q.Get(n.key); v != "" {
+			i, err := strconv.Atoi(v)
+			if err != nil || i < 0 {
+				return d, fmt.Errorf("query parameter %s must be a whole number, 0 for no limit, got %q", n.key, v)
+			}
+			*n.dst = i
 		}
-		d.MaxSteps = n
 	}
+	d.Tokenizer = q.Get("tokenizer")
 	return d, nil
 }
 
@@ -431,7 +441,7 @@ func (m *mcpSession) make(site, task, startURL, goal string, seed *int64) (*Epis
 	d := m.defaults
 	// make's default approve timeout fits the request's deadline.
 	a := &makeArgs{resetArgs: resetArgs{Seed: seed}, Site: site, Task: task, StartURL: startURL, Goal: goal,
-		Observe: &observeSpec{AXTree: true}, Record: recordArg{on: d.Record}, Approve: d.Approve,
+		Observe: &observeSpec{AXTree: true, MaxTokens: d.MaxTokens, Tokenizer: d.Tokenizer}, Record: recordArg{on: d.Record}, Approve: d.Approve,
 		MaxSteps: d.MaxSteps, EvaluateEveryStep: d.EvaluateEveryStep}
 	r, err := opResult[*EpisodeReply](m.s, typedOp("make", call{conn: m.owner}, a))
 	if err != nil {
@@ -716,7 +726,7 @@ func (m *mcpSession) result(a map[string]any, obs Observation, st mcpState, step
 		fmt.Fprintf(&b, "dialog: %+v\n", d)
 	}
 	b.WriteString("\n")
-	if a["view"] == "html" {
+	if a["view"] == "html" && obs.ObsTokens == 0 { // a budget's text is the axtree
 		b.WriteString(obs.HTML)
 	} else {
 		b.WriteString(obs.AXTree)

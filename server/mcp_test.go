@@ -509,3 +509,14 @@ func TestMCPDroppedSessionIsFreedAfterTheTTL(t *testing.T) {
 		t.Error("a tool call on the expired session succeeded")
 	}
 }
+
+// The MCP defaults carry a token budget for every page text.
+func TestMCPDefaultsTakeATokenBudget(t *testing.T) {
+	d, err := server.ParseMCPDefaults(url.Values{"max_tokens": {"2048"}, "tokenizer": {"qwen"}})
+	if err != nil || d.MaxTokens != 2048 || d.Tokenizer != "qwen" {
+		t.Fatalf("%+v, %v", d, err)
+	}
+	if _, err := server.ParseMCPDefaults(url.Values{"max_tokens": {"lots"}}); err == nil || !strings.Contains(err.Error(), "max_tokens must be a whole number") {
+		t.Fatalf("max_tokens=lots: %v", err)
+	}
+}

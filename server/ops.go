@@ -109,7 +109,7 @@ func opTable() []op {
 		}),
 		idem(opFor("observe", "the current observation, without acting", true, func(s *Server, ctx context.Context, c call, a *observeArgs) (*ObserveReply, error) {
 			x := c.x
-			opts, err := a.Observe.options()
+			opts, err := a.Observe.options(s.tokens)
 			if err != nil {
 				return nil, err
 			}
@@ -125,7 +125,7 @@ func opTable() []op {
 			if x.down != nil {
 				return nil, x.down // no observation of a dead site to act on
 			}
-			obs, err := x.env.Observe(ctx, opts)
+			obs, err := x.env.Observe(ctx, keepBudget(opts, x.env))
 			if err != nil {
 				return nil, err
 			}

@@ -45,6 +45,9 @@ type Config struct {
 	// TrajectoryDir is where make's record option writes episodes; empty
 	// means recording is off.
 	TrajectoryDir string
+	// TokenizerDir holds the tokenizer.json files observe.tokenizer names
+	// (NAME.json or NAME/tokenizer.json); a client may also give a path.
+	TokenizerDir string
 	// Trace bounds the network traces of recorded and Verified-graded
 	// episodes (bodies, entries); zero values are netroute's defaults.
 	Trace netroute.RecordOptions
@@ -86,6 +89,7 @@ type Server struct {
 	browser  Browsers
 	factory  Factory
 	metrics  *metrics
+	tokens   *tokenizers
 	started  time.Time
 	creating chan struct{} // semaphore of makes in progress
 	queued   atomic.Int64  // makes waiting for a place in creating
@@ -130,6 +134,7 @@ func New(log *zap.Logger, browser Browsers, factory Factory, cfg Config) *Server
 		browser:    browser,
 		factory:    factory,
 		metrics:    newMetrics(browser.Health),
+		tokens:     newTokenizers(cfg.TokenizerDir),
 		started:    time.Now(),
 		creating:   make(chan struct{}, cfg.MaxCreating),
 		sessions:   map[string]*session{},

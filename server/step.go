@@ -15,6 +15,18 @@ import (
 	"github.com/webserv-rl/webserv/tasks"
 )
 
+// keepBudget gives observe options without a token budget the
+// environment's (make's observe.max_tokens): a step or observe that asks
+// for other parts does not lift it.
+func keepBudget(opts envcore.ObserveOptions, env *envcore.Env) envcore.ObserveOptions {
+	if opts.MaxTokens == 0 {
+		if c := env.Config().Observe; c.MaxTokens > 0 {
+			opts.MaxTokens, opts.Tokenizer, opts.Counter = c.MaxTokens, c.Tokenizer, c.Counter
+		}
+	}
+	return opts
+}
+
 // observeNothing asks for no optional observation parts.
 var observeNothing = envcore.ObserveOptions{}
 
@@ -23,13 +35,14 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 	if x.over != "" {
 		return nil, errorf(CodeEpisodeOver, false, "the episode is over (%s): call reset to start a new one", x.over)
 	}
-	opts, e := a.Observe.options()
+	opts, e := a.Observe.options(s.tokens)
 	if e != nil {
 		return nil, e
 	}
 	if a.Observe == nil {
 		opts = x.env.Config().Observe
 	}
+	opts = keepBudget(opts, x.env)
 	if r := x.limits.record; r != nil {
 		opts.AXTree = true
 		opts.Screenshot = opts.Screenshot || r.screenshots

@@ -31,15 +31,28 @@ type observeSpec struct {
 	Format     string `json:"format"`
 	Quality    int    `json:"quality"`
 	MaxSide    int    `json:"max_side"`
+	MaxTokens  int    `json:"max_tokens"`
+	Tokenizer  string `json:"tokenizer"`
 }
 
-// options returns the envcore options, checked.
-func (o *observeSpec) options() (envcore.ObserveOptions, error) {
+// options returns the envcore options, checked; tk loads the budget's
+// tokenizer.
+func (o *observeSpec) options(tk *tokenizers) (envcore.ObserveOptions, error) {
 	if o == nil {
 		return envcore.ObserveOptions{}, nil
 	}
 	opts := envcore.ObserveOptions{Screenshot: o.Screenshot, AXTree: o.AXTree, Geometry: o.Geometry, Marks: o.Marks,
-		Layout: o.Layout, Format: o.Format, Quality: o.Quality, MaxSide: o.MaxSide}
+		Layout: o.Layout, Format: o.Format, Quality: o.Quality, MaxSide: o.MaxSide, MaxTokens: o.MaxTokens, Tokenizer: o.Tokenizer}
+	if o.Tokenizer != "" && o.MaxTokens == 0 {
+		return opts, badArgs("observe.tokenizer counts tokens for a budget: set observe.max_tokens too")
+	}
+	if o.MaxTokens > 0 {
+		tok, err := tk.get(o.Tokenizer)
+		if err != nil {
+			return opts, err
+		}
+		opts.Counter = tok
+	}
 	if err := opts.Validate(); err != nil {
 		return opts, badArgs(fmt.Sprintf("observe: %v", err))
 	}

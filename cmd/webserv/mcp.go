@@ -37,8 +37,11 @@ func mcpCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader
 	fs.BoolVar(&d.Approve, "approve", false, "hold every action for a person's approval in the live view (needs --listen)")
 	fs.IntVar(&d.MaxSteps, "max-steps", 0, "truncate an episode after this many steps (0: no limit)")
 	fs.BoolVar(&d.EvaluateEveryStep, "evaluate-every-step", false, "grade every step: each reward is the change in the task's grade")
+	fs.IntVar(&d.MaxTokens, "max-tokens", 0, "a token budget for every page text, counted by --tokenizer (0: none; docs/envcore.md, Token budget)")
+	fs.StringVar(&d.Tokenizer, "tokenizer", "", "the tokenizer.json the token budget counts with: a path, or a name in --tokenizers")
 	var cfg server.Config
 	fs.StringVar(&cfg.TrajectoryDir, "trajectories", "", "directory where recorded episodes are written (off when empty)")
+	fs.StringVar(&cfg.TokenizerDir, "tokenizers", "", "directory of tokenizer.json files (NAME.json or NAME/tokenizer.json) that observe.tokenizer names for a token budget")
 	fs.DurationVar(&cfg.StepTimeout, "request-timeout", 2*time.Minute, "longest a tool call may run")
 	listen := fs.String("listen", "", "also serve the web UI (live view, approval), /v1/ws and /v1/mcp here, like 127.0.0.1:8765 (off when empty)")
 	fs.Usage = func() {

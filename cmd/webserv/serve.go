@@ -34,6 +34,7 @@ func serveCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	fs.Int64Var(&cfg.MaxFrame, "max-frame", 64<<20, "largest request frame in bytes")
 	fs.DurationVar(&cfg.StepTimeout, "request-timeout", 2*time.Minute, "longest a request may run")
 	fs.StringVar(&cfg.TrajectoryDir, "trajectories", "", "directory where make's record option writes episodes (off when empty); the UI's replayer shows them")
+	fs.StringVar(&cfg.TokenizerDir, "tokenizers", "", "directory of tokenizer.json files (NAME.json or NAME/tokenizer.json) that observe.tokenizer names for a token budget")
 	shutdownBound := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM or Ctrl-C, exit after at most this long even if environments are still closing")
 	fs.BoolVar(&cfg.NoUI, "no-ui", false, "do not serve the web UI at /ui (live view, approval, replayer)")
 	logLevelFlag(fs)

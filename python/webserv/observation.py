@@ -53,6 +53,10 @@ def to_gym(raw: dict[str, Any], *, elapsed: float) -> dict[str, Any]:
     if raw.get("screenshot_som"):
         obs["screenshot_som"] = bytes(raw["screenshot_som"])  # the same picture with set-of-marks
         obs["som_labels"] = dict(raw.get("som_labels") or {})  # label -> semantic id
+    if "obs_tokens" in raw:
+        # The text view's tokens under a budget (observe max_tokens), and whether it was pruned.
+        obs["obs_tokens"] = int(raw["obs_tokens"])
+        obs["obs_truncated"] = bool(raw.get("obs_truncated", False))
     if "extra_element_properties" in raw:
         # BrowserGym's shape: {id: {visibility, bbox, clickable, set_of_marks}} (+ in_viewport, covered)
         obs["extra_element_properties"] = dict(raw["extra_element_properties"] or {})
@@ -116,7 +120,7 @@ def observation_space(
     """The space of the observations to_gym returns, for the observe options asked for.
 
     ``observe`` holds the protocol's further options (``geometry``, ``marks``, ``layout``,
-    ``format``, ``quality``, ``max_side``); ``screenshot`` may be given either way.
+    ``format``, ``quality``, ``max_side``, ``max_tokens``); ``screenshot`` may be given either way.
     """
     opts = dict(observe or {})
     screenshot = screenshot or bool(opts.get("screenshot"))
@@ -155,6 +159,9 @@ def observation_space(
         d["som_labels"] = rec
     if marks or opts.get("geometry"):
         d["extra_element_properties"] = rec
+    if opts.get("max_tokens"):
+        d["obs_tokens"] = spaces.Discrete(1 << 24)
+        d["obs_truncated"] = Anything(bool)
     if not elapsed_time:
         del d["elapsed_time"]
     return spaces.Dict(d)

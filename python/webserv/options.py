@@ -61,6 +61,13 @@ class EnvOptions:
     #: (``cols="N"`` cues in the HTML), ``format`` (``"png"``/``"jpeg"``), ``quality``, ``max_side``;
     #: the observation space lists the keys they add.
     observe: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    #: A token budget for the text view: ``axtree_txt`` is pruned (in the order docs/envcore.md
+    #: gives) to at most this many tokens as ``tokenizer`` counts them, and observations carry
+    #: ``obs_tokens`` and ``obs_truncated``; ``pruned_html`` is then empty (it is not budgeted).
+    max_tokens: int | None = None
+    #: The tokenizer.json the budget counts with: a path the server can read, or a name in the
+    #: server's ``--tokenizers`` directory (the trainer's own tokenizer, as it brings its model).
+    tokenizer: str | None = None
     #: Include wall-clock quantities: BrowserGym's ``elapsed_time`` in observations and the step
     #: timings (``action_ms``, ``settle_ms``, ``extract_ms``, ``elapsed_s``, ``obs_stats``) in info.
     #: They are the only parts that differ between two identical episodes; turn them off where
@@ -105,15 +112,21 @@ class EnvOptions:
             task=self.task,
             max_steps=self.max_steps,
             idle_ms=self.idle_ms,
-            observe={"screenshot": self.screenshot, "axtree": self.axtree, **self.observe},
+            observe={"screenshot": self.screenshot, "axtree": self.axtree, **self.budget(), **self.observe},
         )
         if self.episode_timeout is not None:
             args["episode_timeout_ms"] = int(self.episode_timeout * 1000)
         return args
 
+    def budget(self) -> dict[str, Any]:
+        """The observe options of the token budget (none without ``max_tokens``)."""
+        if self.max_tokens is None:
+            return {}
+        return {"max_tokens": self.max_tokens, "tokenizer": self.tokenizer}
+
     def observation_space(self) -> spaces.Dict:
         """One observation's gymnasium space for these options."""
-        return observation_space(self.screenshot, self.wallclock, self.observe)
+        return observation_space(self.screenshot, self.wallclock, {**self.budget(), **self.observe})
 
     def view(self, obs: dict[str, Any], info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """An observation and its info as these options show them: without the wall-clock parts
@@ -142,4 +155,22 @@ class OptionParser(argparse.ArgumentParser):
         super().error(message)
 
 
-__all__ = ["EnvOptions", "OptionParser"]
+def with_budget(
+    make_args: Mapping[str, Any] | None, max_tokens: int | None, tokenizer: str | None
+) -> dict[str, Any]:
+    """``make_args`` with a token budget in their ``observe`` (the adapters' ``max_obs_tokens``
+    and ``obs_tokenizer``): the page text is then at most ``max_tokens`` tokens as the
+    tokenizer.json ``tokenizer`` (a path the server reads, or a name in its ``--tokenizers``
+    directory) counts them."""
+    args = dict(make_args or {})
+    if max_tokens is None:
+        return args
+    if not tokenizer:
+        raise ValueError(
+            "max_obs_tokens needs obs_tokenizer: the model's tokenizer.json, as a path or a name"
+        )
+    args["observe"] = {**dict(args.get("observe") or {}), "max_tokens": max_tokens, "tokenizer": tokenizer}
+    return args
+
+
+__all__ = ["EnvOptions", "OptionParser", "with_budget"]

@@ -80,6 +80,9 @@ class WebEnvironment:
     max_steps: int | None = 30
     #: Further arguments of the protocol's ``make`` (``evaluate_every_step``, ``record``, ...).
     make_args: dict[str, Any] = {}  # noqa: RUF012 (a class's setting, replaced by web_environment)
+    #: The page text's token budget and the tokenizer.json it counts with (docs/envcore.md).
+    max_obs_tokens: int | None = None
+    obs_tokenizer: str | None = None
     #: Mixed groups (``web_environment(mix=...)``): each member's source, and per ``uid`` how many
     #: members began (shared by the class's instances, as TRL resets a group's members one by one).
     sources: tuple[Source, ...] = ("real",)
@@ -138,6 +141,8 @@ class WebEnvironment:
                 token=self.server_token,
                 max_steps=self.max_steps,
                 make_args=self.make_args,
+                max_tokens=self.max_obs_tokens,
+                tokenizer=self.obs_tokenizer,
             )
             if self.source == "dream":
                 assert self.mix is not None
@@ -305,6 +310,8 @@ def web_environment(
     mix: Mix | None = None,
     group_size: int | None = None,
     make_args: dict[str, Any] | None = None,
+    max_obs_tokens: int | None = None,
+    obs_tokenizer: str | None = None,
 ) -> type[WebEnvironment]:
     """A WebEnvironment class bound to a site and server, for ``environment_factory``.
 
@@ -321,6 +328,11 @@ def web_environment(
     ``make_args`` are further arguments of the protocol's ``make``, such as
     ``{"evaluate_every_step": True}`` (then each tool call's reward is the change in the task's
     grade, so ``get_reward()``, their sum, is the final grade; docs/protocol.md, "Rewards").
+
+    ``max_obs_tokens`` with ``obs_tokenizer`` (the model's tokenizer.json: a path the server
+    reads, or a name in its ``--tokenizers`` directory) bounds every page text the model reads to
+    that many tokens, pruned as docs/envcore.md ("Token budget") says, so that no page overflows
+    the model's context.
     """
     attrs: dict[str, Any] = {
         "site": site,
@@ -328,7 +340,13 @@ def web_environment(
         "server_token": server_token,
         "max_steps": max_steps,
         "make_args": dict(make_args or {}),
+        "max_obs_tokens": max_obs_tokens,
+        "obs_tokenizer": obs_tokenizer,
     }
+    if max_obs_tokens is not None and not obs_tokenizer:
+        raise ValueError(
+            "max_obs_tokens needs obs_tokenizer: the model's tokenizer.json, as a path or a name"
+        )
     if mix is not None:
         if group_size is None or group_size < 1:
             raise ValueError(

@@ -48,6 +48,7 @@ token by token: the output then carries ``prompt_ids``, ``response_ids``,
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import uuid
 import weakref
@@ -59,7 +60,7 @@ from .. import rollout
 from ..client import AsyncClient, AsyncEnv, Obs
 from ..errors import InfrastructureError
 from ..mixing import Demonstration, Demonstrations, Mix, Source, member_options
-from ..options import EnvOptions
+from ..options import EnvOptions, with_budget
 from ..prompt import keywords_of, page_text, refuse_unknown, render
 
 Policy = Callable[[Obs, list[dict[str, Any]]], Awaitable[str]]
@@ -207,6 +208,15 @@ class _Tokens:
         }
 
 
+def _tokenizer_file(tokenizer: Any) -> str | None:
+    """The tokenizer.json of verl's tokenizer (a transformers tokenizer loaded from a local
+    directory), for the observation budget; None when it has none on disk."""
+    path = getattr(tokenizer, "name_or_path", None)
+    if isinstance(path, str) and path and os.path.isfile(os.path.join(path, "tokenizer.json")):
+        return os.path.abspath(os.path.join(path, "tokenizer.json"))
+    return None
+
+
 class WebAgentLoop:
     """Shaped like verl's ``AgentLoopBase``: ``await loop.run(sampling_params, **row)``."""
 
@@ -227,6 +237,8 @@ class WebAgentLoop:
         mix: Mix | None = None,
         group_size: int | None = None,
         make_args: dict[str, Any] | None = None,
+        max_obs_tokens: int | None = None,
+        obs_tokenizer: str | None = None,
         **verl_keywords: Any,
     ):
         # verl passes these to every agent loop; anything else is a misspelt setting.
@@ -248,7 +260,8 @@ class WebAgentLoop:
         self.server_url, self.server_token = server_url, server_token
         self.source = ClientSource(server_url, server_token, fleet)
         self.response_length = response_length  # verl's rollout.response_length (token mode)
-        self.make_args = dict(make_args or {})  # further make arguments (evaluate_every_step, ...)
+        # Further make arguments (evaluate_every_step, ...), with the page text's token budget.
+        self.make_args = with_budget(make_args, max_obs_tokens, obs_tokenizer or _tokenizer_file(tokenizer))
         self.on_infrastructure_error = on_infrastructure_error
         self.config = config if config is not None else verl_keywords.get("trainer_config")
         self.server_manager = server_manager
@@ -444,9 +457,12 @@ class WebTool:
         server_url: str | None = None,
         server_token: str | None = None,
         make_args: dict[str, Any] | None = None,
+        max_obs_tokens: int | None = None,
+        obs_tokenizer: str | None = None,
     ):
         self.config, self.tool_schema, self.site = config, tool_schema, site
-        self.make_args = dict(make_args or {})  # further make arguments (evaluate_every_step, ...)
+        # Further make arguments (evaluate_every_step, ...), with the page text's token budget.
+        self.make_args = with_budget(make_args, max_obs_tokens, obs_tokenizer)
         self.source = ClientSource(server_url, server_token)
         self.envs: dict[str, AsyncEnv] = {}
         self.rewards: dict[str, float] = {}

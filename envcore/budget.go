@@ -1,0 +1,421 @@
+package envcore
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"unicode/utf8"
+)
+
+// TokenCounter counts the tokens of a text as the trainer's tokenizer does
+// (tokenizer.Tokenizer, loaded from a Hugging Face tokenizer.json).
+type TokenCounter interface {
+	Count(text string) int
+}
+
+// MinTokenBudget is the smallest observation budget: the page's title line
+// and the line that says what was left out need room.
+const MinTokenBudget = 128
+
+// The pruning of an observation over its budget (docs/envcore.md, "Token
+// budget"). Steps 1 and 2 apply to every text over its budget; step 3 runs
+// only while the text is still over, and drops lines from the bottom of the
+// page up; a line goes only once it has no line left under it, so every
+// kept line keeps its ancestors, and every kept element its id.
+//
+//  1. long texts (StaticText over textKeep characters, the title) are cut,
+//     with a marker saying how much was cut;
+//  2. runs of like siblings (the same role and shape, collapseRun or more)
+//     off the screen are collapsed: the first collapseKeep stay, the others
+//     become one line "… N more items like this";
+//  3. then whole lines are dropped, class by class: off-screen text and
+//     decoration, off-screen elements with ids, off-screen headings and
+//     landmarks (and the lines of step 2), on-screen text, on-screen
+//     elements with ids, on-screen headings and landmarks;
+//  4. a last line says what was left out and how to see it (scroll).
+const (
+	textKeep     = 100
+	textCutOver  = 120
+	collapseRun  = 4
+	collapseKeep = 2
+)
+
+// pruneClass is the order in which lines are dropped, first to last.
+type pruneClass int
+
+const (
+	offText pruneClass = iota
+	offElement
+	offStructure
+	onText
+	onElement
+	onStructure
+	classes
+)
+
+// structural roles stay longest: they are the page's outline.
+var structural = map[string]bool{
+	"heading": true, "navigation": true, "main": true, "banner": true, "contentinfo": true,
+	"complementary": true, "region": true, "search": true, "form": true, "dialog": true,
+}
+
+// axLine is one line of the axtree text view.
+type axLine struct {
+	text     string
+	depth    int
+	role     string
+	hasID    bool
+	place    byte // '0' on the screen, 'a' above, 'b' below or beside
+	parent   int
+	cost     int // tokens of "\n"+text (the first line: of text)
+	kept     bool
+	children int // kept lines whose parent this is
+	collapse int // > 0: this line stands for so many collapsed siblings
+}
+
+// budgetResult is a budgeted text view.
+type budgetResult struct {
+	text      string
+	tokens    int
+	truncated bool
+}
+
+// fitBudget prunes the axtree text (with its lines' places) to at most max
+// tokens as c counts them. The same text and places always give the same
+// result.
+func fitBudget(text, places string, max int, c TokenCounter) budgetResult {
+	if n := c.Count(text); n <= max {
+		return budgetResult{text: text, tokens: n}
+	}
+	lines := parseAXLines(text, places)
+	p := &pruner{lines: lines, c: c}
+	p.shorten()
+	p.collapse()
+	p.cost() // of the lines left: a fold spares counting what it stands for
+	// The closing line is counted at its longest (no count exceeds the
+	// number of lines), so that it always fits.
+	n := len(lines)
+	reserve := c.Count("\n" + summaryLine(n, n, n, n, n))
+	target := max - reserve
+	for {
+		for k := pruneClass(0); k < classes && p.total() > target; k++ {
+			p.drop(k, target)
+		}
+		out := p.render()
+		n := c.Count(out)
+		if n <= max {
+			return budgetResult{text: out, tokens: n, truncated: true}
+		}
+		if p.kept() <= 1 {
+			// Nothing left to drop but the title: cut the text itself.
+			out = cutToFit(out, max, c)
+			return budgetResult{text: out, tokens: c.Count(out), truncated: true}
+		}
+		target = max0(target-(n-max), 0) // lines' costs do not add up exactly: aim lower
+	}
+}
+
+type pruner struct {
+	lines                         []axLine
+	c                             TokenCounter
+	shortened                     int
+	above, below, onScreen, folds int
+}
+
+// parseAXLines reads the lines' depth (tabs), id and role.
+func parseAXLines(text, places string) []axLine {
+	raw := strings.Split(text, "\n")
+	lines := make([]axLine, len(raw))
+	stack := []int{} // the last line at each depth
+	for i, s := range raw {
+		l := axLine{text: s, kept: true, parent: -1, place: '0'}
+		if i < len(places) {
+			l.place = places[i]
+		}
+		for l.depth < len(s) && s[l.depth] == '\t' {
+			l.depth++
+		}
+		rest := s[l.depth:]
+		if strings.HasPrefix(rest, "[") {
+			if j := strings.Index(rest, "] "); j > 0 {
+				l.hasID, rest = true, rest[j+2:]
+			}
+		}
+		l.role, _, _ = strings.Cut(rest, " ")
+		for len(stack) > 0 && lines[stack[len(stack)-1]].depth >= l.depth {
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 {
+			l.parent = stack[len(stack)-1]
+			lines[l.parent].children++
+		}
+		stack = append(stack, i)
+		lines[i] = l
+	}
+	return lines
+}
+
+func (p *pruner) cost() {
+	for i := range p.lines {
+		if p.lines[i].kept && p.lines[i].collapse == 0 {
+			p.lines[i].cost = p.lineCost(i)
+		}
+	}
+}
+
+func (p *pruner) lineCost(i int) int {
+	if i == 0 {
+		return p.c.Count(p.lines[i].text)
+	}
+	return p.c.Count("\n" + p.lines[i].text)
+}
+
+func (p *pruner) kept() int {
+	n := 0
+	for _, l := range p.lines {
+		if l.kept {
+			n++
+		}
+	}
+	return n
+}
+
+func max0(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func (p *pruner) total() int {
+	n := 0
+	for _, l := range p.lines {
+		if l.kept {
+			n += l.cost
+		}
+	}
+	return n
+}
+
+// shorten cuts long texts: StaticText lines and the title line.
+func (p *pruner) shorten() {
+	for i := range p.lines {
+		l := &p.lines[i]
+		prefix := strings.Repeat("\t", l.depth) + "StaticText "
+		if i == 0 {
+			prefix = "RootWebArea "
+		} else if l.role != "StaticText" || l.hasID {
+			continue
+		}
+		var s string
+		if json.Unmarshal([]byte(strings.TrimPrefix(l.text, prefix)), &s) != nil {
+			continue
+		}
+		if utf8.RuneCountInString(s) <= textCutOver {
+			continue
+		}
+		r := []rune(s)
+		l.text = prefix + jsQuote(string(r[:textKeep])+"…") + fmt.Sprintf(" (%d more characters)", len(r)-textKeep)
+		p.shortened++
+	}
+}
+
+// jsQuote is JSON.stringify's string, as parser_views.js writes them.
+func jsQuote(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// shapes are the lines' roles with the roles under them, ids and texts
+// aside, hashed: like siblings (the rows of a table, the items of a list)
+// share theirs.
+func (p *pruner) shapes(kids [][]int) []uint64 {
+	out := make([]uint64, len(p.lines))
+	for i := len(p.lines) - 1; i >= 0; i-- { // children before their parent
+		l := p.lines[i]
+		h := fnv.New64a()
+		h.Write([]byte(l.role))
+		if l.hasID {
+			h.Write([]byte{'#'})
+		}
+		var b [8]byte
+		for _, k := range kids[i] {
+			binary.LittleEndian.PutUint64(b[:], out[k])
+			h.Write(b[:])
+		}
+		out[i] = h.Sum64()
+	}
+	return out
+}
+
+// collapse folds runs of like siblings off the screen.
+func (p *pruner) collapse() {
+	kids := make([][]int, len(p.lines))
+	for i, l := range p.lines {
+		if l.parent >= 0 {
+			kids[l.parent] = append(kids[l.parent], i)
+		}
+	}
+	shapes := p.shapes(kids)
+	for _, ch := range kids {
+		for a := 0; a < len(ch); {
+			b := a + 1
+			for b < len(ch) && shapes[ch[b]] == shapes[ch[a]] {
+				b++
+			}
+			if b-a >= collapseRun {
+				p.fold(ch[a+collapseKeep : b])
+			}
+			a = b
+		}
+	}
+}
+
+// fold replaces the off-screen lines of run (siblings) by one line per
+// stretch of them.
+func (p *pruner) fold(run []int) {
+	for a := 0; a < len(run); {
+		if p.lines[run[a]].place == '0' {
+			a++
+			continue
+		}
+		b := a
+		for b < len(run) && p.lines[run[b]].place == p.lines[run[a]].place {
+			b++
+		}
+		first := run[a]
+		for _, i := range run[a:b] {
+			p.dropTree(i)
+		}
+		l := &p.lines[first]
+		l.kept, l.collapse, l.children = true, b-a, 0
+		if l.parent >= 0 {
+			p.lines[l.parent].children++
+		}
+		where := "below the screen: scroll down to see them"
+		if l.place == 'a' {
+			where = "above the screen: scroll up to see them"
+		}
+		l.text = strings.Repeat("\t", l.depth) + fmt.Sprintf("… %d more items like this (%s)", b-a, where)
+		l.role, l.hasID = "", false
+		l.cost = p.lineCost(first)
+		p.folds += b - a
+		a = b
+	}
+}
+
+// dropTree drops line i and every line under it.
+func (p *pruner) dropTree(i int) {
+	d := p.lines[i].depth
+	for j := i + 1; j < len(p.lines) && p.lines[j].depth > d; j++ {
+		p.lines[j].kept = false
+	}
+	p.lines[i].kept = false
+	p.lines[i].children = 0
+	if pa := p.lines[i].parent; pa >= 0 {
+		p.lines[pa].children--
+	}
+}
+
+func (p *pruner) class(l axLine) pruneClass {
+	k := offText
+	switch {
+	case structural[l.role] || l.collapse > 0: // a fold says what is where: it stays as long as the outline
+		k = offStructure
+	case l.hasID:
+		k = offElement
+	}
+	if l.place == '0' {
+		k += onText - offText
+	}
+	return k
+}
+
+// drop removes lines of class k or an earlier one from the bottom of the
+// page up until the total is within target; a line goes once no kept line
+// is under it.
+func (p *pruner) drop(k pruneClass, target int) {
+	total := p.total()
+	for i := len(p.lines) - 1; i > 0 && total > target; i-- {
+		l := &p.lines[i]
+		if !l.kept || l.children > 0 || p.class(*l) > k {
+			continue
+		}
+		l.kept = false
+		total -= l.cost
+		if l.parent >= 0 {
+			p.lines[l.parent].children--
+		}
+		n := 1
+		if l.collapse > 0 {
+			n = l.collapse
+			p.folds -= n
+		}
+		switch l.place {
+		case 'a':
+			p.above += n
+		case '0':
+			p.onScreen += n
+		default:
+			p.below += n
+		}
+	}
+}
+
+func (p *pruner) render() string {
+	var b strings.Builder
+	for _, l := range p.lines {
+		if l.kept {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(l.text)
+		}
+	}
+	b.WriteByte('\n')
+	b.WriteString(summaryLine(p.shortened, p.folds, p.above, p.below, p.onScreen))
+	return b.String()
+}
+
+// summaryLine is the last line of a pruned observation: what was left
+// out and how to see it.
+func summaryLine(shortened, folds, above, below, onScreen int) string {
+	var parts []string
+	if shortened > 0 {
+		parts = append(parts, fmt.Sprintf("%d long texts cut", shortened))
+	}
+	if folds > 0 {
+		parts = append(parts, fmt.Sprintf("%d like items collapsed (scroll to see them)", folds))
+	}
+	if above > 0 {
+		parts = append(parts, fmt.Sprintf("%d lines above the screen left out (scroll up)", above))
+	}
+	if below > 0 {
+		parts = append(parts, fmt.Sprintf("%d lines below the screen left out (scroll down)", below))
+	}
+	if onScreen > 0 {
+		parts = append(parts, fmt.Sprintf("%d lines at the bottom of the screen left out (scroll down)", onScreen))
+	}
+	return "[observation cut to its token budget: " + strings.Join(parts, "; ") + "]"
+}
+
+// cutToFit cuts text from its end until it counts at most max tokens (a
+// last resort when even the title does not fit).
+func cutToFit(text string, max int, c TokenCounter) string {
+	r := []rune(text)
+	lo, hi := 0, len(r)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if c.Count(string(r[:mid])) <= max {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return string(r[:lo])
+}

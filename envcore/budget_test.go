@@ -1,0 +1,177 @@
+package envcore_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/tokenizer"
+)
+
+// page is an axtree text view as parser_views.js writes it, with its
+// lines' places: a nav and a form on the screen, a long paragraph, and a
+// 300-row table of links below the screen.
+func page() (string, string) { return pageOf(false, 300) }
+
+// pageOf is page, its rows alternately of two shapes when alternate (then
+// no run of rows folds).
+func pageOf(alternate bool, rows int) (string, string) {
+	var lines []string
+	var places []byte
+	add := func(place byte, depth int, s string) {
+		lines = append(lines, strings.Repeat("\t", depth)+s)
+		places = append(places, place)
+	}
+	add('0', 0, `RootWebArea "Catalog"`)
+	add('0', 1, `navigation "Main"`)
+	for _, n := range []string{"home", "deals", "account", "cart"} {
+		add('0', 2, fmt.Sprintf(`[nav.%s] link %q url="/%s"`, n, n, n))
+	}
+	add('0', 1, `heading "Catalog" level=1`)
+	add('0', 1, `form "Search"`)
+	add('0', 2, `[search.q] searchbox "Search" value=""`)
+	add('0', 2, `[search.go] button "Go"`)
+	add('0', 1, `StaticText `+fmt.Sprintf("%q", strings.Repeat("All our goods ship within two days. ", 40)))
+	add('b', 1, `heading "Everything" level=2`)
+	add('b', 1, `table`)
+	for i := range rows {
+		add('b', 2, `row`)
+		add('b', 3, fmt.Sprintf(`cell "Item %d"`, i))
+		add('b', 3, `cell`)
+		add('b', 4, fmt.Sprintf(`[item-%d] link "Open %d" url="/item/%d"`, i, i, i))
+		if alternate && i%2 == 1 {
+			add('b', 3, `cell "-"`)
+		}
+	}
+	add('b', 1, `StaticText "The end of the catalog."`)
+	return strings.Join(lines, "\n"), string(places)
+}
+
+func byteBPE(t testing.TB) *tokenizer.Tokenizer {
+	tok, err := tokenizer.Load("../tokenizer/testdata/byte_bpe.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+var idRe = regexp.MustCompile(`\[([^\]\s]+)\] `)
+
+func TestBudgetFitsKeepsTheScreenAndIsStable(t *testing.T) {
+	tok := byteBPE(t)
+	text, places := page()
+	whole := tok.Count(text)
+	if same, n, cut := envcore.FitBudget(text, places, whole, tok); same != text || n != whole || cut {
+		t.Fatalf("a text within its budget changed (%d tokens, cut %v)", n, cut)
+	}
+	onScreen := []string{"nav.home", "nav.deals", "nav.account", "nav.cart", "search.q", "search.go"}
+	for _, max := range []int{128, 256, 1024, 4096} {
+		out, n, cut := envcore.FitBudget(text, places, max, tok)
+		if n != tok.Count(out) || n > max || !cut {
+			t.Fatalf("budget %d: %d tokens (counted %d), cut %v", max, n, tok.Count(out), cut)
+		}
+		again, _, _ := envcore.FitBudget(text, places, max, tok)
+		if again != out {
+			t.Fatalf("budget %d: two prunings of one text differ", max)
+		}
+		last := out[strings.LastIndex(out, "\n")+1:]
+		if !strings.HasPrefix(last, "[observation cut to its token budget:") || !strings.Contains(last, "scroll") {
+			t.Fatalf("budget %d: the last line does not say what was left out: %q", max, last)
+		}
+		kept := map[string]bool{}
+		for _, m := range idRe.FindAllStringSubmatch(out, -1) {
+			kept[m[1]] = true
+		}
+		if max >= 1024 {
+			for _, id := range onScreen {
+				if !kept[id] {
+					t.Errorf("budget %d: the on-screen element %s lost its id:\n%s", max, id, out)
+				}
+			}
+			if !strings.Contains(out, `heading "Catalog" level=1`) {
+				t.Errorf("budget %d: the on-screen heading is gone", max)
+			}
+		}
+		if max == 4096 {
+			// Room for the screen, the outline and the fold of the table's rows.
+			for _, want := range []string{`heading "Everything" level=2`, "… 298 more items like this (below the screen: scroll down to see them)", "[item-0] ", "[item-1] ", `(1340 more characters)`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("budget 4096: %q is missing:\n%s", want, out)
+				}
+			}
+		}
+	}
+}
+
+// Off-screen text goes before off-screen elements, which go before the
+// screen's: with room for some of the rows, none of the rows' cell texts
+// stays while a row's link is gone, and a line's ancestors stay with it.
+func TestBudgetDropsInItsOrder(t *testing.T) {
+	tok := byteBPE(t)
+	text, places := pageOf(true, 300) // no fold: the rows differ in shape
+	out, n, _ := envcore.FitBudget(text, places, 2048, tok)
+	if n > 2048 {
+		t.Fatalf("%d tokens", n)
+	}
+	lines := strings.Split(out, "\n")
+	links, texts := 0, 0
+	for i, l := range lines {
+		if strings.Contains(l, "] link \"Open") {
+			links++
+		}
+		if strings.HasPrefix(l, "\t\t\tcell \"Item") {
+			texts++
+		}
+		// Every kept line's parent is kept: the line above it at a lower depth.
+		depth := len(l) - len(strings.TrimLeft(l, "\t"))
+		if i > 0 && depth > 0 {
+			prev := lines[i-1]
+			if pd := len(prev) - len(strings.TrimLeft(prev, "\t")); pd < depth-1 {
+				t.Fatalf("line %d lost its parent: %q after %q", i, l, prev)
+			}
+		}
+	}
+	if links == 0 || links == 300 {
+		t.Fatalf("%d of the 300 links kept: the budget should hold some", links)
+	}
+	if texts > 0 {
+		t.Fatalf("%d off-screen cell texts kept while off-screen links were dropped:\n%s", texts, out)
+	}
+}
+
+// A title longer than the whole budget is cut to fit.
+func TestBudgetCutsWhatNothingElseFits(t *testing.T) {
+	tok := byteBPE(t)
+	text := "RootWebArea " + fmt.Sprintf("%q", strings.Repeat("Ω title ", 400)) + "\n\t[a] link \"A\""
+	out, n, cut := envcore.FitBudget(text, "00", envcore.MinTokenBudget, tok)
+	if n > envcore.MinTokenBudget || !cut || n != tok.Count(out) {
+		t.Fatalf("%d tokens, cut %v:\n%s", n, cut, out)
+	}
+}
+
+// The cost of counting and pruning one observation (the lead runs it on a
+// quiet machine): pages of 300 and 5,000 rows over budget, against
+// counting alone; rows that differ in shape (no fold) cost the most.
+func BenchmarkBudget(b *testing.B) {
+	tok := byteBPE(b)
+	for _, rows := range []int{300, 5000} {
+		for _, alternate := range []bool{false, true} {
+			text, places := pageOf(alternate, rows)
+			name := fmt.Sprintf("rows-%d-fold-%v", rows, !alternate)
+			b.Run(name+"/count", func(b *testing.B) {
+				for b.Loop() {
+					tok.Count(text)
+				}
+			})
+			for _, max := range []int{256, 4096} {
+				b.Run(fmt.Sprintf("%s/prune-%d", name, max), func(b *testing.B) {
+					for b.Loop() {
+						envcore.FitBudget(text, places, max, tok)
+					}
+				})
+			}
+		}
+	}
+}
