@@ -121,8 +121,10 @@ func ReadState(ctx context.Context, in Execer, st *State, dst string) error {
 }
 
 // readFiles archives the paths in the instance (tar, missing paths left
-// out) and writes table files: path, size and text (the content when it
-// is UTF-8 of at most 1 MiB, else "sha256:<hex>").
+// out) and writes table files: path, size, text (the content when it is
+// UTF-8 of at most 1 MiB, else "sha256:<hex>") and json (the text when it
+// is JSON, else NULL: json_extract reads its fields without an error on
+// other files).
 func readFiles(ctx context.Context, in Execer, paths []string, tx *sql.Tx) error {
 	cmd := append([]string{"tar", "--ignore-failed-read", "-cf", "-", "--"}, paths...)
 	res, err := in.Exec(ctx, ExecRequest{Command: cmd, Timeout: 60 * time.Second, MaxOutput: stateMaxArchive})
@@ -132,7 +134,7 @@ func readFiles(ctx context.Context, in Execer, paths []string, tx *sql.Tx) error
 	if res.ExitCode != 0 {
 		return fmt.Errorf("tar exited %d: %s", res.ExitCode, bytes.TrimSpace(res.Stderr))
 	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE files (path TEXT PRIMARY KEY, size INTEGER NOT NULL, text TEXT NOT NULL) WITHOUT ROWID`); err != nil {
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE files (path TEXT PRIMARY KEY, size INTEGER NOT NULL, text TEXT NOT NULL, json TEXT) WITHOUT ROWID`); err != nil {
 		return err
 	}
 	r := tar.NewReader(bytes.NewReader(res.Stdout))
@@ -156,7 +158,11 @@ func readFiles(ctx context.Context, in Execer, paths []string, tx *sql.Tx) error
 			sum := sha256.Sum256(b)
 			text = "sha256:" + hex.EncodeToString(sum[:])
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO files VALUES (?, ?, ?)`, path.Clean(h.Name), len(b), text); err != nil {
+		var js any // the text again when it is JSON, for checks on its fields (json_extract)
+		if json.Valid(b) && text == string(b) {
+			js = text
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)`, path.Clean(h.Name), len(b), text, js); err != nil {
 			return err
 		}
 	}
