@@ -381,14 +381,15 @@ func didYouMean(err error) string {
 	if m == nil {
 		return ""
 	}
-	best, bestD := "", -1
+	best, bestD, bestEdits := "", -1, 0
 	for _, name := range settingNames(reflect.TypeOf(Site{}), map[reflect.Type]bool{}) {
-		d := similar.Distance(m[1], name)
+		edits := similar.Distance(m[1], name)
+		d := edits
 		if strings.HasPrefix(name, m[1]) || strings.HasPrefix(m[1], name) {
 			d = min(d, 1)
 		}
-		if d <= max(2, len(name)/3) && (bestD < 0 || d < bestD) {
-			best, bestD = name, d
+		if d <= max(2, len(name)/3) && (bestD < 0 || d < bestD || d == bestD && edits < bestEdits) {
+			best, bestD, bestEdits = name, d, edits
 		}
 	}
 	if best == "" {

@@ -108,9 +108,12 @@ def test_model_free_run_makes_demonstrations_and_tasks_whose_oracles_pass(
     _tasks_check(binary, tmp_path / "sites", len(tasks))
 
 
-def _tasks_check(binary: str, sites: Path, n: int, unverified: int | None = None) -> str:
+def _tasks_check(
+    binary: str, sites: Path, n: int, unverified: int | None = None, *, strict: bool = False
+) -> str:
     """`webserv tasks check` on the run's definition: every task passes (oracle and solutions 1,
-    wrong and null agents 0); unverified, when given, is how many have no independent solution."""
+    wrong and null agents 0); unverified, when given, is how many have no independent solution;
+    strict passes --strict (a task without one fails)."""
     out = subprocess.run(
         [
             binary,
@@ -121,6 +124,7 @@ def _tasks_check(binary: str, sites: Path, n: int, unverified: int | None = None
             "--no-incus",
             "--instances",
             str(sites.parent / "inst"),
+            *(["--strict"] if strict else []),
         ],
         capture_output=True,
         text=True,
@@ -1015,3 +1019,42 @@ def test_the_scripted_reader_follows_the_labelers_instructions() -> None:
     assert acts[-3:] == ['select_option("opt.size", "L")', 'click("buy")', 'stop("")']
     assert asyncio.run(solve("Find me something nice for a rainy day.", Pages(), HOME)) is None
     assert asyncio.run(solve('Add to cart on the "Trail Boot" page with size "XXL".', Pages(), HOME)) is None
+
+
+STORAGE = Path(__file__).resolve().parents[2] / "examples" / "storage-sites"
+
+
+def test_a_site_whose_state_is_files_is_explored_into_state_tasks_that_pass_strict_check(
+    binary: str, tmp_path: Path
+) -> None:
+    """The notes site keeps each note as a JSON file (its definition's state: files): exploration reads
+    what an episode changed there (no episode fails on storage), a saved note becomes a state task
+    checked by the note's field, named in the instruction, and every task passes `tasks check
+    --strict` (oracle and independent solution 1, wrong and null agents 0)."""
+    srv = sites_server(binary, str(STORAGE), str(tmp_path / "i"))
+    try:
+        r = asyncio.run(
+            webserv.explore(
+                site="notes-files",
+                episodes=3,  # the third saves a note (the explorer is seeded)
+                max_steps=6,
+                k=2,
+                out=tmp_path / "run",
+                server=srv.url,
+                site_definition_file=STORAGE / "notes-files.yaml",
+                concurrency=1,
+            )
+        )
+    finally:
+        srv.stop()
+    assert r.stats["status"].get("env_error", 0) == 0 and not r.stats["errors"], r.stats["errors"]
+    assert r.stats["state"]["db"] == "@state" and not r.stats["state"]["note"], r.stats["state"]
+    tasks = json.loads(r.tasks.read_text())
+    state = [t for t in tasks if t["category"] == "state"]
+    assert state, [t["intent"] for t in tasks]
+    for t in state:
+        (check,) = t["eval"]["state"]
+        assert check["db"] == "@state" and "json_extract" in check["sql"], check
+        assert check["args"][0] in t["intent"] and check["expect"] == "1", (t["intent"], check)
+    _assert_instructions_determine_verifiers(tasks)
+    _tasks_check(binary, tmp_path / "run" / "sites", len(tasks), unverified=0, strict=True)

@@ -115,7 +115,7 @@ def handler(store):
                 )
                 form = (
                     '<form method="post" action="/new" id="new-note">'
-                    '<label>Title <input type="text" name="title" id="title"></label> '
+                    '<label>Title <input type="text" name="title" id="title" required></label> '
                     '<label>Body <textarea name="body" id="body"></textarea></label> '
                     "<button>Save note</button></form>"
                 )
