@@ -218,10 +218,11 @@ func readPostgres(ctx context.Context, in Execer, pg *Postgres, tx *sql.Tx) erro
 	if res.ExitCode != 0 {
 		return fmt.Errorf("psql exited %d: %s", res.ExitCode, bytes.TrimSpace(res.Stderr))
 	}
-	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	// One JSON value of the tables, then one per table (json_agg breaks lines between elements).
+	dec := json.NewDecoder(bytes.NewReader(res.Stdout))
 	var tables []pgTable
-	if err := json.Unmarshal([]byte(lines[0]), &tables); err != nil {
-		return fmt.Errorf("psql's schema line: %w", err)
+	if err := dec.Decode(&tables); err != nil {
+		return fmt.Errorf("psql's tables: %w", err)
 	}
 	cols := map[string]pgTable{}
 	for _, t := range tables {
@@ -230,13 +231,13 @@ func readPostgres(ctx context.Context, in Execer, pg *Postgres, tx *sql.Tx) erro
 			return fmt.Errorf("table %s: %w", t.Table, err)
 		}
 	}
-	for _, line := range lines[1:] {
+	for dec.More() {
 		var data struct {
 			Table string           `json:"table"`
 			Rows  []map[string]any `json:"rows"`
 		}
-		if err := json.Unmarshal([]byte(line), &data); err != nil {
-			return fmt.Errorf("psql's rows line: %w", err)
+		if err := dec.Decode(&data); err != nil {
+			return fmt.Errorf("psql's rows: %w", err)
 		}
 		t, ok := cols[data.Table]
 		if !ok {
