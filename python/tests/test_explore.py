@@ -1024,24 +1024,25 @@ def test_the_scripted_reader_follows_the_labelers_instructions() -> None:
 STORAGE = Path(__file__).resolve().parents[2] / "examples" / "storage-sites"
 
 
-def test_a_site_whose_state_is_files_is_explored_into_state_tasks_that_pass_strict_check(
-    binary: str, tmp_path: Path
+@pytest.mark.parametrize("site", ["notes-files", "notes-pg"])
+def test_a_site_whose_state_is_files_or_postgres_is_explored_into_tasks_that_pass_strict_check(
+    site: str, binary: str, tmp_path: Path
 ) -> None:
-    """The notes site keeps each note as a JSON file (its definition's state: files): exploration reads
-    what an episode changed there (no episode fails on storage), a saved note becomes a state task
-    checked by the note's field, named in the instruction, and every task passes `tasks check
-    --strict` (oracle and independent solution 1, wrong and null agents 0)."""
+    """The notes site keeps each note as a JSON file (notes-files: state: files) or a PostgreSQL row
+    (notes-pg: state: postgres): exploration reads what an episode changed there (no episode fails
+    on storage), a saved note becomes a state task checked by what the instruction names, and every
+    task passes `tasks check --strict` (oracle and independent solution 1, wrong and null agents 0)."""
     srv = sites_server(binary, str(STORAGE), str(tmp_path / "i"))
     try:
         r = asyncio.run(
             webserv.explore(
-                site="notes-files",
+                site=site,
                 episodes=3,  # the third saves a note (the explorer is seeded)
                 max_steps=6,
                 k=2,
                 out=tmp_path / "run",
                 server=srv.url,
-                site_definition_file=STORAGE / "notes-files.yaml",
+                site_definition_file=STORAGE / f"{site}.yaml",
                 concurrency=1,
             )
         )
@@ -1054,7 +1055,8 @@ def test_a_site_whose_state_is_files_is_explored_into_state_tasks_that_pass_stri
     assert state, [t["intent"] for t in tasks]
     for t in state:
         (check,) = t["eval"]["state"]
-        assert check["db"] == "@state" and "json_extract" in check["sql"], check
+        table = "files" if site == "notes-files" else "notes"
+        assert check["db"] == "@state" and f'FROM "{table}"' in check["sql"], check
         assert check["args"][0] in t["intent"] and check["expect"] == "1", (t["intent"], check)
     _assert_instructions_determine_verifiers(tasks)
     _tasks_check(binary, tmp_path / "run" / "sites", len(tasks), unverified=0, strict=True)
