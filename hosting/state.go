@@ -75,7 +75,7 @@ func (st *State) validate() error {
 	}
 	for i, f := range st.Files {
 		p := filepath.Clean(f)
-		if f == "" || filepath.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
+		if f == "" || filepath.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") || strings.HasPrefix(p, "-") {
 			return fmt.Errorf("state.files[%d] %q: give a path inside the instance's data directory, like notes", i, f)
 		}
 	}
@@ -120,13 +120,17 @@ func ReadState(ctx context.Context, in Execer, st *State, dst string) error {
 	return tx.Commit()
 }
 
+// archiveScript archives its arguments that exist to stdout (nothing when
+// none does), with POSIX sh and any tar (GNU, busybox).
+const archiveScript = `for p do shift; [ -e "$p" ] && set -- "$@" "$p"; done; [ $# -gt 0 ] || exit 0; exec tar -cf - "$@"`
+
 // readFiles archives the paths in the instance (tar, missing paths left
 // out) and writes table files: path, size, text (the content when it is
 // UTF-8 of at most 1 MiB, else "sha256:<hex>") and json (the text when it
 // is JSON, else NULL: json_extract reads its fields without an error on
 // other files).
 func readFiles(ctx context.Context, in Execer, paths []string, tx *sql.Tx) error {
-	cmd := append([]string{"tar", "--ignore-failed-read", "-cf", "-", "--"}, paths...)
+	cmd := append([]string{"sh", "-c", archiveScript, "sh"}, paths...)
 	res, err := in.Exec(ctx, ExecRequest{Command: cmd, Timeout: 60 * time.Second, MaxOutput: stateMaxArchive})
 	if err != nil {
 		return err
