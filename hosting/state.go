@@ -32,9 +32,10 @@ import (
 
 // State declares where a site keeps its state (a definition's state:).
 type State struct {
-	// Files are files or directories, relative to where the instance runs
-	// commands (local: its data directory; Incus: the image's working
-	// directory), whose contents are the site's state.
+	// Files are files or directories, relative to the instance's data
+	// directory (local: its copy of data_dir; Incus: $DATA_DIR of the site
+	// or image, else the image's working directory, as a state check's
+	// db), whose contents are the site's state.
 	Files []string `json:"files,omitempty"`
 	// Postgres is a PostgreSQL database read with psql inside the
 	// instance.
@@ -120,9 +121,11 @@ func ReadState(ctx context.Context, in Execer, st *State, dst string) error {
 	return tx.Commit()
 }
 
-// archiveScript archives its arguments that exist to stdout (nothing when
-// none does), with POSIX sh and any tar (GNU, busybox).
-const archiveScript = `for p do shift; [ -e "$p" ] && set -- "$@" "$p"; done; [ $# -gt 0 ] || exit 0; exec tar -cf - "$@"`
+// archiveScript archives its arguments that exist, relative to the
+// instance's data directory ($DATA_DIR: local, its copy of data_dir;
+// Incus, the site's or image's, else the working directory), to stdout
+// (nothing when none does), with POSIX sh and any tar (GNU, busybox).
+const archiveScript = `cd "${DATA_DIR:-.}" || exit 1; for p do shift; [ -e "$p" ] && set -- "$@" "$p"; done; [ $# -gt 0 ] || exit 0; exec tar -cf - "$@"`
 
 // readFiles archives the paths in the instance (tar, missing paths left
 // out) and writes table files: path, size, text (the content when it is
