@@ -1,8 +1,17 @@
 package server_test
 
 import (
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/hosting"
+	"github.com/webserv-rl/webserv/hosting/hostingtest"
+	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/sites/catalog"
 )
 
 // state_diff on sites whose state is not one SQLite file (a definition's
@@ -69,5 +78,68 @@ func TestStateDiffOfSitesWhoseStateIsFilesOrPostgres(t *testing.T) {
 			okResult(t, wait(t, cl.send("reset", env, map[string]any{"options": map[string]any{"start_url": "/"}})))
 			empty("after a reset")
 		})
+	}
+}
+
+// The notes site on Incus, its state files declared: the same state_diff
+// as on the local backend, read by sh and tar in the container, relative
+// to the image's $DATA_DIR. An image of the notes app made of this host's
+// Python, sh and tar (nothing can be pulled here).
+func TestStateDiffOfFilesOnIncus(t *testing.T) {
+	t.Parallel()
+	python, err := filepath.EvalSymlinks("/usr/bin/python3")
+	if err != nil {
+		t.Fatalf("the image is made of this host's Python: %v (apt-get install python3)", err)
+	}
+	sh, err := filepath.EvalSymlinks("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tar, err := exec.LookPath("tar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := filepath.Abs("../examples/storage-sites/notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := filepath.Base(python)
+	img, err := hostingtest.HostImage(hostingtest.ImageSpec{
+		Files: map[string]string{
+			"/usr/bin/python3": python, "/usr/bin/env": "/usr/bin/env", "/bin/sh": sh, "/usr/bin/tar": tar,
+			"/usr/lib/" + version:      "/usr/lib/" + version,
+			"/site/notes/app.py":       filepath.Join(src, "app.py"),
+			"/data/notes/welcome.json": filepath.Join(src, "data", "notes", "welcome.json"),
+		},
+		Skip:       []string{"test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data", "config-" + strings.TrimPrefix(version, "python") + "-x86_64-linux-gnu"},
+		Entrypoint: []string{"/usr/bin/python3", "/site/notes/app.py", "--store", "files"},
+		Env:        []string{"PATH=/usr/bin:/bin", "DATA_DIR=/data", "PORT=8080"},
+		WorkingDir: "/site",
+		Port:       8080,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const alias = "webserv-test-notes-files"
+	m := incusWith(t, img, alias)
+	site, err := hosting.ParseSite([]byte("name: notes-files\nincus: {image: "+alias+"}\nport: 8080\nready: {path: /healthz, timeout_ms: 60000}\nstate: {files: [notes]}\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := catalog.New([]*hosting.Site{site}, []hosting.Backend{m}, nil)
+	srv := server.New(zap.NewNop(), browser, f, server.Config{Env: envConfig(), MaxCreating: 2, MaxEnvs: 4})
+	t.Cleanup(func() { _ = srv.Close() })
+	cl := dial(t, serve(t, srv))
+	env := okResult(t, wait(t, cl.send("make", "", map[string]any{"site": "notes-files", "state_diff": true, "options": map[string]any{"start_url": "/"}})))["env"].(string)
+	if d := okResult(t, wait(t, cl.send("state_diff", env, nil)))["diff"].(map[string]any); len(d["changes"].([]any)) != 0 {
+		t.Errorf("a null episode: %v", d)
+	}
+	if _, err := play(cl, env, []string{`type("new-note.title", "hiker", enter=True)`}); err != nil {
+		t.Fatal(err)
+	}
+	d := okResult(t, wait(t, cl.send("state_diff", env, nil)))["diff"].(map[string]any)
+	changes := d["changes"].([]any)
+	if len(changes) != 1 || changes[0].(map[string]any)["row"].(map[string]any)["path"] != "notes/hiker.json" {
+		t.Errorf("saving a note on Incus: %v", d)
 	}
 }
