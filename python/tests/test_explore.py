@@ -1060,3 +1060,34 @@ def test_a_site_whose_state_is_files_or_postgres_is_explored_into_tasks_that_pas
         assert check["args"][0] in t["intent"] and check["expect"] == "1", (t["intent"], check)
     _assert_instructions_determine_verifiers(tasks)
     _tasks_check(binary, tmp_path / "run" / "sites", len(tasks), unverified=0, strict=True)
+
+
+def test_a_changed_files_check_names_what_it_holds() -> None:
+    """A file of a site's declared files (table files): a JSON note is checked by its fields in its
+    folder (not its name, its whole text, or a field that changes from run to run), a changed field by
+    its new value, another file by its path; check_values reads a JSON field as a column."""
+    from webserv.explore.instruction import check_values
+    from webserv.explore.state import FILES_COLUMNS, candidate
+
+    cols = [{"name": n, "pk": int(n == "path")} for n in FILES_COLUMNS]
+    text = '{"title": "hiker", "body": "", "created_at": "2026-11-27T04:00:00", "stars": 3}'
+    row = {"path": "notes/hiker.json", "size": len(text), "text": text, "json": text}
+    c = candidate({"table": "files", "op": "insert", "row": row}, cols)
+    assert c is not None
+    assert c["sql"] == (
+        'SELECT COUNT(*) FROM "files" WHERE json_extract("json", \'$.title\') = ? '
+        'AND json_extract("json", \'$.stars\') = ? AND "path" GLOB ?'
+    )
+    assert c["args"] == ["hiker", 3, "notes/*"]
+    assert check_values(c) == [("title", "hiker"), ("stars", 3)]
+    new = text.replace('"hiker"', '"walker"')
+    upd = candidate(
+        {"table": "files", "op": "update", "row": {**row, "text": new, "json": new}, "old": {"json": text}},
+        cols,
+    )
+    assert upd is not None and upd["sql"].startswith("SELECT json_extract(\"json\", '$.title')")
+    assert upd["args"] == ["notes/hiker.json"]
+    plain = {"path": "pages/Home.txt", "size": 5, "text": "hello", "json": None}
+    c = candidate({"table": "files", "op": "insert", "row": plain}, cols)
+    assert c is not None and c["sql"] == 'SELECT COUNT(*) FROM "files" WHERE "path" = ?'
+    assert c["args"] == ["pages/Home.txt"]
