@@ -1,6 +1,7 @@
 """Explore suite: model-free exploration by N explorers at once for a fixed time, on the bundled shop
-without and with the Go-Browse frontier, and on a site definition of another storage kind (the example
-tracker served without its SQLite state_db: state tasks are left out there), in one run.
+without and with the Go-Browse frontier, and on a site definition of another storage kind (--other: the
+notes site whose state is JSON files, notes-files, by default; notes-pg, its PostgreSQL twin; or the
+example tracker served without its SQLite state_db, whose state tasks are left out), in one run.
 
 For each arm: episodes failed on the environment, demonstrations and tasks emitted, the share of tasks
 passing every check of ``webserv tasks check`` (oracle and independent solution 1, wrong and null agents
@@ -36,6 +37,15 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sites"
+STORAGE = Path(__file__).resolve().parents[1] / "examples" / "storage-sites"
+
+
+def other_site(kind: str, dir: Path) -> tuple[str, Path]:
+    """The name and definition of the arm of another storage kind (served with its directory's
+    definitions)."""
+    if kind == "tracker-without-state":
+        return "notes", tracker_without_state(dir)
+    return kind, STORAGE / f"{kind}.yaml"
 
 
 def tracker_without_state(dir: Path) -> Path:
@@ -156,6 +166,7 @@ async def run(
     out: Path,
     order: str,
     other_def: Path | None,
+    other_name: str = "notes",
 ) -> list[dict]:
     arms = [False, True] if order == "plain-first" else [True, False]
     res = []
@@ -176,7 +187,15 @@ async def run(
     if other_url and other_def:
         res.append(
             await arm(
-                other_url, binary, "notes", explorers, seconds, max_steps, out / "notes", False, other_def
+                other_url,
+                binary,
+                other_name,
+                explorers,
+                seconds,
+                max_steps,
+                out / other_name,
+                False,
+                other_def,
             )
         )
     return res
@@ -189,6 +208,12 @@ def main() -> int:
     p.add_argument("--max-steps", type=int, default=40)
     p.add_argument("--order", choices=["plain-first", "frontier-first"], default="plain-first")
     p.add_argument("--no-other-site", action="store_true", help="the shop's arms only")
+    p.add_argument(
+        "--other",
+        choices=["notes-files", "notes-pg", "tracker-without-state"],
+        default="notes-files",
+        help="the site of another storage kind",
+    )
     p.add_argument("--smoke", action="store_true", help="2 explorers, 8 steps, a few seconds; writes nothing")
     a = p.parse_args()
     if a.smoke:
@@ -199,7 +224,9 @@ def main() -> int:
         return 2
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as d:
-        other_def = None if a.no_other_site else tracker_without_state(Path(d) / "sites")
+        other_name, other_def = other_site(a.other, Path(d) / "sites")
+        if a.no_other_site:
+            other_def = None
         server = LocalServer(binary, ["--idle", "200ms"])
         other = (
             None
@@ -230,6 +257,7 @@ def main() -> int:
                     Path(d),
                     a.order,
                     other_def,
+                    other_name,
                 )
             )
         finally:
@@ -278,7 +306,7 @@ def main() -> int:
     head = " | ".join(x["arm"] for x in arms)
     rows = "\n".join(f"| {k} | " + " | ".join(str(x[k]) for x in arms) + " |" for k in keys)
     (RESULTS / "explore.md").write_text(
-        "# Explore: model-free, the bundled shop without and with the frontier, a site without state_db\n\n"
+        f"# Explore: model-free, the bundled shop without and with the frontier, {a.other}\n\n"
         f"`{res['command']}` on {res['cores']} cores, load {res['load_before']} before and "
         f"{res['load_after']} after (the machine was shared: rates are indicative; the arms ran one "
         f"after the other, the shop's {a.order}). every_check_share: tasks passing every check of "

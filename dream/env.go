@@ -32,7 +32,17 @@ const (
 	// assessed it: the reward is unknown (NaN; the protocol's null, with
 	// info.eval_error), never a 0 the policy did not earn.
 	RewardNotGraded = "not_graded"
+	// RewardRecorded: the dream followed a recorded real episode step for
+	// step (the memory model's Recall), and carries its real reward.
+	RewardRecorded = "recorded"
 )
+
+// Recaller is a world model that knows the real rewards of the episodes
+// it was built from (the memory model): a dream that follows one of them
+// step for step, from the same start with the same goal, ends as it did.
+type Recaller interface {
+	Recall(goal string, start trajectory.Observation, actions []string) (float64, bool)
+}
 
 // Grader scores a finished dream with the task's own grader on the last
 // observation and the agent's answer. It fails when the task's
@@ -63,6 +73,10 @@ type Env struct {
 	obs     trajectory.Observation
 	steps   int
 	over    string
+	// start and actions are the episode's first observation and its
+	// actions so far, canonical (Recaller).
+	start   trajectory.Observation
+	actions []string
 }
 
 // New checks cfg and makes a dream environment; Reset starts its episodes.
@@ -104,6 +118,7 @@ func (e *Env) Reset(start trajectory.Observation) trajectory.Observation {
 	e.obs = inView(start, e.cfg.Model.View())
 	e.obs.Stats = envcore.ObservationStats{}
 	e.steps, e.over = 0, ""
+	e.start, e.actions = e.obs, e.actions[:0]
 	return e.obs
 }
 
@@ -142,6 +157,7 @@ func (e *Env) Step(ctx context.Context, act Action) (Step, error) {
 		return Step{}, fmt.Errorf("the dream is over (%s): reset to start a new one", e.over)
 	}
 	a, last, refused := e.parse(act)
+	e.actions = append(e.actions, CanonicalAction(last))
 	if refused != nil {
 		e.steps++
 		obs := e.obs
@@ -259,8 +275,10 @@ func (e *Env) truncate(ctx context.Context, st Step) Step {
 }
 
 // grade gives the last step of a dream its reward: the task's grader
-// when the agent stopped and it can run on the observation, else the
-// judge's self-assessment, else 0, with info saying which and why.
+// when the agent stopped and it can run on the observation, else the real
+// reward of the recorded episode the dream followed step for step (a
+// Recaller model's), else the judge's self-assessment, else 0 or not
+// graded, with info saying which and why.
 func (e *Env) grade(ctx context.Context, st *Step, answer string, stopped bool) {
 	var why error
 	hint := "give the dream a task whose grader runs on an observation (url_match, string_match), or a judge endpoint"
@@ -282,6 +300,13 @@ func (e *Env) grade(ctx context.Context, st *Step, answer string, stopped bool) 
 			return
 		}
 		why, unknown = err, true
+	}
+	if rc, ok := e.cfg.Model.(Recaller); ok && stopped {
+		if r, ok := rc.Recall(e.start.Goal, e.start, e.actions); ok {
+			st.Reward, st.Info["reward_source"] = r, RewardRecorded
+			st.Info["reward_note"] = "the dream followed a recorded real episode step for step: its real reward"
+			return
+		}
 	}
 	if e.cfg.Judge != nil {
 		r, reason, err := e.cfg.Judge.Assess(ctx, e.obs, answer)

@@ -31,9 +31,20 @@ type Memory struct {
 	table map[string]memEntry
 	// starts are the recorded first observations, by task id.
 	starts map[string]trajectory.Observation
+	// rewards are the real rewards of the recorded episodes the agent
+	// ended, by their path (goal, start state, actions): what a dream
+	// that follows one step for step recalls.
+	rewards map[string]recorded
 	// Seen counts the transitions loaded, Conflicts those that disagreed
 	// with an earlier one for the same pair (the first is kept).
 	Seen, Conflicts int
+}
+
+// recorded is a path's real reward; ambiguous when two recordings of
+// the path disagree (the site was not deterministic), which recalls none.
+type recorded struct {
+	reward    float64
+	ambiguous bool
 }
 
 type memEntry struct {
@@ -60,7 +71,7 @@ func LoadMemory(paths []string, opts MemoryOptions) (*Memory, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("the memory world model needs at least one source: recorded episodes (a directory or *.jsonl.gz) or a transitions file (webserv export --format transitions)")
 	}
-	m := &Memory{table: map[string]memEntry{}, starts: map[string]trajectory.Observation{}}
+	m := NewMemory("")
 	var episodes []string
 	var transitions []string
 	for _, p := range paths {
@@ -111,7 +122,7 @@ func LoadMemory(paths []string, opts MemoryOptions) (*Memory, error) {
 // NewMemory is an empty memory model in view (ViewWhole, ViewHTML or
 // ViewAXTree); AddEpisode fills it.
 func NewMemory(view string) *Memory {
-	return &Memory{view: view, table: map[string]memEntry{}, starts: map[string]trajectory.Observation{}}
+	return &Memory{view: view, table: map[string]memEntry{}, starts: map[string]trajectory.Observation{}, rewards: map[string]recorded{}}
 }
 
 // AddEpisode adds a recorded episode's transitions.
@@ -124,8 +135,14 @@ func (m *Memory) AddEpisode(ep *trajectory.Episode) {
 			m.starts[id] = *ep.Reset.Obs
 		}
 	}
-	prev := inView(*ep.Reset.Obs, m.view)
-	for _, l := range ep.Steps {
+	start := inView(*ep.Reset.Obs, m.view)
+	prev := start
+	actions := make([]string, 0, len(ep.Steps))
+	for i, l := range ep.Steps {
+		actions = append(actions, CanonicalAction(l.Action))
+		if last := i == len(ep.Steps)-1; last && l.Terminated && !l.Truncated && l.Reward != nil && !ep.Partial {
+			m.remember(m.path(ep.Reset.Obs.Goal, start, actions), *l.Reward)
+		}
 		if l.Obs == nil {
 			return
 		}
@@ -133,6 +150,38 @@ func (m *Memory) AddEpisode(ep *trajectory.Episode) {
 		m.add(m.key(prev, CanonicalAction(l.Action)), memEntry{next: &next, delta: trajectory.Diff(prev, next)})
 		prev = next
 	}
+}
+
+// path keys a recorded episode, or a dream, by its goal, its start state
+// (in the model's view) and its actions, canonical.
+func (m *Memory) path(goal string, start trajectory.Observation, actions []string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q\x00%s", goal, m.key(inView(start, m.view), ""))
+	for _, a := range actions {
+		fmt.Fprintf(h, "\x00%q", a)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+func (m *Memory) remember(path string, reward float64) {
+	if r, ok := m.rewards[path]; ok {
+		r.ambiguous = r.ambiguous || r.reward != reward
+		m.rewards[path] = r
+		return
+	}
+	m.rewards[path] = recorded{reward: reward}
+}
+
+// Recall is the real reward of the recorded episode a dream followed step
+// for step: the same goal, start state and actions, ending where the
+// recording's agent ended it (with the same answer). False when the
+// memory has none, or recordings of that path disagree.
+func (m *Memory) Recall(goal string, start trajectory.Observation, actions []string) (float64, bool) {
+	r, ok := m.rewards[m.path(goal, start, actions)]
+	if !ok || r.ambiguous {
+		return 0, false
+	}
+	return r.reward, true
 }
 
 func (m *Memory) addTransitions(path string) error {

@@ -7,12 +7,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/webserv-rl/webserv/internal/similar"
 )
 
 // Site defines how to run a website for environments: one YAML or JSON file
@@ -61,6 +64,10 @@ type Site struct {
 	// instance's data directory (as a state check's db): what the
 	// state_diff op compares with the episode's start.
 	StateDB string `json:"state_db,omitempty"`
+	// State declares the site's state kept otherwise than in one SQLite
+	// file (files, a PostgreSQL database): the state_diff op and state
+	// checks with db "@state" read it as tables (state.go).
+	State *State `json:"state,omitempty"`
 
 	dir string // the directory of the definition file
 }
@@ -190,6 +197,17 @@ func (s *Site) Validate() error {
 	if p := filepath.Clean(s.StateDB); s.StateDB != "" && (filepath.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../")) {
 		return fmt.Errorf("site %s: state_db %q: give a path inside the instance's data directory, like app.db", s.Name, s.StateDB)
 	}
+	if s.State != nil {
+		if s.StateDB != "" {
+			return fmt.Errorf("site %s: give state_db (a SQLite file) or state (files, postgres), not both", s.Name)
+		}
+		if s.Static != nil {
+			return fmt.Errorf("site %s: a static site has no state of its own to declare (state:)", s.Name)
+		}
+		if err := s.State.validate(); err != nil {
+			return fmt.Errorf("site %s: %w", s.Name, err)
+		}
+	}
 	if s.Ready.Status == 0 {
 		s.Ready.Status = 200
 	}
@@ -255,7 +273,7 @@ func (s *Site) Dir() string { return s.dir }
 func ParseSite(data []byte, dir string) (*Site, error) {
 	var s Site
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
-		return nil, fmt.Errorf("parse site definition: %w", err)
+		return nil, fmt.Errorf("parse site definition: %w%s", err, didYouMean(err))
 	}
 	s.dir = dir
 	if err := s.Validate(); err != nil {
@@ -351,4 +369,54 @@ func LoadSites(dir string) ([]*Site, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, errors.Join(errs...)
+}
+
+// unknownField finds the field name in a strict decoder's error.
+var unknownField = regexp.MustCompile(`unknown field "([^"]+)"`)
+
+// didYouMean is "; did you mean NAME?" for an unknown field of a
+// definition close to a setting's name (any level), else "".
+func didYouMean(err error) string {
+	m := unknownField.FindStringSubmatch(err.Error())
+	if m == nil {
+		return ""
+	}
+	best, bestD, bestEdits := "", -1, 0
+	for _, name := range settingNames(reflect.TypeOf(Site{}), map[reflect.Type]bool{}) {
+		edits := similar.Distance(m[1], name)
+		d := edits
+		if strings.HasPrefix(name, m[1]) || strings.HasPrefix(m[1], name) {
+			d = min(d, 1)
+		}
+		if d <= max(2, len(name)/3) && (bestD < 0 || d < bestD || d == bestD && edits < bestEdits) {
+			best, bestD, bestEdits = name, d, edits
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %s? (docs/sites.md lists the settings)", best)
+}
+
+// settingNames are the JSON names of t's fields and of its nested
+// structs' fields.
+func settingNames(t reflect.Type, seen map[reflect.Type]bool) []string {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || seen[t] {
+		return nil
+	}
+	seen[t] = true
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		out = append(out, name)
+		out = append(out, settingNames(f.Type, seen)...)
+	}
+	return out
 }

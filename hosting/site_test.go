@@ -37,14 +37,18 @@ limits: {memory: 512MiB, cpu: "1", processes: 200}
 		t.Errorf("json: %+v %v", s, err)
 	}
 	bad := map[string]string{
-		"no backend":    `name: x`,
-		"two backends":  "name: x\nlocal: {command: [a]}\nincus: {image: y}\nport: 1",
-		"bad name":      "name: Shop!\nlocal: {command: [a]}",
-		"no port":       "name: x\nincus: {image: y}",
-		"unknown field": "name: x\nlocal: {command: [a]}\nprot: 8080",
-		"relative path": "name: x\nlocal: {command: [a]}\nstart_path: shop",
-		"state_db out":  "name: x\nlocal: {command: [a]}\nstate_db: ../x.db",
-		"state_db abs":  "name: x\nlocal: {command: [a]}\nstate_db: /x.db",
+		"no backend":     `name: x`,
+		"two backends":   "name: x\nlocal: {command: [a]}\nincus: {image: y}\nport: 1",
+		"bad name":       "name: Shop!\nlocal: {command: [a]}",
+		"no port":        "name: x\nincus: {image: y}",
+		"unknown field":  "name: x\nlocal: {command: [a]}\nprot: 8080",
+		"relative path":  "name: x\nlocal: {command: [a]}\nstart_path: shop",
+		"state_db out":   "name: x\nlocal: {command: [a]}\nstate_db: ../x.db",
+		"state_db abs":   "name: x\nlocal: {command: [a]}\nstate_db: /x.db",
+		"state and db":   "name: x\nlocal: {command: [a]}\nstate_db: x.db\nstate: {files: [notes]}",
+		"state empty":    "name: x\nlocal: {command: [a]}\nstate: {}",
+		"state file out": "name: x\nlocal: {command: [a]}\nstate: {files: [../notes]}",
+		"postgres no db": "name: x\nlocal: {command: [a]}\nstate: {postgres: {host: /run}}",
 	}
 	for name, def := range bad {
 		if _, err := hosting.ParseSite([]byte(def), ""); err == nil {
@@ -135,6 +139,27 @@ func TestLoadSitesNamesATaskFileBesideTheDefinitions(t *testing.T) {
 			if !strings.Contains(msg, part) {
 				t.Errorf("%s: error %q does not say %q", name, msg, part)
 			}
+		}
+	}
+}
+
+// A definition's state: files and postgres are read; an unknown setting,
+// at any level, is refused with the nearest setting's name.
+func TestSiteStateAndUnknownSettings(t *testing.T) {
+	s, err := hosting.ParseSite([]byte("name: x\nlocal: {command: [a]}\nstate: {files: [notes], postgres: {database: app, host: \"{data}/run\"}}"), "")
+	if err != nil || s.State == nil || s.State.Files[0] != "notes" || s.State.Postgres.Schema != "public" {
+		t.Fatalf("state: %+v %v", s, err)
+	}
+	for def, want := range map[string]string{
+		"name: x\nlocal: {command: [a]}\nstat: {files: [notes]}":            "did you mean state?",
+		"name: x\nlocal: {command: [a]}\nstate: {file: [notes]}":            "did you mean files?",
+		"name: x\nlocal: {command: [a]}\nstate: {postgres: {databse: app}}": "did you mean database?",
+		"name: x\nlocal: {command: [a]}\nready: {path: /, timeout: 5}":      "did you mean timeout_ms?",
+		"name: x\nlocal: {command: [a]}\nzzzzzzzzzzzzzzzzzz: 1":             "unknown field",
+	} {
+		_, err := hosting.ParseSite([]byte(def), "")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", def, err, want)
 		}
 	}
 }

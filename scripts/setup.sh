@@ -5,6 +5,8 @@
 #   - Debian's chromium (rod never downloads a browser) and fonts, so pages
 #     lay out the same on every machine;
 #   - python3 with venv, for the Python package and its tests;
+#   - PostgreSQL, the database of the notes-pg test site (a server per
+#     instance, started by examples/storage-sites/notes/pg.sh);
 #   - Incus with a btrfs pool, for the container backend (incus-setup.sh);
 #   - Go: the go.mod toolchain is fetched through the Go module proxy by any
 #     Go >= 1.21; when no go is on the PATH, Debian's bookworm-backports
@@ -51,6 +53,10 @@ dpkg -s ca-certificates >/dev/null 2>&1 || pkgs+=(ca-certificates)
 # system-wide pip installs).
 command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || pkgs+=(python3-venv)
+# The notes-pg test site's database (docs/sites.md, "State that is not one
+# SQLite file"): the server and psql. Its pg.sh runs each instance's server
+# as the postgres user the package makes (PostgreSQL refuses root).
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || pkgs+=(postgresql)
 if [ ${#pkgs[@]} -gt 0 ]; then
   apt_install "${pkgs[@]}"
 fi

@@ -60,7 +60,7 @@ func TestDreams(t *testing.T) {
 	}
 
 	memory := map[string]any{"memory": []any{"."}}
-	graded := 0
+	graded, notGraded := 0, 0
 	for _, run := range runs {
 		ep := episodes[run.task]
 		made := cl.call("make", "", map[string]any{"site": "dream", "world_model": memory, "task": run.task, "max_dream_steps": len(run.seq) + 1})
@@ -88,13 +88,28 @@ func TestDreams(t *testing.T) {
 			if last["reward"] != want || info["reward_source"] != dream.RewardTask {
 				t.Errorf("%s: dreamed reward %v (%v), the real episode's %v", run.task, last["reward"], info["reward_source"], want)
 			}
-		case last["reward"] != nil || info["reward_source"] != dream.RewardNotGraded || !strings.HasPrefix(fmt.Sprint(info["reward_note"]), "not graded: ") ||
-			info["eval_error"] != info["reward_note"]:
-			// Not graded: the reward is unknown (null), never a 0 the policy did not earn.
-			t.Errorf("%s: a task its grader cannot grade on a dream: reward %v, info %v", run.task, last["reward"], info)
+		case last["reward"] != want || info["reward_source"] != dream.RewardRecorded:
+			// The dream followed the recorded episode step for step: it
+			// carries that episode's real reward.
+			t.Errorf("%s: a dream that follows the recorded episode of a task its grader cannot grade: reward %v, info %v, want %v recorded", run.task, last["reward"], info, want)
+		default:
+			notGraded++
+			// Off the recorded path (another answer at the start): not
+			// graded, the reward unknown (null), never a 0 the policy did
+			// not earn.
+			d := cl.call("make", "", map[string]any{"site": "dream", "world_model": memory, "task": run.task})["env"].(string)
+			res := cl.call("step", d, map[string]any{"action": `stop("not what any recording answered")`})
+			if info := res["info"].(map[string]any); res["reward"] != nil || info["reward_source"] != dream.RewardNotGraded ||
+				!strings.HasPrefix(fmt.Sprint(info["reward_note"]), "not graded: ") || info["eval_error"] != info["reward_note"] {
+				t.Errorf("%s: a dream off the recorded paths of a task its grader cannot grade: reward %v, info %v", run.task, res["reward"], info)
+			}
+			cl.call("close", d, nil)
 		}
 		cl.fail("step", env, map[string]any{"action": "noop()"}, server.CodeEpisodeOver)
 		cl.call("close", env, nil)
+	}
+	if notGraded == 0 {
+		t.Fatal("no oracle's task had a grader that cannot run on a dream")
 	}
 	if graded == 0 {
 		t.Fatal("no oracle's task was graded by its own grader on a dream")

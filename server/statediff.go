@@ -90,7 +90,7 @@ func stateDB(x *session) (string, StateDBInstance, error) {
 	}
 	in, ok := x.inst.(StateDBInstance)
 	if !ok || in.StateDB() == "" || in.Execer() == nil {
-		return "", nil, errorf(CodeNotSupported, false, "state_diff is not supported on site %s: it needs a hosted site whose state is a SQLite file (state_db: in its definition, docs/sites.md)", x.site)
+		return "", nil, errorf(CodeNotSupported, false, "state_diff is not supported on site %s: it needs a hosted site that declares its state (state_db: a SQLite file, or state: its files or PostgreSQL database, in its definition, docs/sites.md)", x.site)
 	}
 	return in.StateDB(), in, nil
 }

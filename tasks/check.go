@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -201,7 +202,7 @@ func dbValue(ctx context.Context, in hosting.Execer, file, query string, args []
 		return "", err
 	}
 	defer os.RemoveAll(dir)
-	path, err := in.FetchFile(ctx, file, dir)
+	path, err := fetchDB(ctx, in, file, dir)
 	if err != nil {
 		return "", fmt.Errorf("db %s: %w", file, err)
 	}
@@ -215,6 +216,25 @@ func dbValue(ctx context.Context, in hosting.Execer, file, query string, args []
 		return "", fmt.Errorf("db %s: %w", file, err)
 	}
 	return v, nil
+}
+
+// fetchDB returns a path on this host where the instance's state
+// database can be read (made in dir when it is not there already): the
+// SQLite file file, or with hosting.StateTables the site's declared state
+// read as tables.
+func fetchDB(ctx context.Context, in hosting.Execer, file, dir string) (string, error) {
+	if file != hosting.StateTables {
+		return in.FetchFile(ctx, file, dir)
+	}
+	r, ok := in.(hosting.StateReader)
+	if !ok {
+		return "", errors.New("the site declares no state (state: in its definition, docs/sites.md)")
+	}
+	dst := filepath.Join(dir, "state.db")
+	if err := r.ReadState(ctx, dst); err != nil {
+		return "", err
+	}
+	return dst, nil
 }
 
 // openReadOnly opens a SQLite file for reading only.

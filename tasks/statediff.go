@@ -92,7 +92,7 @@ func CopyDB(ctx context.Context, in hosting.Execer, file, dst string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	path, err := in.FetchFile(ctx, file, dir)
+	path, err := fetchDB(ctx, in, file, dir)
 	if err != nil {
 		return fmt.Errorf("db %s: %w", file, err)
 	}
@@ -123,7 +123,7 @@ func DiffDB(ctx context.Context, in hosting.Execer, file, base string, queries [
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	path, err := in.FetchFile(ctx, file, dir)
+	path, err := fetchDB(ctx, in, file, dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("db %s: %w", file, err)
 	}

@@ -110,9 +110,12 @@ def test_model_free_run_makes_demonstrations_and_tasks_whose_oracles_pass(
     _tasks_check(binary, tmp_path / "sites", len(tasks))
 
 
-def _tasks_check(binary: str, sites: Path, n: int, unverified: int | None = None) -> str:
+def _tasks_check(
+    binary: str, sites: Path, n: int, unverified: int | None = None, *, strict: bool = False
+) -> str:
     """`webserv tasks check` on the run's definition: every task passes (oracle and solutions 1,
-    wrong and null agents 0); unverified, when given, is how many have no independent solution."""
+    wrong and null agents 0); unverified, when given, is how many have no independent solution;
+    strict passes --strict (a task without one fails)."""
     out = subprocess.run(
         [
             binary,
@@ -123,6 +126,7 @@ def _tasks_check(binary: str, sites: Path, n: int, unverified: int | None = None
             "--no-incus",
             "--instances",
             str(sites.parent / "inst"),
+            *(["--strict"] if strict else []),
         ],
         capture_output=True,
         text=True,
@@ -1034,3 +1038,75 @@ def test_the_scripted_reader_follows_the_labelers_instructions() -> None:
     assert acts[-3:] == ['select_option("opt.size", "L")', 'click("buy")', 'stop("")']
     assert asyncio.run(solve("Find me something nice for a rainy day.", Pages(), HOME)) is None
     assert asyncio.run(solve('Add to cart on the "Trail Boot" page with size "XXL".', Pages(), HOME)) is None
+
+
+STORAGE = Path(__file__).resolve().parents[2] / "examples" / "storage-sites"
+
+
+@pytest.mark.parametrize("site", ["notes-files", "notes-pg"])
+def test_a_site_whose_state_is_files_or_postgres_is_explored_into_tasks_that_pass_strict_check(
+    site: str, binary: str, tmp_path: Path
+) -> None:
+    """The notes site keeps each note as a JSON file (notes-files: state: files) or a PostgreSQL row
+    (notes-pg: state: postgres): exploration reads what an episode changed there (no episode fails
+    on storage), a saved note becomes a state task checked by what the instruction names, and every
+    task passes `tasks check --strict` (oracle and independent solution 1, wrong and null agents 0)."""
+    srv = sites_server(binary, str(STORAGE), str(tmp_path / "i"))
+    try:
+        r = asyncio.run(
+            webserv.explore(
+                site=site,
+                episodes=3,  # the third saves a note (the explorer is seeded)
+                max_steps=6,
+                k=2,
+                out=tmp_path / "run",
+                server=srv.url,
+                site_definition_file=STORAGE / f"{site}.yaml",
+                concurrency=1,
+            )
+        )
+    finally:
+        srv.stop()
+    assert r.stats["status"].get("env_error", 0) == 0 and not r.stats["errors"], r.stats["errors"]
+    assert r.stats["state"]["db"] == "@state" and not r.stats["state"]["note"], r.stats["state"]
+    tasks = json.loads(r.tasks.read_text())
+    state = [t for t in tasks if t["category"] == "state"]
+    assert state, [t["intent"] for t in tasks]
+    for t in state:
+        (check,) = t["eval"]["state"]
+        table = "files" if site == "notes-files" else "notes"
+        assert check["db"] == "@state" and f'FROM "{table}"' in check["sql"], check
+        assert check["args"][0] in t["intent"] and check["expect"] == "1", (t["intent"], check)
+    _assert_instructions_determine_verifiers(tasks)
+    _tasks_check(binary, tmp_path / "run" / "sites", len(tasks), unverified=0, strict=True)
+
+
+def test_a_changed_files_check_names_what_it_holds() -> None:
+    """A file of a site's declared files (table files): a JSON note is checked by its fields in its
+    folder (not its name, its whole text, or a field that changes from run to run), a changed field by
+    its new value, another file by its path; check_values reads a JSON field as a column."""
+    from webserv.explore.instruction import check_values
+    from webserv.explore.state import FILES_COLUMNS, candidate
+
+    cols = [{"name": n, "pk": int(n == "path")} for n in FILES_COLUMNS]
+    text = '{"title": "hiker", "body": "", "created_at": "2026-11-27T04:00:00", "stars": 3}'
+    row = {"path": "notes/hiker.json", "size": len(text), "text": text, "json": text}
+    c = candidate({"table": "files", "op": "insert", "row": row}, cols)
+    assert c is not None
+    assert c["sql"] == (
+        'SELECT COUNT(*) FROM "files" WHERE json_extract("json", \'$.title\') = ? '
+        'AND json_extract("json", \'$.stars\') = ? AND "path" GLOB ?'
+    )
+    assert c["args"] == ["hiker", 3, "notes/*"]
+    assert check_values(c) == [("title", "hiker"), ("stars", 3)]
+    new = text.replace('"hiker"', '"walker"')
+    upd = candidate(
+        {"table": "files", "op": "update", "row": {**row, "text": new, "json": new}, "old": {"json": text}},
+        cols,
+    )
+    assert upd is not None and upd["sql"].startswith("SELECT json_extract(\"json\", '$.title')")
+    assert upd["args"] == ["notes/hiker.json"]
+    plain = {"path": "pages/Home.txt", "size": 5, "text": "hello", "json": None}
+    c = candidate({"table": "files", "op": "insert", "row": plain}, cols)
+    assert c is not None and c["sql"] == 'SELECT COUNT(*) FROM "files" WHERE "path" = ?'
+    assert c["args"] == ["pages/Home.txt"]

@@ -172,7 +172,8 @@ class AsyncEnv:
         ``state_diff``): ``{"diff": {db, changes, columns, total, truncated, schema_changed},
         "queries": [{base, now, error}]}``, each of ``queries`` (``{"sql", "args"}``) run on the start
         state and now. For trainers: the environment must be made with ``state_diff=True`` on a hosted
-        site with a state database (``NotSupported`` otherwise). The policy's tools never offer it.
+        site that declares its state (``state_db``, or ``state:`` files or a PostgreSQL database read
+        as tables, ``db`` ``@state``; ``NotSupported`` otherwise). The policy's tools never offer it.
         """
         args: dict[str, Any] = {}
         if queries:

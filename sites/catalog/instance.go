@@ -173,11 +173,17 @@ func onOrigin(site *hosting.Site, p string) error {
 // Execer runs commands in the site's instance, where its backend can.
 func (h *hostedInstance) Execer() hosting.Execer {
 	ex, _ := h.in.(hosting.Execer)
-	return ex
+	return hosting.WithState(ex, h.site.State)
 }
 
-// StateDB is the site's state database (its definition's state_db).
-func (h *hostedInstance) StateDB() string { return h.site.StateDB }
+// StateDB is the site's state database: its definition's state_db, or
+// hosting.StateTables when it declares state: (files, postgres).
+func (h *hostedInstance) StateDB() string {
+	if h.site.State != nil {
+		return hosting.StateTables
+	}
+	return h.site.StateDB
+}
 
 func (h *hostedInstance) Close(ctx context.Context) error {
 	h.routes.Close()

@@ -34,6 +34,15 @@ func SiteTaskSet(site *hosting.Site, grader *tasks.Grader, verified *tasks.Verif
 			return nil, nil, fmt.Errorf("site %s: %s is in WebArena-Verified's schema, whose grader runs in Python: start the server with --verified-python (a Python with webarena-verified==1.2.3)", site.Name, f.Path)
 		}
 	}
+	if site.State == nil {
+		for _, t := range set.Tasks {
+			for k, c := range t.Eval.State {
+				if c.DB == hosting.StateTables && (c.Site == "" || c.Site == site.Name || c.Site == tasks.SiteRole) {
+					return nil, nil, fmt.Errorf("site %s: task %d: eval.state[%d].db %q reads the state the definition declares with state: (files, postgres; docs/sites.md), and it declares none", site.Name, t.ID, k, c.DB)
+				}
+			}
+		}
+	}
 	roles := []string{tasks.SiteRole, site.Name}
 	for _, t := range set.Tasks {
 		for _, r := range t.Sites {

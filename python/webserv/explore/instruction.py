@@ -22,7 +22,8 @@ from urllib.parse import parse_qsl, urlencode, urlparse
 # The quoted spans of an instruction, each kind on its own (they nest: "Search results for “”").
 QUOTED = [re.compile(r'"([^"]*)"'), re.compile(r"“([^”]*)”"), re.compile(r"‘([^’]*)’")]
 # A check's column = ? pairs, in its SQL's order (state.candidate writes them so).
-SQL_COLUMN = re.compile(r'"((?:[^"]|"")+)"\s*(=\s*\?|IS NULL)')
+# (A JSON file's field, json_extract("json", '$.title') = ?, is named by the field: title.)
+SQL_COLUMN = re.compile(r'(?:"((?:[^"]|"")+)"|json_extract\("json", \'\$\.(\w+)\'\))\s*(=\s*\?|IS NULL)')
 
 
 def named(value: str, intent: str) -> bool:
@@ -52,8 +53,8 @@ def check_values(check: dict[str, Any]) -> list[tuple[str, Any]]:
     args = iter(check.get("args") or [])
     out = []
     for m in SQL_COLUMN.finditer(check.get("sql", "")):
-        col = m.group(1).replace('""', '"')
-        out.append((col, next(args, None) if m.group(2).startswith("=") else None))
+        col = (m.group(1) or m.group(2)).replace('""', '"')
+        out.append((col, next(args, None) if m.group(3).startswith("=") else None))
     return out
 
 

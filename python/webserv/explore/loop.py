@@ -240,7 +240,7 @@ async def _run_episode(run: _Run, index: int, persona: str) -> Episode:
                 ep.labeled = len(ep.steps)
                 if answer:
                     label.answer = answer
-                elif window:
+                elif window and not label.state:  # (the model-free labeler's are its step's)
                     label.state = candidates(window, ep.columns)
                 if await run.reward.score(ep, label, obs) == 0:
                     ep.status, ep.pruned_at = "pruned", t

@@ -163,9 +163,12 @@ class TrajectoryLabeler:
             if s.changes and candidates(s.changes, episode.columns)
         ]
         if changed:
+            # The instruction says what the last state-changing step did: its changes alone are checked.
             s = changed[-1]
             where = page_name(s.title, s.url)
-            return Label(f"{humanize(s.action)} on the {_say(where)} page.", url, title)
+            label = Label(f"{humanize(s.action)} on the {_say(where)} page.", url, title)
+            label.state = candidates(s.changes, episode.columns)
+            return label
         name = page_name(title, url)
         term, results = searched(episode, url)
         if term:

@@ -8,7 +8,9 @@ The model-free labeler's instructions say what to do in words a scripted reader 
 - ``Go to the "N" page.``: click the link named N, else search for N and click the link named N;
 - ``What is the price of "X"?``: reach X's page as above, answer the one price it shows;
 - ``<Action> on the "X" page [with col "v" and ...].``: reach X's page, choose each value named in a
-  field of that name, press the button named like the action.
+  field of that name, press the button named like the action;
+- ``Enter "v" in "f" and submit it on the "X" page [...]``: reach X's page, type v into the field
+  named like f and submit it with Enter.
 
 An instruction none of these reads (a model's words) gets no solution: its task is unverified. A
 solution may coincide with the (shortened) oracle: it was found from the instruction, which is what
@@ -21,12 +23,13 @@ import json
 import re
 from typing import Any
 
-from .modelfree import SEARCH_BOX, shown_answer
+from .modelfree import SEARCH_BOX, page_name, shown_answer
 
 SEARCH = re.compile(r'^Search the site for "(.+)" and show the results\.$')
 GO = re.compile(r'^Go to the "(.+)" page\.$')
 PRICE = re.compile(r'^What is the price of "(.+)"\?$')
 DO = re.compile(r'^(.+?) on the "(.+)" page(?: with (.+))?\.$')
+ENTER = re.compile(r'^Enter ("(?:[^"\\]|\\.)*") in "(.+)" and submit it$')
 VALUE = re.compile(r'([\w ]+?) ("(?:[^"\\]|\\.)*")')
 # An element of the accessibility tree: [id] role "name".
 ELEMENT = re.compile(r'^\s*\[([^\]]+)\] (\w+) "((?:[^"\\]|\\.)*)"', re.MULTILINE)
@@ -90,7 +93,9 @@ class Solver:
         await self.do(f"type({_q(box)}, {_q(term)}, enter=True)")
 
     async def reach(self, name: str) -> None:
-        """The page named name: its link here, else through the site's search."""
+        """The page named name: this one, else its link here, else through the site's search."""
+        if page_name(self.obs.get("title", ""), self.obs.get("url", "")).lower() == name.strip().lower():
+            return
         link = named_element(self.obs, name)
         if not link:
             await self.search(name)
@@ -123,6 +128,9 @@ async def solve(intent: str, env: Any, obs: dict[str, Any]) -> tuple[list[str], 
             await s.reach(page)
             for col, raw in VALUE.findall(values):
                 await _choose(s, col.strip().removeprefix("and ").strip(), json.loads(raw))
+            if e := ENTER.match(what):
+                await _choose(s, _unq(e.group(2)), json.loads(e.group(1)), submit=True)
+                return s.actions + [stop], s.obs
             button = named_element(s.obs, what, ("button", "link"))
             if not button:
                 return None
@@ -134,10 +142,11 @@ async def solve(intent: str, env: Any, obs: dict[str, Any]) -> tuple[list[str], 
     return s.actions + [stop], s.obs
 
 
-async def _choose(s: Solver, col: str, value: str) -> None:
-    """Sets the field named like col (a select's option, else a text field) to value."""
+async def _choose(s: Solver, col: str, value: str, *, submit: bool = False) -> None:
+    """Sets the field named like col (a select's option, else a text field) to value; submit types
+    it into the text field and presses Enter."""
     key = re.sub(r"[^a-z0-9]", "", col.lower())
-    for sel in s.obs.get("selects") or []:
+    for sel in [] if submit else s.obs.get("selects") or []:
         if key and key in re.sub(r"[^a-z0-9]", "", str(sel.get("id", "")).lower()):
             texts = [o.get("text") or o.get("value") for o in sel.get("options") or []]
             if value not in texts:
@@ -146,6 +155,9 @@ async def _choose(s: Solver, col: str, value: str) -> None:
             return
     for inp in s.obs.get("inputs") or []:
         if key and key in re.sub(r"[^a-z0-9]", "", str(inp.get("id", "")).lower()):
-            await s.do(f"fill({_q(inp['id'])}, {_q(value)})")
+            if submit:
+                await s.do(f"type({_q(inp['id'])}, {_q(value)}, enter=True)")
+            else:
+                await s.do(f"fill({_q(inp['id'])}, {_q(value)})")
             return
     raise LookupError(f"no field for {col!r}")

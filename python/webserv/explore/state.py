@@ -80,10 +80,76 @@ def _where(pairs: list[tuple[str, Any]]) -> tuple[str, list[Any]]:
     return " AND ".join(parts), args
 
 
+# The table a site's declared files are read into (hosting/state.go): one row per file.
+FILES_COLUMNS = ["path", "size", "text", "json"]
+
+
+def _fields(text: Any) -> dict[str, Any]:
+    """A JSON object's top-level values a check can name: non-empty strings, numbers and booleans
+    under names that do not change from run to run."""
+    try:
+        obj = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return {}
+    if not isinstance(obj, dict):
+        return {}
+    return {
+        k: v
+        for k, v in obj.items()
+        if re.fullmatch(r"\w+", k)
+        and isinstance(v, (str, int, float, bool))
+        and v != ""
+        and not _volatile(k, v)
+    }
+
+
+def _file_candidate(change: dict[str, Any]) -> dict[str, Any] | None:
+    """A changed file's check. A JSON file's by the fields it holds (a note titled "X" somewhere in
+    its directory, not its file name or whole text); another file's by its path (it exists, or no
+    longer does) and, for an update, a line it gained."""
+    op, row, old = change["op"], change.get("row") or {}, change.get("old") or {}
+    path = str(row.get("path", ""))
+    fields = _fields(row.get("json"))
+    base = {"table": "files", "op": op}
+    if op != "delete" and fields:
+        if op == "update":
+            was = _fields(old.get("json", row.get("json")))
+            changed = [k for k, v in fields.items() if was.get(k) != v]
+            if not changed:
+                return None
+            return {
+                **base,
+                "sql": f'SELECT json_extract("json", \'$.{changed[0]}\') FROM "files" WHERE "path" = ?',
+                "args": [path],
+                "columns": 1,
+            }
+        where = " AND ".join(f"json_extract(\"json\", '$.{k}') = ?" for k in fields)
+        folder = path.rsplit("/", 1)[0] + "/*" if "/" in path else "*"
+        return {
+            **base,
+            "sql": f'SELECT COUNT(*) FROM "files" WHERE {where} AND "path" GLOB ?',
+            "args": [*fields.values(), folder],
+            "columns": len(fields),
+        }
+    if op == "update" and isinstance(row.get("text"), str) and isinstance(old.get("text"), str):
+        gained = [ln.strip() for ln in row["text"].splitlines() if ln.strip() and ln not in old["text"]]
+        if not gained:
+            return None
+        return {
+            **base,
+            "sql": 'SELECT COUNT(*) FROM "files" WHERE "path" = ? AND instr("text", ?) > 0',
+            "args": [path, max(gained, key=len)],
+            "columns": 1,
+        }
+    return {**base, "sql": 'SELECT COUNT(*) FROM "files" WHERE "path" = ?', "args": [path], "columns": 1}
+
+
 def candidate(change: dict[str, Any], cols: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The candidate check of one changed row ({sql, args, table, op, columns}), or None when nothing
     stable names it."""
     table, op, row = change["table"], change["op"], change.get("row") or {}
+    if table == "files" and [c.get("name") for c in cols] == FILES_COLUMNS:
+        return _file_candidate(change)
     alias = _rowid_alias(cols)
     if op == "insert":
         stable = [c for c in cols if c["name"] != alias and not _volatile(c["name"], row.get(c["name"]))]

@@ -1,0 +1,67 @@
+#!/bin/sh
+# Runs the notes site on a PostgreSQL server of the instance's own (notes-pg.yaml).
+#
+# Each start gets a fresh cluster copied from a template (made once per seed.sql, under a lock, in
+# ${TMPDIR:-/tmp}/webserv-pg), listening on no TCP port: only on the abstract Unix socket
+# @notes-pg-$PORT (PORT is the instance's HTTP port, unique on the machine), which the app and the
+# server's state reader (psql -h @notes-pg-{port}) reach. PostgreSQL refuses to run as root: as root
+# the server runs as the postgres user (Debian's package makes it). The cluster is deleted when the
+# site stops; one left by a killed site is deleted by the next start.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+[ -x "$bin/postgres" ] || { echo "pg.sh: no PostgreSQL server (scripts/setup.sh installs Debian's postgresql)" >&2; exit 1; }
+as=""
+if [ "$(id -u)" = 0 ]; then as="setpriv --reuid=postgres --regid=postgres --clear-groups"; fi
+root=${TMPDIR:-/tmp}/webserv-pg
+mkdir -p "$root"
+chmod 755 "$root"
+sock="@notes-pg-$PORT"
+
+# Clusters whose site is gone.
+for d in "$root"/inst-*; do
+  [ -f "$d/site.pid" ] || continue
+  kill -0 "$(cat "$d/site.pid")" 2>/dev/null || rm -rf "$d"
+done
+
+# The template: initdb, the database and its seed.
+tpl="$root/template-$(cat "$here/seed.sql" | cksum | cut -d' ' -f1)"
+(
+  flock 9
+  if [ ! -d "$tpl" ]; then
+    tmp=$(mktemp -d "$root/tmp-XXXXXX")
+    [ -z "$as" ] || chown postgres: "$tmp"
+    $as "$bin/initdb" -D "$tmp/db" -U postgres --auth=trust --no-sync -E UTF8 --locale=C >/dev/null
+    $as "$bin/pg_ctl" -D "$tmp/db" -o "-c listen_addresses= -c unix_socket_directories=@$(basename "$tmp") -F" -w -s start >/dev/null
+    $as "$bin/psql" -X -q -h "@$(basename "$tmp")" -U postgres -c "CREATE DATABASE notes" >/dev/null
+    $as "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "@$(basename "$tmp")" -U postgres -d notes -f "$here/seed.sql" >/dev/null
+    $as "$bin/pg_ctl" -D "$tmp/db" -m fast -w -s stop
+    mv "$tmp" "$tpl"
+  fi
+) 9>"$root/template.lock"
+
+db=$(mktemp -d "$root/inst-XXXXXX")
+echo $$ >"$db/site.pid"
+cp -a "$tpl/db" "$db/db"
+[ -z "$as" ] || chown -R postgres: "$db"
+pg=""
+app=""
+stop() {
+  [ -z "$app" ] || kill "$app" 2>/dev/null || true
+  [ -z "$pg" ] || { kill -QUIT "$pg" 2>/dev/null || true; wait "$pg" 2>/dev/null || true; }
+  rm -rf "$db"
+}
+trap 'stop; exit 0' TERM INT
+trap stop EXIT
+$as "$bin/postgres" -D "$db/db" -c listen_addresses= -c "unix_socket_directories=$sock" -F &
+pg=$!
+i=0
+until "$bin/pg_isready" -q -h "$sock" -d notes -U postgres; do
+  i=$((i + 1))
+  [ $i -lt 600 ] || { echo "pg.sh: PostgreSQL did not start" >&2; exit 1; }
+  kill -0 "$pg" 2>/dev/null || { echo "pg.sh: PostgreSQL exited" >&2; exit 1; }
+  sleep 0.05
+done
+PGHOST=$sock PGUSER=postgres PGDATABASE=notes python3 "$here/app.py" --store postgres &
+app=$!
+wait "$app"
