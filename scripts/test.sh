@@ -37,7 +37,7 @@ gopid=$!
 # keeping that order. The Python tests mostly wait on Chromium and
 # subprocesses, so four share the two cores well.
 # --durations: the slowest tests, for whoever makes the suite faster next.
-WEBSERV_BIN=$bin "$pytest" -q -n 4 --dist loadgroup --no-loadscope-reorder --durations=10 python/tests >"$out/py" 2>&1 &
+WEBSERV_BIN=$bin "$pytest" -q -n 4 --dist loadscope --no-loadscope-reorder --durations=10 python/tests >"$out/py" 2>&1 &
 pypid=$!
 
 # report prints a finished suite's output and remembers a failure.

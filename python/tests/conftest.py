@@ -128,13 +128,15 @@ def spare_server(binary: str) -> Iterator[LocalServer]:
 REPO = Path(__file__).resolve().parents[2]
 
 
-# -- how pytest-xdist shares the tests out (`--dist loadgroup`, scripts/test.sh) -----------------
+# -- how pytest-xdist shares the tests out (`--dist loadscope`, scripts/test.sh) -----------------
 #
 # A work unit is a module (its module-scoped fixtures, like test_ray.py's Ray cluster, are set up
 # once) unless the module is in SPLIT: its tests are independent and heavy, and each is a unit
 # of its own, so that no worker ends the suite alone on a long module. Units go out heaviest
 # first (the estimates below; the rest take seconds), so the last ones to end are short; hence
 # --no-loadscope-reorder, which keeps this order (xdist would put the units with most tests first).
+# (Not --dist loadgroup with marks: pytest 9.2's nodeid no longer shows the group xdist 3.8
+# appends to it, and every test would be a unit of its own.)
 SPLIT = {"test_docs", "test_explore", "test_miniwob", "test_tasks", "test_errors", "test_mixing"}
 # Seconds a unit took on a loaded 2-core host (python/tests, --durations, 2026-11-27): an order,
 # not a bound. A test missing here counts as 2 s; a module as the sum of its tests.
@@ -186,7 +188,20 @@ def _cost(key: str) -> float:
     return COST.get(key, 2.0)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """--dist loadscope with this file's units (a module, or a test of a SPLIT module)."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if Path(module).stem in SPLIT else module
+
+    return Units(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     units: dict[str, list[pytest.Item]] = {}
     for item in items:
@@ -197,7 +212,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     }
     order = sorted(units, key=lambda u: -cost[u])  # stable: equal costs keep collection order
     items[:] = [i for u in order for i in units[u]]
-    for u, its in units.items():
-        if len(its) > 1:  # a test alone is a unit of its own without a mark
-            for i in its:
-                i.add_marker(pytest.mark.xdist_group(u))
