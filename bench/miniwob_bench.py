@@ -16,7 +16,8 @@ task pages from file://, as MINIWOB_URL allows). Two parts:
    and browsers) plus, for WebServ, the server's process tree (its Chromium included).
 
 BrowserGym runs with its MiniWoB defaults (slow_mo 100 ms, 5 s timeouts, a browser per
-reset). Results: bench/results/miniwob.{json,md,png}. Run it on a quiet machine.
+reset; in the agreement part, 60 s timeouts: a timeout is no grading). Results:
+bench/results/miniwob.{json,md,png}. Run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -64,10 +65,12 @@ def bg_obs(obs: dict[str, Any]) -> dict[str, Any]:
 
 
 class System:
-    """One side: make an environment for a task, reset it with a seed, step it."""
+    """One side: make an environment for a task, reset it with a seed, step it. timeout_ms, for
+    BrowserGym: its Playwright timeout instead of the task's 5 s (None: the task's)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, timeout_ms: int | None = None) -> None:
         self.name = name
+        self.timeout_ms = timeout_ms
         self.envs: dict[str, Any] = {}
 
     def env(self, task: str) -> Any:
@@ -79,10 +82,12 @@ class System:
             else:
                 import browsergym.miniwob  # noqa: F401 (registers browsergym/miniwob.*)
 
+                more = {"timeout": self.timeout_ms} if self.timeout_ms else {}
                 self.envs[task] = gym.make(
                     f"browsergym/miniwob.{task}",
                     headless=True,
                     pw_chromium_kwargs={"executable_path": benchlib.chromium_executable()},
+                    **more,
                 )
         return self.envs[task]
 
@@ -93,8 +98,12 @@ class System:
         reset_s = time.perf_counter() - t0
         adapt = (lambda o: o) if self.name == "webserv" else bg_obs
 
+        errors: list[str] = []
+
         def step(action: str) -> tuple[Any, float, bool, bool, dict]:
             o, r, te, tr, info = env.step(action)
+            if o.get("last_action_error"):
+                errors.append(str(o["last_action_error"])[:300])
             return adapt(o), float(r), te, tr, info
 
         goal = obs["goal"]
@@ -112,6 +121,7 @@ class System:
             "raw_reward": raw,
             "done": term,
             "actions": actions,
+            "errors": errors,
             "reset_s": reset_s,
             "steps_s": steps_s,
         }
@@ -233,8 +243,10 @@ def main() -> None:
         os.environ["WEBSERV_URL"] = server.url
         os.environ["MINIWOB_URL"] = f"file://{html}/miniwob/"
         benchlib.use_debian_chromium()
-        # 1. Agreement, one episode at a time.
-        ws, bg = System("webserv"), System("browsergym")
+        # 1. Agreement, one episode at a time. BrowserGym's Playwright waits up to 60 s for an
+        # action here, not its tasks' 5 s: on a loaded host a click took 3 to 5 s, and one that
+        # ran out would be an error of the peer's, not a different grading.
+        ws, bg = System("webserv"), System("browsergym", timeout_ms=60_000)
         pairs = []
         for task in tasks:
             for seed in seeds:

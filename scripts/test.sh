@@ -29,12 +29,15 @@ start=$SECONDS
 # alone at the end.
 "$go" test -vet=off -count=1 -timeout 30m ./server ./envcore ./bench/suites ./incusmgr ./... >"$out/go" 2>&1 &
 gopid=$!
-# pytest-xdist: four workers, a test module per worker at a time
-# (--dist loadscope: a module's fixtures, like test_ray.py's Ray cluster,
-# are set up once). The Python tests mostly wait on idle windows and
+# pytest-xdist: four workers. A work unit is a test module (its module
+# fixtures, like test_ray.py's Ray cluster, are set up once), or a single test
+# of the heavy modules conftest.py's SPLIT names (test_explore, test_docs,
+# test_miniwob...), so that no worker ends the suite alone on a long module;
+# units go out heaviest first (conftest.py's COST), --no-loadscope-reorder
+# keeping that order. The Python tests mostly wait on Chromium and
 # subprocesses, so four share the two cores well.
 # --durations: the slowest tests, for whoever makes the suite faster next.
-WEBSERV_BIN=$bin "$pytest" -q -n 4 --dist loadscope --durations=10 python/tests >"$out/py" 2>&1 &
+WEBSERV_BIN=$bin "$pytest" -q -n 4 --dist loadscope --no-loadscope-reorder --durations=10 python/tests >"$out/py" 2>&1 &
 pypid=$!
 
 # report prints a finished suite's output and remembers a failure.

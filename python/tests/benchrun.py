@@ -1,7 +1,7 @@
 """Runs a benchmark script of bench/ in its smoke mode, for the test_bench_*.py files.
 
-Each benchmark's smoke test is a module of its own, so pytest-xdist (``--dist loadscope``)
-runs them side by side.
+Each benchmark's smoke test is a module of its own, a work unit of pytest-xdist's
+(``--dist loadscope``, conftest.py), so they run side by side.
 """
 
 from __future__ import annotations

@@ -126,3 +126,89 @@ def spare_server(binary: str) -> Iterator[LocalServer]:
 
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+# -- how pytest-xdist shares the tests out (`--dist loadscope`, scripts/test.sh) -----------------
+#
+# A work unit is a module (its module-scoped fixtures, like test_ray.py's Ray cluster, are set up
+# once) unless the module is in SPLIT: its tests are independent and heavy, and each is a unit
+# of its own, so that no worker ends the suite alone on a long module. Units go out heaviest
+# first (the estimates below; the rest take seconds), so the last ones to end are short; hence
+# --no-loadscope-reorder, which keeps this order (xdist would put the units with most tests first).
+# (Not --dist loadgroup with marks: pytest 9.2's nodeid no longer shows the group xdist 3.8
+# appends to it, and every test would be a unit of its own.)
+SPLIT = {"test_docs", "test_explore", "test_miniwob", "test_tasks", "test_errors", "test_mixing"}
+# Seconds a unit took on a loaded 2-core host (python/tests, --durations, 2026-11-27): an order,
+# not a bound. A test missing here counts as 2 s; a module as the sum of its tests.
+COST = {
+    "test_bench_ray": 180,
+    "test_ray": 200,
+    "test_bench_miniwob": 130,
+    "test_docs::test_doc_examples_run_as_written[explore.md]": 150,
+    "test_docs::test_doc_examples_run_as_written[eval.md]": 100,
+    "test_docs::test_doc_examples_run_as_written[trajectories.md]": 80,
+    "test_docs::test_doc_examples_run_as_written[tasks.md]": 70,
+    "test_docs::test_doc_examples_run_as_written[README.md]": 60,
+    "test_docs::test_doc_examples_run_as_written[dream.md]": 50,
+    "test_docs::test_doc_examples_run_as_written[ui.md]": 40,
+    "test_docs::test_doc_examples_run_as_written[mcp.md]": 40,
+    "test_docs::test_doc_examples_run_as_written[protocol.md]": 35,
+    "test_explore::test_state_tasks_check_what_a_demonstration_changed_in_the_shop": 115,
+    "test_explore::test_explored_verifiers_check_what_the_instruction_names": 110,
+    "test_explore::test_oracles_are_shortened_to_what_the_task_needs": 105,
+    "test_explore::test_explored_tasks_of_a_users_site_definition_pass_tasks_check": 75,
+    "test_explore::test_frontier_episodes_start_from_pages_found_earlier": 60,
+    "test_explore::test_raw_trajectories_record_every_explored_episode_with_screenshots_when_asked": 45,
+    "test_explore::test_model_free_run_makes_demonstrations_and_tasks_whose_oracles_pass": 45,
+    "test_explore::test_webserv_explore_is_a_command_of_the_binary_and_of_the_console_script": 40,
+    "test_explore::test_model_free_best_of_k_replays_the_demonstration_with_a_stretch_left_out": 30,
+    "test_explore::test_best_of_k_keeps_a_shorter_attempt_that_scores": 25,
+    "test_miniwob::test_a_random_policy_plays_every_task_without_errors": 105,
+    "test_miniwob::test_scripted_solutions_reach_the_maximum_reward": 105,
+    "test_miniwob::test_goals_agree_with_miniwobs_own_seeding": 60,
+    "test_bench_mcp": 80,
+    "test_bench_peer": 70,
+    "test_layers": 40,
+    "test_bench_dream": 45,
+    "test_bench_settle": 45,
+    "test_bench_eval": 40,
+    "test_bench_rl": 40,
+    "test_tasks::test_gymnasium_check_env_passes_on_multi_task_ids": 35,
+    "test_ray_local": 30,
+    "test_site_tasks": 35,
+}
+
+
+def _unit(item: pytest.Item) -> str:
+    module = item.path.stem
+    return f"{module}::{item.name}" if module in SPLIT else module
+
+
+def _cost(key: str) -> float:
+    return COST.get(key, 2.0)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """--dist loadscope with this file's units (a module, or a test of a SPLIT module)."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if Path(module).stem in SPLIT else module
+
+    return Units(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    units: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        units.setdefault(_unit(item), []).append(item)
+    cost = {
+        u: _cost(u) if u in COST else sum(_cost(f"{i.path.stem}::{i.name}") for i in its)
+        for u, its in units.items()
+    }
+    order = sorted(units, key=lambda u: -cost[u])  # stable: equal costs keep collection order
+    items[:] = [i for u in order for i in units[u]]

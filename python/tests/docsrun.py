@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -233,6 +234,92 @@ def _bindable(port: int) -> bool:
         return True
 
 
+# The port a command that serves binds when it names none: `webserv serve`'s, `webserv replay`'s
+# and `webserv shop serve`'s defaults.
+DEFAULT_PORTS = ((re.compile(r"\bwebserv serve\b"), SERVER_PORT), (re.compile(r"\bwebserv replay\b"), 8766))
+SHOP_DEFAULT_PORT = 8080
+LISTEN_FLAG = re.compile(r"--listen[ =](?:[\w.]*:)?(\d+)\b")
+PORT_FLAG = re.compile(r"--port[ =](\d+)\b")
+
+
+def background_port(command: str) -> int | None:
+    """The fixed port a command started in the background binds (None: a free one, or none)."""
+    m = LISTEN_FLAG.search(command) or PORT_FLAG.search(command)
+    if m:
+        return int(m.group(1)) or None
+    if re.search(r"\bwebserv shop serve\b", command):
+        return SHOP_DEFAULT_PORT
+    return next((port for rx, port in DEFAULT_PORTS if rx.search(command)), None)
+
+
+def command_ports(command: str) -> set[int]:
+    """The fixed ports on 127.0.0.1 the test binds for one command line of a doc: the stand-in
+    model's for the endpoints it names, and the port a serving command listens on."""
+    ports = {int(p) for p in MODEL_URL.findall(command)}
+    if SERVES.match(command) or command.endswith("&"):
+        port = background_port(command.rstrip("&").strip())
+        if port is not None:
+            ports.add(port)
+    return ports
+
+
+def python_ports(code: str) -> set[int]:
+    """The fixed ports the test binds for a Python block: the stand-in model's, and the doc's own
+    `webserv serve` on 8765 when the block names that address."""
+    ports = {int(p) for p in MODEL_URL.findall(code)}
+    if f"127.0.0.1:{SERVER_PORT}" in code:
+        ports.add(SERVER_PORT)
+    return ports
+
+
+def fixed_ports(path: Path) -> set[int]:
+    """Every fixed port on 127.0.0.1 running the doc binds (what Doc.run_python and run_shell
+    bind, block by block): two docs that share one cannot run at once."""
+    ports: set[int] = set()
+    for b in blocks(path):
+        kind = b.kind
+        if kind in ("not run", "file", "output", "unknown"):
+            continue
+        if b.lang == "python":
+            ports |= python_ports(b.code + (b.argument if kind == "given" else ""))
+        elif b.lang in ("sh", "bash", "shell", "console"):
+            for c in runnable_commands(b.code):
+                ports |= command_ports(c)
+        elif b.lang in ("", "text"):
+            for c, _ in transcript(b.code):
+                if not SETUP.match(c):
+                    ports |= command_ports(c)
+    return ports
+
+
+class PortClaim:
+    """The doc's fixed ports, claimed across processes (a lock file each, /tmp/webserv-docs-port-N.lock)
+    from the first block that binds one until the doc ends: docs run side by side on pytest-xdist's
+    workers, and two that bind one port wait for each other. All of a doc's ports are claimed at once,
+    in order, so two docs never each hold a port the other waits for."""
+
+    def __init__(self, ports: set[int]):
+        self.ports = ports
+        self.fds: list[int] = []
+
+    def claim(self, port: int, where: str) -> None:
+        assert port in self.ports, (
+            f"{where}: the test binds 127.0.0.1:{port}, which docsrun.fixed_ports did not find in the "
+            "doc; teach fixed_ports that block's kind"
+        )
+        if self.fds:
+            return
+        for p in sorted(self.ports):
+            fd = os.open(f"/tmp/webserv-docs-port-{p}.lock", os.O_CREAT | os.O_RDWR, 0o666)
+            fcntl.flock(fd, fcntl.LOCK_EX)  # held by the doc running now, if any: until it ends
+            self.fds.append(fd)
+
+    def release(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
 class Background:
     """A command that serves until stopped, started in its own process group."""
 
@@ -299,8 +386,10 @@ class Doc:
     last_output: str | None = None
     last_python: list[tuple[int, str]] = field(default_factory=list)
     wire: Wire | None = None
+    claim: PortClaim = field(init=False)
 
     def __post_init__(self) -> None:
+        self.claim = PortClaim(fixed_ports(self.path))
         # The doc's commands run in a directory that looks like the repository's root (bin/webserv,
         # sites/, examples/ as in a checkout) but is the test's own: what they write stays here.
         for entry in REPO.iterdir():
@@ -326,6 +415,7 @@ class Doc:
         for port in {int(p) for p in MODEL_URL.findall(text)}:
             if port in self.models:
                 continue
+            self.claim.claim(port, where)
             assert _port_free(port), (
                 f"{where}: the doc names a model endpoint on 127.0.0.1:{port}, which the test "
                 "serves with the stand-in model, but something else listens there"
@@ -341,6 +431,9 @@ class Doc:
             self.start(f"bin/webserv serve --listen 127.0.0.1:{SERVER_PORT}", where)
 
     def start(self, command: str, where: str) -> Background:
+        port = background_port(command)
+        if port is not None:
+            self.claim.claim(port, where)
         serves = re.search(r"webserv serve\b", command)
         if serves and (f"127.0.0.1:{SERVER_PORT}" in command or "--listen" not in command):
             assert _port_free(SERVER_PORT), (
@@ -430,12 +523,15 @@ class Doc:
         self.wire.replay(block.code, block.where)
 
     def close(self) -> None:
-        if self.wire is not None:
-            self.wire.close()
-        for bg in reversed(self.background):
-            bg.stop()
-        for m in self.models.values():
-            m.stop()
+        try:
+            if self.wire is not None:
+                self.wire.close()
+            for bg in reversed(self.background):
+                bg.stop()
+            for m in self.models.values():
+                m.stop()
+        finally:
+            self.claim.release()
 
 
 def runnable_commands(code: str) -> list[str]:

@@ -12,7 +12,15 @@ def test_miniwob_bench_smoke(binary: str, tmp_path: Path) -> None:
     rep = run_suite("miniwob_bench.py", binary, tmp_path)
     # Both systems seed the page alike and grade alike.
     pairs = rep["agreement"]
-    assert pairs and all(p["same_goal"] and p["same_reward"] for p in pairs), pairs
+    assert pairs and all(p["same_goal"] and p["same_reward"] for p in pairs), [
+        (
+            p["task"],
+            p["seed"],
+            p["same_goal"],
+            {s: (p[s]["reward"], p[s]["errors"]) for s in ("webserv", "browsergym")},
+        )
+        for p in pairs
+    ]
     assert all(p["webserv"]["reward"] == 1.0 for p in pairs)
     for name in ("webserv", "browsergym"):
         for run in rep["throughput"][name]:

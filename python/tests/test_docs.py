@@ -26,6 +26,10 @@ blocks write (`runs/`, `transitions.jsonl`) stays there for its later blocks.
   stand for the ones the server gave.
 - A URL a block names is served where it points: `http://127.0.0.1:PORT/v1` by the stand-in model
   (standin_model.py), `127.0.0.1:8765` by a `webserv serve` there (the default --listen).
+- Docs run side by side (each is a work unit of pytest-xdist's, conftest.py). The fixed ports a doc
+  binds (docsrun.fixed_ports: those URLs, and the ports of the servers its lines start) are claimed
+  from its first block that binds one until it ends, a lock file each: two docs that bind one port
+  run one after the other.
 
 Any other block (json, yaml, go, html, plain text) cannot run and must carry a marker, an HTML
 comment on the line(s) right above its fence:

@@ -106,8 +106,18 @@ def test_infrastructure_failures(binary: str, pages: str) -> None:
     srv = LocalServer(binary, ["--idle", "200ms", "--no-bundled", "--max-envs", "1"])
 
     async def main() -> None:
+        refused = asyncio.Event()
+
+        class Patient(webserv.RetryPolicy):
+            """The default policy, noting when the server has refused for capacity."""
+
+            def should_retry(self, op: str, error: webserv.WebServError) -> bool:
+                if isinstance(error, webserv.CapacityError):
+                    refused.set()
+                return super().should_retry(op, error)
+
         once = webserv.AsyncClient(srv.url, retry=webserv.RetryPolicy(attempts=1))
-        patient = webserv.AsyncClient(srv.url)
+        patient = webserv.AsyncClient(srv.url, retry=Patient())
         hasty = webserv.AsyncClient(srv.url, timeout=0.2)
         try:
             first = once.env(start_url=f"{pages}/page?n=1")
@@ -121,7 +131,7 @@ def test_infrastructure_failures(binary: str, pages: str) -> None:
             # The default policy waits and tries again: it gets the place the first one frees.
             second = patient.env(start_url=f"{pages}/page?n=2")
             waiting = asyncio.create_task(second.reset())
-            await asyncio.sleep(0.5)
+            await asyncio.wait_for(refused.wait(), 120)  # refused once, it waits to try again
             await first.close()
             obs, _ = await waiting
             assert obs["title"] == "Page 2"
@@ -176,10 +186,11 @@ def test_a_killed_trainer_leaves_no_environment_behind(server: str, pages: str) 
         assert set(ids) <= asyncio.run(live())
         trainer.kill()
         trainer.wait(30)
-        for _ in range(60):  # the server notices the closed connection; poll, no timing asserted
-            if not set(ids) & asyncio.run(live()):
-                break
-            time.sleep(0.5)
+        deadline = (
+            time.monotonic() + 120
+        )  # the server notices the closed connection; poll, no timing asserted
+        while set(ids) & asyncio.run(live()) and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert not set(ids) & asyncio.run(live())
     finally:
         trainer.kill()
