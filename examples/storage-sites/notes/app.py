@@ -110,9 +110,7 @@ def handler(store):
             if path == "/healthz":
                 return self.send(200, "ok")
             if path == "/":
-                items = "".join(
-                    f'<li><a href="/note/{s}">{html.escape(t)}</a></li>' for s, t in store.all()
-                )
+                items = "".join(f'<li><a href="/note/{s}">{html.escape(t)}</a></li>' for s, t in store.all())
                 form = (
                     '<form method="post" action="/new" id="new-note">'
                     '<label>Title <input type="text" name="title" id="title" required></label> '
