@@ -446,19 +446,25 @@ func staticTestBinary(t *testing.T) {
 	}
 }
 
+// helpedInstance starts a test site's instance whose commands run through
+// the exec helper, stopped when t ends.
+func helpedInstance(t *testing.T) hosting.Execer {
+	t.Helper()
+	staticTestBinary(t)
+	in, err := connect(t, incusmgr.Config{}).Start(t.Context(), site(dockerAlias))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Stop(context.WithoutCancel(t.Context())) })
+	return in.(hosting.Execer)
+}
+
 // A command's output arrives whole however loaded the host is: Incus's
 // own exec streams lose it when a command writes and exits while the
 // daemon's reader is descheduled (exechelper.go). Two cores spin beside
 // 60 commands; every one's stdout, stderr and exit code are exact.
 func TestIncusExecOutputSurvivesALoadedHost(t *testing.T) {
-	staticTestBinary(t)
-	m := connect(t, incusmgr.Config{})
-	in, err := m.Start(t.Context(), site(dockerAlias))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Stop(context.WithoutCancel(t.Context()))
-	ex := in.(hosting.Execer)
+	ex := helpedInstance(t)
 	busy.Saturate(t, 2)
 	for i := range 60 {
 		res, err := ex.Exec(t.Context(), hosting.ExecRequest{Command: []string{"/app/testsite", "exec-say", "hello"}, Env: map[string]string{"X": strconv.Itoa(i), "CODE": "3"}})
@@ -472,15 +478,9 @@ func TestIncusExecOutputSurvivesALoadedHost(t *testing.T) {
 // running in the container: its process is gone from the host when Exec
 // returns.
 func TestIncusExecKillsACommandPastItsTimeout(t *testing.T) {
-	staticTestBinary(t)
-	m := connect(t, incusmgr.Config{})
-	in, err := m.Start(t.Context(), site(dockerAlias))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Stop(context.WithoutCancel(t.Context()))
+	ex := helpedInstance(t)
 	mark := strconv.Itoa(600000 + os.Getpid()%100000) // this test's own sleep
-	_, err = in.(hosting.Execer).Exec(t.Context(), hosting.ExecRequest{Command: []string{"/app/testsite", "exec-sleep", mark}, Timeout: 500 * time.Millisecond})
+	_, err := ex.Exec(t.Context(), hosting.ExecRequest{Command: []string{"/app/testsite", "exec-sleep", mark}, Timeout: 500 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "no exit within 500ms") {
 		t.Fatalf("a command past its timeout: %v", err)
 	}
