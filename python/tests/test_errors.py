@@ -111,10 +111,10 @@ def test_infrastructure_failures(binary: str, pages: str) -> None:
         class Patient(webserv.RetryPolicy):
             """The default policy, noting when the server has refused for capacity."""
 
-            def should_retry(self, op: str, error: webserv.WebServError) -> bool:
+            def should_retry(self, op: str, error: webserv.WebServError, *args: object) -> bool:
                 if isinstance(error, webserv.CapacityError):
                     refused.set()
-                return super().should_retry(op, error)
+                return super().should_retry(op, error, *args)
 
         once = webserv.AsyncClient(srv.url, retry=webserv.RetryPolicy(attempts=1))
         patient = webserv.AsyncClient(srv.url, retry=Patient())
