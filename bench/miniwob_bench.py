@@ -238,7 +238,9 @@ def main() -> None:
         sys.exit("needs the webserv binary (make build, or WEBSERV_BIN) and pip install 'webserv[miniwob]'")
     command = ("python bench/miniwob_bench.py " + " ".join(sys.argv[1:])).strip()
     rep = benchlib.header("miniwob", command, args.smoke)
-    server = LocalServer(binary, ["--no-bundled"])
+    # Each worker makes its environments (one per task it plays) before the clock starts.
+    max_envs = max(ns) * len(tasks) + 8
+    server = LocalServer(binary, ["--no-bundled", "--max-envs", str(max_envs)])
     try:
         os.environ["WEBSERV_URL"] = server.url
         os.environ["MINIWOB_URL"] = f"file://{html}/miniwob/"
