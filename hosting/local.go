@@ -240,6 +240,12 @@ func (in *localInstance) runOn(ctx context.Context, port int) error {
 		in.kill()
 		return fmt.Errorf("site %s: %w; its log:\n%s", in.site.Name, err, tail(filepath.Join(in.dir, "site.log")))
 	}
+	if foreignListener(port, cmd.Process.Pid) {
+		// Another process answered the probe (portowner.go); the site
+		// will not get the port.
+		in.kill()
+		return fmt.Errorf("site %s: %w: another process answered on port %d before the site bound it", in.site.Name, errExited, port)
+	}
 	for _, c := range in.site.PostStart {
 		if err := in.postStart(ctx, c); err != nil {
 			in.kill()
