@@ -86,6 +86,15 @@ func startChromium(ctx context.Context, l *launcher.Launcher, bin string, acct *
 		select {
 		case p.pid = <-guard.Pid():
 		case <-p.exit:
+			// A browser that ends at once can end the guard before its
+			// report of the browser's pid is read: take the report if it
+			// comes (the guard's connection is closed, so it comes now or
+			// never), so the error names the browser's end, not the guard's.
+			select {
+			case p.pid = <-guard.Pid():
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+			}
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
