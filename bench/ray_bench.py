@@ -110,7 +110,11 @@ def main() -> None:
     load_before = os.getloadavg()
     with loopback_cluster(args.nodes, resources={"webserv": 1}):
         fleet = wr.Fleet.start(
-            "bench", node_resource="webserv", binary=binary, serve_args=["--idle", "500ms"]
+            "bench",
+            node_resource="webserv",
+            binary=binary,
+            serve_args=["--idle", "500ms"],
+            timeout=300,  # a loaded host (the suite beside it) schedules the servers' actors slowly
         )
         try:
             one_round("urls", fleet, args.nodes, args.nodes, 0)  # warm: site data, browser caches, workers

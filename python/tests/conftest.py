@@ -138,11 +138,14 @@ REPO = Path(__file__).resolve().parents[2]
 # (Not --dist loadgroup with marks: pytest 9.2's nodeid no longer shows the group xdist 3.8
 # appends to it, and every test would be a unit of its own.)
 SPLIT = {"test_docs", "test_explore", "test_miniwob", "test_tasks", "test_errors", "test_mixing"}
+# Modules that share a unit, so they run one after another on one worker: each starts a Ray
+# cluster of its own (raylets, GCS, workers), and two at once on a loaded 2-core host took more
+# than the fleet's 120 s to schedule their servers (CI, 2026-11-27: test_bench_ray beside test_ray).
+TOGETHER = {"test_bench_ray": "ray", "test_ray": "ray", "test_ray_local": "ray"}
 # Seconds a unit took on a loaded 2-core host (python/tests, --durations, 2026-11-27): an order,
 # not a bound. A test missing here counts as 2 s; a module as the sum of its tests.
 COST = {
-    "test_bench_ray": 180,
-    "test_ray": 200,
+    "ray": 410,  # test_bench_ray 180, test_ray 200, test_ray_local 30
     "test_bench_miniwob": 130,
     "test_docs::test_doc_examples_run_as_written[explore.md]": 150,
     "test_docs::test_doc_examples_run_as_written[eval.md]": 100,
@@ -174,14 +177,19 @@ COST = {
     "test_bench_eval": 40,
     "test_bench_rl": 40,
     "test_tasks::test_gymnasium_check_env_passes_on_multi_task_ids": 35,
-    "test_ray_local": 30,
     "test_site_tasks": 35,
 }
 
 
+def _scope(module: str, name: str) -> str:
+    """The work unit of test ``name`` of ``module``: its module, its group, or itself."""
+    if module in SPLIT:
+        return f"{module}::{name}"
+    return TOGETHER.get(module, module)
+
+
 def _unit(item: pytest.Item) -> str:
-    module = item.path.stem
-    return f"{module}::{item.name}" if module in SPLIT else module
+    return _scope(item.path.stem, item.name)
 
 
 def _cost(key: str) -> float:
@@ -197,7 +205,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     class Units(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return nodeid if Path(module).stem in SPLIT else module
+            stem = Path(module).stem
+            if stem in SPLIT:
+                return nodeid
+            return TOGETHER.get(stem, module)
 
     return Units(config, log)
 
