@@ -86,7 +86,7 @@ func (m *Manager) base(ctx context.Context, site *hosting.Site) (string, error) 
 				return src, nil
 			}
 		}
-		if err := deleteInstance(ctx, m.c, name); err != nil {
+		if err := m.discardBase(ctx, name); err != nil {
 			return "", err
 		}
 	}
@@ -100,6 +100,29 @@ func (m *Manager) base(ctx context.Context, site *hosting.Site) (string, error) 
 	m.bases[site.Name] = src
 	m.mu.Unlock()
 	return src, nil
+}
+
+// discardBase removes the unusable base name (its snapshot missing, or its
+// definition changed). A base Incus cannot delete (seen after incusd died
+// mid-snapshot: the pool keeps a snapshot its database has lost, and
+// refuses to delete the volume) is renamed aside, so the site gets a new
+// base under its name instead of failing every start.
+func (m *Manager) discardBase(ctx context.Context, name string) error {
+	err := deleteInstance(ctx, m.c, name)
+	if err == nil {
+		return nil
+	}
+	aside := "webserv-stale-" + name[len(name)-12:] + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	op, rerr := m.c.RenameInstance(name, api.InstancePost{Name: aside})
+	if rerr == nil {
+		rerr = op.WaitContext(ctx)
+	}
+	if rerr != nil {
+		return fmt.Errorf("replace the unusable base %s: %w; renaming it aside failed too: %w (delete it with `incus delete -f %s`)", name, err, rerr, name)
+	}
+	m.log.Warn("an unusable base could not be deleted and was renamed aside; `webserv gc --all` or `incus delete -f` removes it once its pool allows",
+		zap.String("base", name), zap.String("renamed", aside), zap.Error(err))
+	return nil
 }
 
 func (m *Manager) prepareBase(ctx context.Context, site *hosting.Site, name, hash string) error {

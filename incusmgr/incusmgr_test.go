@@ -492,3 +492,120 @@ func TestIncusExecKillsACommandPastItsTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A base that lost its snapshot and that Incus refuses to delete (seen
+// after incusd died mid-snapshot: the pool keeps a snapshot its database
+// forgot) does not fail the site's every start: it is renamed aside and a
+// new base is built. Here the refusal is Incus's delete protection.
+func TestAnUndeletableBrokenBaseIsReplaced(t *testing.T) {
+	s := site(dockerAlias)
+	s.Name = unique("t-stuck")
+	t.Cleanup(func() {
+		list, err := client.GetInstances(api.InstanceTypeContainer)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, in := range list {
+			if in.Config["user.webserv.site"] != s.Name {
+				continue
+			}
+			if err := unprotect(in.Name); err != nil {
+				t.Error(err)
+			}
+			if err := deleteContainer(ctx, in.Name); err != nil {
+				t.Errorf("delete the test's container %s: %v", in.Name, err)
+			}
+		}
+	})
+	first := connect(t, incusmgr.Config{})
+	in, err := first.Start(t.Context(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	base := basesOf(t, s.Name)
+	if len(base) != 1 {
+		t.Fatalf("bases of %s: %v, want one", s.Name, base)
+	}
+	op, err := client.DeleteInstanceSnapshot(base[0], "base")
+	if err == nil {
+		err = op.WaitContext(t.Context())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	protect(t, base[0])
+
+	second := connect(t, incusmgr.Config{}) // knows no base yet: finds the broken one
+	in, err = second.Start(t.Context(), s)
+	if err != nil {
+		t.Fatalf("start beside a broken base Incus will not delete: %v", err)
+	}
+	if err := in.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	now := basesOf(t, s.Name)
+	if len(now) != 2 || !slices.Contains(now, base[0]) {
+		t.Fatalf("bases of %s after the start: %v; want the new one under %s and the broken one aside", s.Name, now, base[0])
+	}
+	if _, _, err := client.GetInstanceSnapshot(base[0], "base"); err != nil {
+		t.Errorf("the new base %s has no snapshot: %v", base[0], err)
+	}
+}
+
+// basesOf lists the names of site's base containers, aside or not.
+func basesOf(t *testing.T, site string) []string {
+	t.Helper()
+	list, err := client.GetInstances(api.InstanceTypeContainer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, in := range list {
+		if in.Config["user.webserv.site"] == site && in.Config["user.webserv.role"] == "base" {
+			names = append(names, in.Name)
+		}
+	}
+	return names
+}
+
+// protect turns on Incus's delete protection of container name.
+func protect(t *testing.T, name string) {
+	t.Helper()
+	in, etag, err := client.GetInstance(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := in.Writable()
+	put.Config["security.protection.delete"] = "true"
+	op, err := client.UpdateInstance(name, put, etag)
+	if err == nil {
+		err = op.WaitContext(t.Context())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// unprotect turns delete protection of container name off again.
+func unprotect(name string) error {
+	in, etag, err := client.GetInstance(name)
+	if err != nil || in.Config["security.protection.delete"] != "true" {
+		return nil
+	}
+	put := in.Writable()
+	delete(put.Config, "security.protection.delete")
+	op, err := client.UpdateInstance(name, put, etag)
+	if err == nil {
+		err = op.WaitContext(context.Background())
+	}
+	if err != nil {
+		return fmt.Errorf("unprotect %s: %w", name, err)
+	}
+	return nil
+}

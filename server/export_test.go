@@ -1,6 +1,10 @@
 package server
 
-import "github.com/webserv-rl/webserv/netroute"
+import (
+	"sync"
+
+	"github.com/webserv-rl/webserv/netroute"
+)
 
 // EnvRoute is the route that carries environment env's browser requests
 // now (nil when it has none): the fault tests close it under the
@@ -11,4 +15,13 @@ func EnvRoute(s *Server, env string) *netroute.Route {
 		return nil
 	}
 	return x.net.Route()
+}
+
+// HoldGroupBases holds every group's background base build until release
+// is called, so a test can have members join a group before its base
+// build can fail. Call it before the server's first make.
+func HoldGroupBases(s *Server) (release func()) {
+	s.baseGate = make(chan struct{})
+	var once sync.Once
+	return func() { once.Do(func() { close(s.baseGate) }) }
 }

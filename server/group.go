@@ -309,6 +309,12 @@ func (s *Server) buildGroupBase(g *group, leader Snapshotter) {
 	// The members that were waiting for the start state fork first: the
 	// base is for later members, and building it alongside would slow
 	// the group's reset by one more container start.
+	if s.baseGate != nil {
+		select {
+		case <-s.baseGate:
+		case <-ctx.Done():
+		}
+	}
 	for wait := time.Now().Add(baseDefer); (g.waiting.Load() > 0 || g.forksOfLeader() > 0) && time.Now().Before(wait) && ctx.Err() == nil; {
 		time.Sleep(20 * time.Millisecond)
 	}

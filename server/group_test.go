@@ -110,7 +110,14 @@ func TestGroupResetConverges(t *testing.T) {
 // failed, and a reset gives it a site of its own again.
 func TestGroupMemberWhoseForkFailsSaysSoAndResets(t *testing.T) {
 	t.Parallel()
-	cl := hostedServer(t)
+	factory := catalog.New([]*hosting.Site{hostingtest.LocalSite(t)}, []hosting.Backend{localBackend(t)}, nil)
+	srv := server.New(nil, browser, factory, server.Config{Env: envConfig(), MaxCreating: 8})
+	// The group's own base build would fail too (every start of this state
+	// does) and, landing before the member's make, end the group: the
+	// member would lead a new one. Held, the member joins this group.
+	release := server.HoldGroupBases(srv)
+	defer release()
+	cl := dial(t, serve(t, srv))
 	opts := map[string]any{"site": "testsite", "options": map[string]any{"group_key": "doomed", "start_url": "/set?v=broken"}}
 	leader := cl.call("make", "", opts)
 	member := cl.call("make", "", opts)

@@ -104,6 +104,9 @@ type Server struct {
 
 	stepsTotal atomic.Int64
 	dreams     dreamModels // the memory models and observed starts of dreams (dream.go)
+	// baseGate, when set (tests only, export_test.go), holds every group's
+	// base build until it is closed.
+	baseGate chan struct{}
 	// base is the parent of every request's context; Close cancels it and
 	// waits for inflight, as http.Server.Shutdown does.
 	base       context.Context
