@@ -125,6 +125,14 @@ func TestStepUnderWayEndsWhenItsBrowserDies(t *testing.T) {
 	case err := <-stepped:
 		t.Fatalf("the step ended before its request reached the server: %v", err)
 	}
+	// Both may have happened by now (a select picks either): a step that
+	// already returned did not wait for the fetch its click started, a
+	// settle fault, not the crash path this test is about.
+	select {
+	case err := <-stepped:
+		t.Fatalf("the step ended while its fetch was still held by the server (settle did not wait for it): %v", err)
+	default:
+	}
 	pid := envcore.BrowserMainPID(b)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
