@@ -27,28 +27,7 @@ func TestEveryFrontEndIsCountedInMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	u := "ws" + strings.TrimPrefix(base, "http") + "/openenv/ws?start_url=" + url.QueryEscape(pageURL(1))
-	c, _, err := websocket.Dial(ctx, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	c.SetReadLimit(-1)
-	send := func(msg string) map[string]any {
-		t.Helper()
-		if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
-			t.Fatal(err)
-		}
-		_, data, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r map[string]any
-		if err := json.Unmarshal(data, &r); err != nil {
-			t.Fatalf("reply is not JSON: %s", data)
-		}
-		return r
-	}
+	_, send := openEnvClient(ctx, t, base, "start_url="+url.QueryEscape(pageURL(1)))
 	for _, m := range []string{`{"type": "reset"}`, `{"type": "step", "data": {"action": "noop()"}}`, `{"type": "state"}`} {
 		if r := send(m); r["type"] == "error" {
 			t.Fatalf("%s: %v", m, r)
@@ -153,26 +132,7 @@ func TestCloseWaitsForOpenEnvAndMCPRequests(t *testing.T) {
 	defer cancel()
 
 	// OpenEnv: a step waiting for approval.
-	u := "ws" + strings.TrimPrefix(base, "http") + "/openenv/ws?start_url=" + url.QueryEscape(pageURL(1))
-	c, _, err := websocket.Dial(ctx, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	c.SetReadLimit(-1)
-	exchange := func(msg string) map[string]any {
-		t.Helper()
-		if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
-			t.Fatal(err)
-		}
-		_, data, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r map[string]any
-		_ = json.Unmarshal(data, &r)
-		return r
-	}
+	c, exchange := openEnvClient(ctx, t, base, "start_url="+url.QueryEscape(pageURL(1)))
 	if r := exchange(`{"type": "reset", "data": {"approve": true, "approve_timeout_ms": 90000}}`); r["type"] != "observation" {
 		t.Fatalf("reset: %v", r)
 	}

@@ -19,32 +19,10 @@ import (
 // EnvClient): JSON text frames, one request and one reply at a time.
 func TestOpenEnvProtocol(t *testing.T) {
 	t.Parallel()
-	s, base := startServer(t, server.Config{})
-	_ = s
+	_, base := startServer(t, server.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	u := "ws" + strings.TrimPrefix(base, "http") + "/openenv/ws?site=open&start_url=" + url.QueryEscape(pageURL(5))
-	c, _, err := websocket.Dial(ctx, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	c.SetReadLimit(-1)
-	send := func(msg string) map[string]any {
-		t.Helper()
-		if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
-			t.Fatal(err)
-		}
-		_, data, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r map[string]any
-		if err := json.Unmarshal(data, &r); err != nil {
-			t.Fatalf("reply is not JSON: %s", data)
-		}
-		return r
-	}
+	c, send := openEnvClient(ctx, t, base, "site=open&start_url="+url.QueryEscape(pageURL(5)))
 	if r := send(`{"type": "state"}`); r["type"] != "state" || r["data"].(map[string]any)["step_count"] != 0.0 {
 		t.Errorf("state before reset = %v", r)
 	}
@@ -136,5 +114,33 @@ func TestOpenEnvTokenAsClientsSendIt(t *testing.T) {
 		} else if resp != nil && resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s: status %d, want 401", c.url, resp.StatusCode)
 		}
+	}
+}
+
+// openEnvClient connects to base's OpenEnv WebSocket with query and
+// returns the connection and a function that sends one JSON message and
+// reads its JSON reply. The connection is closed with the test.
+func openEnvClient(ctx context.Context, t *testing.T, base, query string) (*websocket.Conn, func(msg string) map[string]any) {
+	t.Helper()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/openenv/ws?"+query, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CloseNow() })
+	c.SetReadLimit(-1)
+	return c, func(msg string) map[string]any {
+		t.Helper()
+		if err := c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r map[string]any
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatalf("reply is not JSON: %s", data)
+		}
+		return r
 	}
 }
