@@ -1,6 +1,7 @@
 package procstat_test
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"testing"
@@ -34,21 +35,13 @@ func TestReadCountsWork(t *testing.T) {
 // not that of unrelated processes; a process that does not exist is an
 // error.
 func TestTreeCPUCountsDescendants(t *testing.T) {
-	// A shell that runs a busy child to its end and then waits.
-	cmd := exec.Command("sh", "-c", `sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; sleep 5`)
-	if err := cmd.Start(); err != nil {
+	// A shell that runs a busy child to its end, says so, and waits for
+	// its input to close.
+	cmd, ready := heldChild(t, `sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'; echo done; read x`)
+	<-ready
+	tree, err := procstat.TreeCPU(cmd.Process.Pid)
+	if err != nil {
 		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var tree time.Duration
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		var err error
-		if tree, err = procstat.TreeCPU(cmd.Process.Pid); err != nil {
-			t.Fatal(err)
-		}
-		if tree >= 100*time.Millisecond {
-			break
-		}
 	}
 	if tree < 100*time.Millisecond {
 		t.Errorf("a shell whose child counted to 300000: %s of CPU in its tree", tree)
@@ -69,17 +62,13 @@ func TestTreeRSSCountsDescendants(t *testing.T) {
 	if err != nil || before <= 0 {
 		t.Fatalf("the test process's memory: %d, %v", before, err)
 	}
-	// A child that holds 64 MB of a string it built, then waits.
-	cmd := exec.Command("sh", "-c", `x=$(head -c 67108864 /dev/zero | tr '\0' a); sleep 5; echo ${#x}`)
-	if err := cmd.Start(); err != nil {
+	// A child that holds 64 MB of a string it built, says so, and waits
+	// for its input to close.
+	cmd, ready := heldChild(t, `x=$(head -c 67108864 /dev/zero | tr '\0' a); echo ready; read y; echo ${#x}`)
+	<-ready
+	tree, err := procstat.TreeRSS(cmd.Process.Pid)
+	if err != nil {
 		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	var tree int64
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && tree < 64<<20; time.Sleep(50 * time.Millisecond) {
-		if tree, err = procstat.TreeRSS(cmd.Process.Pid); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if tree < 64<<20 {
 		t.Errorf("a shell holding a 64 MB string: %d MB in its tree", tree>>20)
@@ -90,4 +79,30 @@ func TestTreeRSSCountsDescendants(t *testing.T) {
 	if _, err := procstat.TreeRSS(1 << 30); err == nil {
 		t.Error("no error for a process that does not exist")
 	}
+}
+
+// heldChild starts `sh -c script`, whose first line of output says it is
+// ready and which then reads its input: ready is closed at that line, and
+// the input is closed (the child ends) with the test.
+func heldChild(t *testing.T, script string) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ready := make(chan struct{})
+	go func() {
+		defer close(ready)
+		_, _ = bufio.NewReader(out).ReadString('\n')
+	}()
+	return cmd, ready
 }
