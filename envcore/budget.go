@@ -35,8 +35,8 @@ const MinTokenBudget = 128
 //     (foldID) that the expand action takes;
 //  3. then whole lines are dropped, class by class: off-screen text and
 //     decoration, off-screen elements with ids, off-screen headings and
-//     landmarks (and the lines of step 2), on-screen text, on-screen
-//     elements with ids, on-screen headings and landmarks, and last the
+//     landmarks, on-screen text, on-screen elements with ids, on-screen
+//     headings and landmarks (and the lines of step 2), and last the
 //     children an expand asked for, whole, from the last up (those dropped
 //     are folded again, with the id of the first of them);
 //  4. a last line says what was left out and how to see it (scroll, expand).
@@ -501,9 +501,14 @@ func (p *pruner) class(l axLine) pruneClass {
 	if l.exp {
 		return expanded
 	}
+	if l.collapse > 0 {
+		// A fold says what is where and is the agent's way to it
+		// (expand): it stays as long as the screen's outline.
+		return onStructure
+	}
 	k := offText
 	switch {
-	case structural[l.role] || l.collapse > 0: // a fold says what is where: it stays as long as the outline
+	case structural[l.role]:
 		k = offStructure
 	case l.hasID:
 		k = offElement
