@@ -2,7 +2,7 @@
 real Chromium: on the bundled shop's pages and on generated pages far over any budget, the text
 counts at most N tokens as Hugging Face's tokenizers package counts it (and exactly what the server
 says), the first screen's elements keep their ids, the text is byte-stable, and an element left out
-is reached by scrolling, as the closing line says.
+is reached by scrolling, as the closing line says, or a folded one with expand.
 
 The tokenizers are trained here with the tokenizers package on the shop's pages (no download): a
 BPE over words, a byte-level BPE like the large models' and one split as Llama 3 splits; a fourth
@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import anthropic
 import pytest
@@ -27,6 +24,7 @@ import webserv
 from webserv.integrations.trl import web_environment
 from webserv.integrations.verl import WebAgentLoop, WebTool
 from webserv.options import EnvOptions
+from webserv.testing import PageServer
 
 BUDGETS = (256, 1024, 4096)
 LLAMA3_SPLIT = (
@@ -64,30 +62,16 @@ def _links() -> str:
 GENERATED = {"/table": _table(), "/article": _article(), "/links": _links()}
 
 
-class _Generated(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        url = urlparse(self.path)
-        body = GENERATED.get(url.path)
-        if body is None:
-            i = parse_qs(url.query).get("i", ["?"])[0]
-            body = f"<!doctype html><title>Reached {i}</title><h1>Reached {i}</h1>"
-        data = body.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
+def _generated(path: str, query: dict[str, str]) -> str:
+    """The generated pages; any other path is where a link leads (``?i=N``: "Reached N")."""
+    i = query.get("i", "?")
+    return GENERATED.get(path, f"<!doctype html><title>Reached {i}</title><h1>Reached {i}</h1>")
 
 
 @pytest.fixture(scope="module")
 def generated() -> Iterator[str]:
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Generated)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
+    with PageServer(_generated) as srv:
+        yield srv.url
 
 
 async def _make(
@@ -252,6 +236,40 @@ def test_an_element_left_out_is_reached_by_scrolling(
             assert f"[{target}] " in obs["axtree"], (target, obs["axtree"])
             obs = (await client.request("step", env, action=f'click("{target}")'))["obs"]
             assert obs["title"].startswith("Reached "), obs["title"]
+            await client.request("close", env)
+
+    asyncio.run(main())
+
+
+def test_a_folded_row_is_reached_with_expand(server: str, generated: str, trained: dict[str, Path]) -> None:
+    """Over 1024 tokens the 5,000-row table folds the rows below the screen into one line with an
+    id; expand("fold-…") shows them first, page by page, without touching the page (no scroll),
+    and a row that was folded is clicked by its id. A fold the observation did not show is the
+    agent's error."""
+    observe = {"max_tokens": 1024, "tokenizer": str(trained["bytes"])}
+    row = re.compile(r'\[([^\]\s]+)\] link "Open 60"')
+
+    async def main() -> None:
+        async with webserv.AsyncClient(server) as client:
+            env, obs = await _make(client, "open", generated + "/table", observe)
+            assert not row.search(obs["axtree"])
+            r = await client.request("step", env, action='expand("fold-00000000-2")', observe=observe)
+            assert r["info"]["action_error_code"] == "missing", r["info"]
+            assert "no folded part" in r["obs"]["last_action_error"]
+            for _ in range(5):
+                if row.search(obs["axtree"]):
+                    break
+                fold = re.findall(r'expand\("(fold-[0-9a-f]{8}-\d+)"\)', obs["axtree"])[-1]
+                r = await client.request("step", env, action=f'expand("{fold}")', observe=observe)
+                obs = r["obs"]
+                assert not r["info"].get("action_error"), r["info"]
+                assert count(trained["bytes"], obs["axtree"]) == obs["obs_tokens"] <= 1024
+                assert f"showing {fold} first" in obs["axtree"].splitlines()[-1]
+                assert obs["viewport"]["scroll_y"] == 0
+            found = row.search(obs["axtree"])
+            assert found, obs["axtree"]
+            obs = (await client.request("step", env, action=f'click("{found[1]}")'))["obs"]
+            assert obs["title"] == "Reached 60", obs["title"]
             await client.request("close", env)
 
     asyncio.run(main())
