@@ -85,6 +85,7 @@ type axLine struct {
 	collapse int    // > 0: this line stands for so many collapsed siblings
 	key      uint32 // the line's place in the tree (its path of roles): folds name their parent by it
 	exp      bool   // under an expanded fold
+	pin      bool   // the expanded fold's parent or an ancestor of it: never folded
 }
 
 // budgetResult is a budgeted text view.
@@ -222,6 +223,9 @@ func (p *pruner) expand(parent uint32, first int) {
 			continue
 		}
 		p.expanded, p.expParent, p.expFirst = foldID(parent, first), i, first
+		for a := i; a >= 0; a = p.lines[a].parent {
+			p.lines[a].pin = true
+		}
 		for _, k := range p.kids[i][first:] {
 			p.exp = append(p.exp, k)
 			for j := k; j < len(p.lines) && (j == k || p.lines[j].depth > p.lines[k].depth); j++ {
@@ -387,12 +391,12 @@ func (p *pruner) collapse() {
 // one line per stretch of them.
 func (p *pruner) fold(ch []int, from, to int) {
 	for a := from; a < to; {
-		if p.lines[ch[a]].place == '0' {
+		if p.lines[ch[a]].place == '0' || p.lines[ch[a]].pin {
 			a++
 			continue
 		}
 		b := a
-		for b < to && p.lines[ch[b]].place == p.lines[ch[a]].place {
+		for b < to && p.lines[ch[b]].place == p.lines[ch[a]].place && !p.lines[ch[b]].pin {
 			b++
 		}
 		for _, i := range ch[a:b] {

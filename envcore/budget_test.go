@@ -176,6 +176,56 @@ func TestBudgetExpandShowsAFoldFirst(t *testing.T) {
 	}
 }
 
+// A fold inside an item of another fold (a list in each group of a list):
+// shown while its group is on the screen, it is expanded after the group
+// left the screen (scrolled away), and its group is kept out of the outer
+// fold, so its items are shown under their ancestors.
+func TestBudgetExpandsAFoldInsideAFold(t *testing.T) {
+	tok := byteBPE(t)
+	nested := func(onScreen int) (string, string) {
+		var lines []string
+		var places []byte
+		add := func(place byte, depth int, s string) {
+			lines = append(lines, strings.Repeat("\t", depth)+s)
+			places = append(places, place)
+		}
+		add('0', 0, `RootWebArea "Nested"`)
+		add('0', 1, `list`)
+		for i := range 40 {
+			p := byte('b')
+			if i == onScreen {
+				p = '0'
+			}
+			add(p, 2, fmt.Sprintf(`listitem "Group %d"`, i))
+			add(p, 3, `list`)
+			for j := range 40 {
+				add('b', 4, fmt.Sprintf(`[g%d-%d] link "Entry %d.%d"`, i, j, i, j))
+			}
+		}
+		return strings.Join(lines, "\n"), string(places)
+	}
+	text, places := nested(5)
+	out, _, _ := envcore.FitBudgetExpanded(text, places, 4096, tok, "")
+	_, after, ok := strings.Cut(out, "[g5-1] ")
+	m := foldRe.FindStringSubmatch(after)
+	if !ok || m == nil {
+		t.Fatalf("group 5's entries are not folded:\n%s", out)
+	}
+	text, places = nested(-1) // scrolled away: group 5 is below the screen
+	out, n, _ := envcore.FitBudgetExpanded(text, places, 1024, tok, m[1])
+	if n > 1024 || !strings.Contains(out, "[g5-2] ") || !strings.Contains(out, `listitem "Group 5"`) {
+		t.Fatalf("expand %s: %d tokens:\n%s", m[1], n, out)
+	}
+	prev := -1
+	for _, l := range strings.Split(out, "\n") {
+		d := len(l) - len(strings.TrimLeft(l, "\t"))
+		if d > prev+1 {
+			t.Fatalf("a line without its parent: %q\n%s", l, out)
+		}
+		prev = d
+	}
+}
+
 // Off-screen text goes before off-screen elements, which go before the
 // screen's: with room for some of the rows, none of the rows' cell texts
 // stays while a row's link is gone, and a line's ancestors stay with it.
