@@ -22,8 +22,6 @@ import asyncio
 import random
 import statistics
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,7 @@ from tokenizers import Tokenizer  # noqa: E402
 
 import webserv  # noqa: E402
 from webserv.launcher import LocalServer, find_binary  # noqa: E402
+from webserv.testing import PageServer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENIZER = Path(anthropic.__file__).parent / "tokenizer.json"
@@ -54,22 +53,8 @@ def generated() -> dict[str, str]:
     }
 
 
-def serve(pages: dict[str, str]) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            data = pages.get(self.path.split("?")[0], "<!doctype html><title>Other</title>").encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
+def serve(pages: dict[str, str]) -> PageServer:
+    return PageServer(lambda path, _: pages.get(path, "<!doctype html><title>Other</title>"))
 
 
 async def one_page(
@@ -150,7 +135,7 @@ def main() -> None:
         rows = asyncio.run(
             run(
                 srv.url,
-                f"http://127.0.0.1:{pages.server_address[1]}",
+                pages.url,
                 ns,
                 args.reps,
                 args.budget,
@@ -160,7 +145,7 @@ def main() -> None:
         )
     finally:
         srv.stop()
-        pages.shutdown()
+        pages.close()
     worst = max(rows, key=lambda r: r["cost_ms"])
     rep.update(
         rows=rows,

@@ -30,6 +30,7 @@ const (
 	Terminate ActionType = "terminate"  // end the episode with Answer
 	Noop      ActionType = "noop"       // do nothing for WaitMs, then observe
 	SendMsg   ActionType = "send_msg"   // send Text to the user (chat)
+	Expand    ActionType = "expand"     // show the fold Target first in the next observations (expand.go)
 )
 
 // Action is one agent action in structured form. Targets are semantic ids
@@ -208,6 +209,14 @@ var actionSpecs = []actionSpec{
 		}},
 	{typ: SendMsg, inert: true, evaluates: never, run: runNothing,
 		format: func(a Action) string { return call("send_msg_to_user", quote(a.Text)) }},
+	{typ: Expand, target: "the id of a folded part, fold-…", inert: true, evaluates: never, run: (*Env).runExpand,
+		check: func(a Action) error {
+			if _, _, ok := parseFoldID(a.Target); !ok {
+				return fmt.Errorf(`expand takes the id of a folded part as its fold line shows it, like expand("fold-3935a2be-2"), got %q`, a.Target)
+			}
+			return nil
+		},
+		format: func(a Action) string { return call("expand", quote(a.Target)) }},
 }
 
 // specOf returns the table entry of type typ.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -29,12 +31,19 @@ const MinTokenBudget = 128
 //     with a marker saying how much was cut;
 //  2. runs of like siblings (the same role and shape, collapseRun or more)
 //     off the screen are collapsed: the first collapseKeep stay, the others
-//     become one line "… N more items like this";
+//     become one line "… N more items like this", with the fold's id
+//     (foldID) that the expand action takes;
 //  3. then whole lines are dropped, class by class: off-screen text and
 //     decoration, off-screen elements with ids, off-screen headings and
-//     landmarks (and the lines of step 2), on-screen text, on-screen
-//     elements with ids, on-screen headings and landmarks;
-//  4. a last line says what was left out and how to see it (scroll).
+//     landmarks, on-screen text, on-screen elements with ids, on-screen
+//     headings and landmarks (and the lines of step 2), and last the
+//     children an expand asked for, whole, from the last up (those dropped
+//     are folded again, with the id of the first of them);
+//  4. a last line says what was left out and how to see it (scroll, expand).
+//
+// An expand (Expansion) names a fold: the children of the fold's parent
+// from its first item on are not collapsed and are kept before anything
+// else.
 const (
 	textKeep     = 100
 	textCutOver  = 120
@@ -52,6 +61,7 @@ const (
 	onText
 	onElement
 	onStructure
+	expanded // the children an expand asked for, and their lines
 	classes
 )
 
@@ -71,8 +81,11 @@ type axLine struct {
 	parent   int
 	cost     int // tokens of "\n"+text (the first line: of text)
 	kept     bool
-	children int // kept lines whose parent this is
-	collapse int // > 0: this line stands for so many collapsed siblings
+	children int    // kept lines whose parent this is
+	collapse int    // > 0: this line stands for so many collapsed siblings
+	key      uint32 // the line's place in the tree (its path of roles): folds name their parent by it
+	exp      bool   // under an expanded fold
+	pin      bool   // the expanded fold's parent or an ancestor of it: never folded
 }
 
 // budgetResult is a budgeted text view.
@@ -80,33 +93,72 @@ type budgetResult struct {
 	text      string
 	tokens    int
 	truncated bool
+	// folds are the ids of the fold lines the text shows, sorted: the ids
+	// an expand may name.
+	folds []string
+}
+
+// A fold's id names the parent whose children it collapsed (by the path of
+// roles from the page's root, hashed) and the first child it stands for:
+// "fold-1a2b3c4d-40". It depends only on the page's tree, so it stays the
+// same while the page does, scrolled or not.
+const foldPrefix = "fold-"
+
+func foldID(parent uint32, first int) string {
+	return fmt.Sprintf("%s%08x-%d", foldPrefix, parent, first)
+}
+
+// parseFoldID reads a fold id back.
+func parseFoldID(id string) (parent uint32, first int, ok bool) {
+	rest, found := strings.CutPrefix(id, foldPrefix)
+	h, n, found2 := strings.Cut(rest, "-")
+	if !found || !found2 || len(h) != 8 {
+		return 0, 0, false
+	}
+	v, err := strconv.ParseUint(h, 16, 32)
+	if err != nil {
+		return 0, 0, false
+	}
+	f, err := strconv.Atoi(n)
+	if err != nil || f < 0 || strconv.Itoa(f) != n {
+		return 0, 0, false
+	}
+	return uint32(v), f, true
 }
 
 // fitBudget prunes the axtree text (with its lines' places) to at most max
-// tokens as c counts them. The same text and places always give the same
-// result.
-func fitBudget(text, places string, max int, c TokenCounter) budgetResult {
+// tokens as c counts them, the fold expand names (a fold id, or "") shown
+// first. The same text, places and expand always give the same result.
+func fitBudget(text, places string, max int, c TokenCounter, expand string) budgetResult {
 	if n := c.Count(text); n <= max {
 		return budgetResult{text: text, tokens: n}
 	}
 	lines := parseAXLines(text, places)
-	p := &pruner{lines: lines, c: c}
+	p := &pruner{lines: lines, c: c, kids: make([][]int, len(lines))}
+	p.tree()
+	if k, first, ok := parseFoldID(expand); ok {
+		p.expand(k, first)
+	}
 	p.shorten()
 	p.collapse()
 	p.cost() // of the lines left: a fold spares counting what it stands for
 	// The closing line is counted at its longest (no count exceeds the
 	// number of lines), so that it always fits.
 	n := len(lines)
-	reserve := c.Count("\n" + summaryLine(n, n, n, n, n))
+	reserve := c.Count("\n" + summaryLine(n, n, n, n, n, p.expanded))
 	target := max - reserve
 	for {
 		for k := pruneClass(0); k < classes && p.total() > target; k++ {
-			p.drop(k, target)
+			if k == expanded {
+				p.dropExpanded(target)
+			} else {
+				p.drop(k, target)
+			}
 		}
 		out := p.render()
 		n := c.Count(out)
 		if n <= max {
-			return budgetResult{text: out, tokens: n, truncated: true}
+			return budgetResult{text: out, tokens: n, truncated: true, folds: p.foldIDs()}
 		}
 		if p.kept() <= 1 {
 			// Nothing left to drop but the title: cut the text itself.
@@ -119,9 +171,70 @@ func fitBudget(text, places string, max int, c TokenCounter) budgetResult {
 
 type pruner struct {
 	lines                         []axLine
+	kids                          [][]int // each line's children, in order
 	c                             TokenCounter
 	shortened                     int
 	above, below, onScreen, folds int
+	// expanded is the fold an expand asked for ("" when none applies), and
+	// exp the children it shows (line indices), in order; tail is the
+	// first of them folded again (len(exp) when none is).
+	expanded  string
+	expParent int
+	expFirst  int
+	exp       []int
+	tail      int
+}
+
+// tree lists the lines' children and gives every line its key: its
+// parent's key, its role and its rank among its parent's children of that
+// role, hashed.
+func (p *pruner) tree() {
+	for i, l := range p.lines {
+		if l.parent >= 0 {
+			p.kids[l.parent] = append(p.kids[l.parent], i)
+		}
+	}
+	var b [4]byte
+	for i := range p.lines {
+		if i == 0 || p.lines[i].parent < 0 {
+			h := fnv.New32a()
+			h.Write([]byte(p.lines[i].role))
+			p.lines[i].key = h.Sum32()
+		}
+		rank := map[string]int{}
+		for _, k := range p.kids[i] {
+			h := fnv.New32a()
+			binary.LittleEndian.PutUint32(b[:], p.lines[i].key)
+			h.Write(b[:])
+			h.Write([]byte(p.lines[k].role))
+			fmt.Fprintf(h, "#%d", rank[p.lines[k].role])
+			rank[p.lines[k].role]++
+			p.lines[k].key = h.Sum32()
+		}
+	}
+}
+
+// expand marks the children of the line keyed parent from its first-th on,
+// and their lines, as shown first. A key no line has changes nothing (the
+// page changed since the fold was shown).
+func (p *pruner) expand(parent uint32, first int) {
+	for i, l := range p.lines {
+		if l.key != parent || first >= len(p.kids[i]) {
+			continue
+		}
+		p.expanded, p.expParent, p.expFirst = foldID(parent, first), i, first
+		for a := i; a >= 0; a = p.lines[a].parent {
+			p.lines[a].pin = true
+		}
+		for _, k := range p.kids[i][first:] {
+			p.exp = append(p.exp, k)
+			for j := k; j < len(p.lines) && (j == k || p.lines[j].depth > p.lines[k].depth); j++ {
+				p.lines[j].exp = true
+			}
+		}
+		p.tail = len(p.exp)
+		return
+	}
 }
 
 // parseAXLines reads the lines' depth (tabs), id and role.
@@ -253,59 +366,125 @@ func (p *pruner) shapes(kids [][]int) []uint64 {
 	return out
 }
 
-// collapse folds runs of like siblings off the screen.
+// collapse folds runs of like siblings off the screen (not the children
+// an expand shows).
 func (p *pruner) collapse() {
-	kids := make([][]int, len(p.lines))
-	for i, l := range p.lines {
-		if l.parent >= 0 {
-			kids[l.parent] = append(kids[l.parent], i)
+	shapes := p.shapes(p.kids)
+	for parent, ch := range p.kids {
+		if len(p.exp) > 0 && parent == p.expParent {
+			ch = ch[:p.expFirst]
 		}
-	}
-	shapes := p.shapes(kids)
-	for _, ch := range kids {
 		for a := 0; a < len(ch); {
 			b := a + 1
 			for b < len(ch) && shapes[ch[b]] == shapes[ch[a]] {
 				b++
 			}
 			if b-a >= collapseRun {
-				p.fold(ch[a+collapseKeep : b])
+				p.fold(ch, a+collapseKeep, b)
 			}
 			a = b
 		}
 	}
 }
 
-// fold replaces the off-screen lines of run (siblings) by one line per
-// stretch of them.
-func (p *pruner) fold(run []int) {
-	for a := 0; a < len(run); {
-		if p.lines[run[a]].place == '0' {
+// fold replaces the off-screen lines of the run ch[from:to] (siblings) by
+// one line per stretch of them.
+func (p *pruner) fold(ch []int, from, to int) {
+	for a := from; a < to; {
+		if p.lines[ch[a]].place == '0' || p.lines[ch[a]].pin {
 			a++
 			continue
 		}
 		b := a
-		for b < len(run) && p.lines[run[b]].place == p.lines[run[a]].place {
+		for b < to && p.lines[ch[b]].place == p.lines[ch[a]].place && !p.lines[ch[b]].pin {
 			b++
 		}
-		first := run[a]
-		for _, i := range run[a:b] {
+		for _, i := range ch[a:b] {
 			p.dropTree(i)
 		}
-		l := &p.lines[first]
-		l.kept, l.collapse, l.children = true, b-a, 0
-		if l.parent >= 0 {
-			p.lines[l.parent].children++
-		}
-		where := "below the screen: scroll down to see them"
-		if l.place == 'a' {
-			where = "above the screen: scroll up to see them"
-		}
-		l.text = strings.Repeat("\t", l.depth) + fmt.Sprintf("… %d more items like this (%s)", b-a, where)
-		l.role, l.hasID = "", false
-		l.cost = p.lineCost(first)
+		p.foldLine(ch[a], a, b-a)
 		p.folds += b - a
 		a = b
+	}
+}
+
+// foldLine makes line i, the rank-th child of its parent, the line of a
+// fold of n siblings from it on.
+func (p *pruner) foldLine(i, rank, n int) {
+	l := &p.lines[i]
+	l.kept, l.collapse, l.children = true, n, 0
+	if l.parent >= 0 {
+		p.lines[l.parent].children++
+	}
+	id := quote(foldID(p.lines[l.parent].key, rank))
+	where := "below the screen: scroll down, or expand(" + id + "), to see them"
+	switch l.place {
+	case 'a':
+		where = "above the screen: scroll up, or expand(" + id + "), to see them"
+	case '0':
+		where = "expand(" + id + ") to see them"
+	}
+	l.text = strings.Repeat("\t", l.depth) + fmt.Sprintf("… %d more items like this (%s)", n, where)
+	l.role, l.hasID = "", false
+	l.cost = p.lineCost(i)
+}
+
+// dropExpanded drops the children an expand shows, whole, from the last
+// up, until the total is within target; those dropped are folded again
+// into one line, named by the first of them. When all are folded and it is
+// still over, that line goes too.
+func (p *pruner) dropExpanded(target int) {
+	total := p.total()
+	for p.tail > 0 && total > target {
+		j := p.tail - 1
+		i := p.exp[j]
+		if p.tail < len(p.exp) { // the fold so far: it moves up to i
+			old := p.exp[p.tail]
+			total -= p.lines[old].cost
+			p.lines[old].kept = false
+			p.lines[p.lines[old].parent].children--
+		}
+		for k := i; k < len(p.lines) && (k == i || p.lines[k].depth > p.lines[i].depth); k++ {
+			if p.lines[k].kept {
+				total -= p.lines[k].cost
+			}
+		}
+		p.dropTree(i)
+		p.foldLine(i, p.expFirst+j, len(p.exp)-j)
+		total += p.lines[i].cost
+		p.tail = j
+	}
+	if p.tail == 0 && len(p.exp) > 0 && total > target {
+		if l := &p.lines[p.exp[0]]; l.kept {
+			l.kept = false
+			p.lines[l.parent].children--
+			p.count(l.place, len(p.exp))
+		}
+	}
+}
+
+// foldIDs are the ids of the kept fold lines, sorted.
+func (p *pruner) foldIDs() []string {
+	var out []string
+	for i, l := range p.lines {
+		if l.kept && l.collapse > 0 {
+			rank := slices.Index(p.kids[l.parent], i)
+			out = append(out, foldID(p.lines[l.parent].key, rank))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// count adds n lines left out at place to the closing line's counts.
+func (p *pruner) count(place byte, n int) {
+	switch place {
+	case 'a':
+		p.above += n
+	case '0':
+		p.onScreen += n
+	default:
+		p.below += n
 	}
 }
 
@@ -323,9 +502,17 @@ func (p *pruner) dropTree(i int) {
 }
 
 func (p *pruner) class(l axLine) pruneClass {
+	if l.exp {
+		return expanded
+	}
+	if l.collapse > 0 {
+		// A fold says what is where and is the agent's way to it
+		// (expand): it stays as long as the screen's outline.
+		return onStructure
+	}
 	k := offText
 	switch {
-	case structural[l.role] || l.collapse > 0: // a fold says what is where: it stays as long as the outline
+	case structural[l.role]:
 		k = offStructure
 	case l.hasID:
 		k = offElement
@@ -356,14 +543,7 @@ func (p *pruner) drop(k pruneClass, target int) {
 			n = l.collapse
 			p.folds -= n
 		}
-		switch l.place {
-		case 'a':
-			p.above += n
-		case '0':
-			p.onScreen += n
-		default:
-			p.below += n
-		}
+		p.count(l.place, n)
 	}
 }
 
@@ -378,19 +558,26 @@ func (p *pruner) render() string {
 		}
 	}
 	b.WriteByte('\n')
-	b.WriteString(summaryLine(p.shortened, p.folds, p.above, p.below, p.onScreen))
+	folds := p.folds + len(p.exp) - p.tail
+	if p.tail == 0 && len(p.exp) > 0 && !p.lines[p.exp[0]].kept {
+		folds -= len(p.exp) // the expanded part's own fold went too
+	}
+	b.WriteString(summaryLine(p.shortened, folds, p.above, p.below, p.onScreen, p.expanded))
 	return b.String()
 }
 
 // summaryLine is the last line of a pruned observation: what was left
 // out and how to see it.
-func summaryLine(shortened, folds, above, below, onScreen int) string {
+func summaryLine(shortened, folds, above, below, onScreen int, expanded string) string {
 	var parts []string
+	if expanded != "" {
+		parts = append(parts, "showing "+expanded+" first (expanded)")
+	}
 	if shortened > 0 {
 		parts = append(parts, fmt.Sprintf("%d long texts cut", shortened))
 	}
 	if folds > 0 {
-		parts = append(parts, fmt.Sprintf("%d like items collapsed (scroll to see them)", folds))
+		parts = append(parts, fmt.Sprintf("%d like items collapsed (scroll, or expand a fold, to see them)", folds))
 	}
 	if above > 0 {
 		parts = append(parts, fmt.Sprintf("%d lines above the screen left out (scroll up)", above))

@@ -96,12 +96,133 @@ func TestBudgetFitsKeepsTheScreenAndIsStable(t *testing.T) {
 		}
 		if max == 4096 {
 			// Room for the screen, the outline and the fold of the table's rows.
-			for _, want := range []string{`heading "Everything" level=2`, "… 298 more items like this (below the screen: scroll down to see them)", "[item-0] ", "[item-1] ", `(1340 more characters)`} {
+			for _, want := range []string{`heading "Everything" level=2`, "… 298 more items like this (below the screen: scroll down, or expand(\"fold-", "[item-0] ", "[item-1] ", `(1340 more characters)`} {
 				if !strings.Contains(out, want) {
 					t.Errorf("budget 4096: %q is missing:\n%s", want, out)
 				}
 			}
 		}
+	}
+}
+
+var foldRe = regexp.MustCompile(`expand\("(fold-[0-9a-f]{8}-(\d+))"\)`)
+
+// An expand shows a fold's items first, in pages: each observation keeps
+// as many of them as the budget holds and folds the rest again under the
+// id of the first left out, which the next expand takes; an expand of a
+// fold the page does not have changes nothing; the text stays within the
+// budget and byte-stable.
+func TestBudgetExpandShowsAFoldFirst(t *testing.T) {
+	tok := byteBPE(t)
+	text, places := page()
+	plain, _, folds := envcore.FitBudgetExpanded(text, places, 1024, tok, "")
+	m := foldRe.FindStringSubmatch(plain)
+	if m == nil || len(folds) != 1 || folds[0] != m[1] || m[2] != "2" {
+		t.Fatalf("no fold line with the id of the fold (folds %v):\n%s", folds, plain)
+	}
+	id := m[1]
+	seen := map[int]bool{}
+	for page := 0; page < 3; page++ {
+		out, n, folds := envcore.FitBudgetExpanded(text, places, 1024, tok, id)
+		if n > 1024 || n != tok.Count(out) {
+			t.Fatalf("expand %s: %d tokens (counted %d)", id, n, tok.Count(out))
+		}
+		if again, _, _ := envcore.FitBudgetExpanded(text, places, 1024, tok, id); again != out {
+			t.Fatalf("expand %s: two prunings differ", id)
+		}
+		if !strings.Contains(out, "showing "+id+" first") {
+			t.Fatalf("expand %s: the closing line does not say what is shown:\n%s", id, out)
+		}
+		_, first, _ := strings.Cut(id, "-")
+		_, first, _ = strings.Cut(first, "-")
+		if !strings.Contains(out, fmt.Sprintf("[item-%s] ", first)) {
+			t.Fatalf("expand %s: its first item is not shown:\n%s", id, out)
+		}
+		rows := 0
+		for _, m := range idRe.FindAllStringSubmatch(out, -1) {
+			var i int
+			if _, err := fmt.Sscanf(m[1], "item-%d", &i); err == nil && i >= 2 {
+				if seen[i] {
+					t.Fatalf("item %d shown by two pages", i)
+				}
+				seen[i] = true
+				rows++
+			}
+		}
+		if rows < 10 {
+			t.Fatalf("expand %s: only %d of its items shown within 1024 tokens:\n%s", id, rows, out)
+		}
+		next := ""
+		for _, f := range folds {
+			if f != id && strings.HasPrefix(f, id[:len("fold-12345678")]) {
+				next = f
+			}
+		}
+		if next == "" || !strings.Contains(out, `expand("`+next+`")`) {
+			t.Fatalf("expand %s: the items left out are not folded again (folds %v):\n%s", id, folds, out)
+		}
+		id = next
+	}
+	// A fold the page does not have (the page changed): the text is as
+	// without an expand.
+	if out, _, _ := envcore.FitBudgetExpanded(text, places, 1024, tok, "fold-00000000-2"); out != plain {
+		t.Fatalf("an expand of no fold of the page changed the text:\n%s", out)
+	}
+	// The smallest budget: the expanded part goes last, and the text fits.
+	for _, max := range []int{envcore.MinTokenBudget, 256} {
+		if out, n, _ := envcore.FitBudgetExpanded(text, places, max, tok, m[1]); n > max || n != tok.Count(out) {
+			t.Fatalf("budget %d with an expand: %d tokens:\n%s", max, n, out)
+		}
+	}
+}
+
+// A fold inside an item of another fold (a list in each group of a list):
+// shown while its group is on the screen, it is expanded after the group
+// left the screen (scrolled away), and its group is kept out of the outer
+// fold, so its items are shown under their ancestors.
+func TestBudgetExpandsAFoldInsideAFold(t *testing.T) {
+	tok := byteBPE(t)
+	nested := func(onScreen int) (string, string) {
+		var lines []string
+		var places []byte
+		add := func(place byte, depth int, s string) {
+			lines = append(lines, strings.Repeat("\t", depth)+s)
+			places = append(places, place)
+		}
+		add('0', 0, `RootWebArea "Nested"`)
+		add('0', 1, `list`)
+		for i := range 40 {
+			p := byte('b')
+			if i == onScreen {
+				p = '0'
+			}
+			add(p, 2, fmt.Sprintf(`listitem "Group %d"`, i))
+			add(p, 3, `list`)
+			for j := range 40 {
+				add('b', 4, fmt.Sprintf(`[g%d-%d] link "Entry %d.%d"`, i, j, i, j))
+			}
+		}
+		return strings.Join(lines, "\n"), string(places)
+	}
+	text, places := nested(5)
+	out, _, _ := envcore.FitBudgetExpanded(text, places, 4096, tok, "")
+	_, after, ok := strings.Cut(out, "[g5-1] ")
+	m := foldRe.FindStringSubmatch(after)
+	if !ok || m == nil {
+		t.Fatalf("group 5's entries are not folded:\n%s", out)
+	}
+	text, places = nested(-1) // scrolled away: group 5 is below the screen
+	out, n, _ := envcore.FitBudgetExpanded(text, places, 1024, tok, m[1])
+	if n > 1024 || !strings.Contains(out, "[g5-2] ") || !strings.Contains(out, `listitem "Group 5"`) {
+		t.Fatalf("expand %s: %d tokens:\n%s", m[1], n, out)
+	}
+	prev := -1
+	for _, l := range strings.Split(out, "\n") {
+		d := len(l) - len(strings.TrimLeft(l, "\t"))
+		if d > prev+1 {
+			t.Fatalf("a line without its parent: %q\n%s", l, out)
+		}
+		prev = d
 	}
 }
 

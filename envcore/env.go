@@ -454,7 +454,7 @@ func (e *Env) step(ctx context.Context, p Parsed, opts ObserveOptions) (Observat
 		e.chat = append(e.chat, ChatMessage{Role: "assistant", Text: a.Text})
 	}
 	settleFrom := start
-	if a.Type == Terminate || a.Type == SendMsg {
+	if s, ok := specOf(a.Type); ok && s.inert {
 		settleFrom = time.Time{} // nothing happened in the page
 	}
 	return e.finishStep(ctx, info, settleFrom, a.String(), opts)

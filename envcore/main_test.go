@@ -125,6 +125,21 @@ func fixtureHandler() http.Handler {
 	mux.HandleFunc("/big.html", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, bigPage(100))
 	})
+	// /table.html is a table of 5,000 rows (?rows=N: N), far over any
+	// token budget; row i links to /counted/row-i.
+	mux.HandleFunc("/table.html", func(w http.ResponseWriter, r *http.Request) {
+		rows, err := strconv.Atoi(r.URL.Query().Get("rows"))
+		if err != nil {
+			rows = 5000
+		}
+		var b strings.Builder
+		b.WriteString(`<!doctype html><title>Table</title><h1>Inventory</h1><table>`)
+		for i := range rows {
+			fmt.Fprintf(&b, `<tr><td>Item %d</td><td><a href="/counted/row-%d">Open %d</a></td></tr>`, i, i, i)
+		}
+		b.WriteString(`</table>`)
+		fmt.Fprint(w, b.String())
+	})
 	return mux
 }
 

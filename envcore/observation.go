@@ -315,8 +315,9 @@ func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation
 		if obs.AXTree == "" { // no injected script: the title alone
 			obs.AXTree = "RootWebArea " + jsQuote(obs.Title)
 		}
-		r := fitBudget(obs.AXTree, p.Places, opts.MaxTokens, opts.Counter)
+		r := fitBudget(obs.AXTree, p.Places, opts.MaxTokens, opts.Counter, t.expansion())
 		obs.AXTree, obs.ObsTokens, obs.ObsTruncated = r.text, r.tokens, r.truncated
+		t.shown(r.folds)
 		obs.HTML = ""
 	}
 	if obs.Clickable == nil {

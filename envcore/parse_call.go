@@ -534,6 +534,11 @@ var callForms = []callForm{
 			a.Text, err = c.str(0, "the message", "text")
 			return err
 		}},
+	{names: []string{"expand"},
+		desc:    "Show a part the observation folded to fit its token budget (a line \"… N more items like this\" gives its id): the next observations keep its items first, until the page navigates. Nothing in the page changes.",
+		args:    []ActionArg{bid(Expand)},
+		example: `expand("fold-3935a2be-2")`,
+		parse:   targetOnly(Expand)},
 	{names: []string{"noop"}, aliases: []string{"wait"},
 		desc:    "Do nothing, wait up to wait_ms, then observe (for a page still changing).",
 		args:    []ActionArg{{Name: "wait_ms", Type: ArgInteger, Doc: fmt.Sprintf("milliseconds to wait, 0 to %d", MaxNoopWait)}},

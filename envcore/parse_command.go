@@ -125,6 +125,7 @@ var commandForms = []commandForm{
 	{[]string{"go_forward"}, 0, 0, "", bare(Forward)},
 	{[]string{"refresh"}, 0, 0, "", bare(Refresh)},
 	{[]string{"noop"}, 0, 0, "", bare(Noop)},
+	{[]string{"expand"}, 1, 1, "expand [fold-3935a2be-2]", targetGroup(Expand)},
 	{[]string{"stop"}, 0, 1, "", func(_ string, g []string, a *Action) error {
 		a.Type = Terminate
 		if len(g) == 1 {

@@ -45,6 +45,8 @@ type tab struct {
 	// spin is how long the page's main thread has been busy without a
 	// break, as the resource watch samples it (resources.go).
 	spin spinWatch
+	// fold is what an expand keeps of the budgeted observations (expand.go).
+	fold foldState
 }
 
 func newTab(env *Env, session proto.TargetSessionID, info *proto.TargetTargetInfo) *tab {
@@ -144,6 +146,15 @@ func (t *tab) onEvent(msg *rod.Message) {
 		var ev proto.PageFrameNavigated
 		if msg.Load(&ev) {
 			t.net.onFrameNavigated(&ev)
+			if ev.Frame.ParentID == "" {
+				t.navigated()
+			}
+		}
+	}
+	if msg.Method == "Page.navigatedWithinDocument" {
+		var ev proto.PageNavigatedWithinDocument
+		if msg.Load(&ev) && string(ev.FrameID) == string(t.id) {
+			t.navigated()
 		}
 	}
 	if t.load.onEvent(msg) {

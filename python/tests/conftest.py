@@ -7,13 +7,12 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
 
 import pytest
 
 from webserv.launcher import LocalServer, find_binary
+from webserv.testing import PageServer
 
 PAGE = """<!doctype html><title>Page {n}</title><h1>Shop {n}</h1>
 <button onclick="load()">Load</button><p id="out">empty</p>
@@ -26,54 +25,41 @@ async function load() {{
 </script>"""
 
 
-class _Pages(BaseHTTPRequestHandler):
+class _Pages:
     # /api requests in flight now, and the most at once since the last reset_api_peak().
     lock = threading.Lock()
     api_in_flight = 0
     api_peak = 0
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        url = urlparse(self.path)
-        q = {k: v[0] for k, v in parse_qs(url.query).items()}
-        if url.path == "/api":
-            with _Pages.lock:
-                _Pages.api_in_flight += 1
-                _Pages.api_peak = max(_Pages.api_peak, _Pages.api_in_flight)
-            try:
-                time.sleep(int(q.get("ms", "0")) / 1000)
-            finally:
-                with _Pages.lock:
-                    _Pages.api_in_flight -= 1
-            body = f"loaded {q.get('n', '?')}"
-        elif url.path == "/grow":
-            # A page whose button grows the DOM far past any sane size (a resource limit's case).
-            body = (
-                '<!doctype html><title>Grow</title><button onclick="for (let i = 0; i < 20000; i++)'
-                " document.body.appendChild(document.createElement('div'))\">Grow</button>"
-            )
-        elif url.path == "/img":
-            # A page whose image is elsewhere (?src=URL): what the network policy may refuse.
-            body = f'<!doctype html><title>Image</title><img src="{html.escape(q.get("src", ""))}" alt="x">'
-        else:
-            n = int(q.get("n", "0"))
-            body = PAGE.format(n=n, next=n + 1)
-        data = body.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
-    def log_message(self, *args: object) -> None:
-        pass
+def _page(path: str, q: dict[str, str]) -> str:
+    if path == "/api":
+        with _Pages.lock:
+            _Pages.api_in_flight += 1
+            _Pages.api_peak = max(_Pages.api_peak, _Pages.api_in_flight)
+        try:
+            time.sleep(int(q.get("ms", "0")) / 1000)
+        finally:
+            with _Pages.lock:
+                _Pages.api_in_flight -= 1
+        return f"loaded {q.get('n', '?')}"
+    if path == "/grow":
+        # A page whose button grows the DOM far past any sane size (a resource limit's case).
+        return (
+            '<!doctype html><title>Grow</title><button onclick="for (let i = 0; i < 20000; i++)'
+            " document.body.appendChild(document.createElement('div'))\">Grow</button>"
+        )
+    if path == "/img":
+        # A page whose image is elsewhere (?src=URL): what the network policy may refuse.
+        return f'<!doctype html><title>Image</title><img src="{html.escape(q.get("src", ""))}" alt="x">'
+    n = int(q.get("n", "0"))
+    return PAGE.format(n=n, next=n + 1)
 
 
 @pytest.fixture(scope="session")
 def pages() -> Iterator[str]:
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
+    with PageServer(_page) as srv:
+        yield srv.url
 
 
 def reset_api_peak() -> None:

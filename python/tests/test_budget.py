@@ -2,7 +2,7 @@
 real Chromium: on the bundled shop's pages and on generated pages far over any budget, the text
 counts at most N tokens as Hugging Face's tokenizers package counts it (and exactly what the server
 says), the first screen's elements keep their ids, the text is byte-stable, and an element left out
-is reached by scrolling, as the closing line says.
+is reached by scrolling, as the closing line says, or a folded one with expand.
 
 The tokenizers are trained here with the tokenizers package on the shop's pages (no download): a
 BPE over words, a byte-level BPE like the large models' and one split as Llama 3 splits; a fourth
@@ -11,13 +11,12 @@ is a large model's own."""
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import anthropic
 import pytest
@@ -27,6 +26,7 @@ import webserv
 from webserv.integrations.trl import web_environment
 from webserv.integrations.verl import WebAgentLoop, WebTool
 from webserv.options import EnvOptions
+from webserv.testing import PageServer
 
 BUDGETS = (256, 1024, 4096)
 LLAMA3_SPLIT = (
@@ -64,30 +64,16 @@ def _links() -> str:
 GENERATED = {"/table": _table(), "/article": _article(), "/links": _links()}
 
 
-class _Generated(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        url = urlparse(self.path)
-        body = GENERATED.get(url.path)
-        if body is None:
-            i = parse_qs(url.query).get("i", ["?"])[0]
-            body = f"<!doctype html><title>Reached {i}</title><h1>Reached {i}</h1>"
-        data = body.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
+def _generated(path: str, query: dict[str, str]) -> str:
+    """The generated pages; any other path is where a link leads (``?i=N``: "Reached N")."""
+    i = query.get("i", "?")
+    return GENERATED.get(path, f"<!doctype html><title>Reached {i}</title><h1>Reached {i}</h1>")
 
 
 @pytest.fixture(scope="module")
 def generated() -> Iterator[str]:
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Generated)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
+    with PageServer(_generated) as srv:
+        yield srv.url
 
 
 async def _make(
@@ -161,6 +147,19 @@ def count(path: Path, text: str) -> int:
     return len(_loaded[path].encode(text, add_special_tokens=False).ids)
 
 
+_counter: ProcessPoolExecutor | None = None
+
+
+async def acount(path: Path, text: str) -> int:
+    """count, in another process: counting a page of megabytes holds the interpreter (the package
+    does not release it) long enough on a loaded host that the client would miss the server's
+    pings, and the server end the connection and its environments."""
+    global _counter
+    if _counter is None:
+        _counter = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    return await asyncio.get_running_loop().run_in_executor(_counter, count, path, text)
+
+
 def first_screen_ids(obs: dict[str, Any]) -> set[str]:
     """The interactive elements (clickable or inputs) the first screen shows."""
     interactive = set(obs["clickable"]) | {i["id"] for i in obs["inputs"]} | {s["id"] for s in obs["selects"]}
@@ -177,12 +176,12 @@ def test_budget_fits_and_counts_exactly(server: str, generated: str, trained: di
                 env, full = await _make(client, site, url, {"axtree": True, "geometry": True})
                 on_screen = first_screen_ids(full)
                 for name, path in trained.items():
-                    whole = count(path, full["axtree"])
+                    whole = await acount(path, full["axtree"])
                     for n in BUDGETS:
                         observe = {"max_tokens": n, "tokenizer": str(path)}
                         obs = (await client.request("observe", env, observe=observe))["obs"]
                         text, where = obs["axtree"], (url, name, n)
-                        assert count(path, text) == obs["obs_tokens"] <= n, where
+                        assert await acount(path, text) == obs["obs_tokens"] <= n, where
                         assert obs.get("obs_truncated", False) == (whole > n), where
                         assert obs["html"] == "", where  # only the budgeted view is sent
                         if whole <= n:
@@ -257,6 +256,40 @@ def test_an_element_left_out_is_reached_by_scrolling(
     asyncio.run(main())
 
 
+def test_a_folded_row_is_reached_with_expand(server: str, generated: str, trained: dict[str, Path]) -> None:
+    """Over 1024 tokens the 5,000-row table folds the rows below the screen into one line with an
+    id; expand("fold-…") shows them first, page by page, without touching the page (no scroll),
+    and a row that was folded is clicked by its id. A fold the observation did not show is the
+    agent's error."""
+    observe = {"max_tokens": 1024, "tokenizer": str(trained["bytes"])}
+    row = re.compile(r'\[([^\]\s]+)\] link "Open 60"')
+
+    async def main() -> None:
+        async with webserv.AsyncClient(server) as client:
+            env, obs = await _make(client, "open", generated + "/table", observe)
+            assert not row.search(obs["axtree"])
+            r = await client.request("step", env, action='expand("fold-00000000-2")', observe=observe)
+            assert r["info"]["action_error_code"] == "missing", r["info"]
+            assert "no folded part" in r["obs"]["last_action_error"]
+            for _ in range(5):
+                if row.search(obs["axtree"]):
+                    break
+                fold = re.findall(r'expand\("(fold-[0-9a-f]{8}-\d+)"\)', obs["axtree"])[-1]
+                r = await client.request("step", env, action=f'expand("{fold}")', observe=observe)
+                obs = r["obs"]
+                assert not r["info"].get("action_error"), r["info"]
+                assert await acount(trained["bytes"], obs["axtree"]) == obs["obs_tokens"] <= 1024
+                assert f"showing {fold} first" in obs["axtree"].splitlines()[-1]
+                assert obs["viewport"]["scroll_y"] == 0
+            found = row.search(obs["axtree"])
+            assert found, obs["axtree"]
+            obs = (await client.request("step", env, action=f'click("{found[1]}")'))["obs"]
+            assert obs["title"] == "Reached 60", obs["title"]
+            await client.request("close", env)
+
+    asyncio.run(main())
+
+
 def test_bad_budgets_are_refused(server: str, trained: dict[str, Path]) -> None:
     async def main() -> None:
         async with webserv.AsyncClient(server) as client:
@@ -306,7 +339,7 @@ def test_the_adapters_pass_the_budget_down(server: str, generated: str, trained:
         await tool.create("req", start_url=generated + "/table")
         text, _, _ = await tool.execute("req", {"action": "scroll(0, 600)"})
         page = text[text.index("RootWebArea") :]
-        assert count(path, page) <= n and "[observation cut to its token budget:" in page
+        assert await acount(path, page) <= n and "[observation cut to its token budget:" in page
         await tool.release("req")
 
     asyncio.run(verl())
