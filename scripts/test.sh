@@ -26,7 +26,10 @@ start=$SECONDS
 # 214 s, and 140 s since its oracle test plays a wrong sequence per kind of
 # task rather than per task, 2026-11-23). Named in path order it
 # started only after 77 s of other packages, and the suite waited on it
-# alone at the end.
+# alone at the end. Its parallel tests run two at a time (-parallel is
+# GOMAXPROCS): tried six at a time on a saturated host (load 55 to 70), the
+# tests' own limits ran out (a site ready within 20 s, an action within
+# 10 s) and two tracker tests failed (2026-11-27).
 "$go" test -vet=off -count=1 -timeout 30m ./server ./envcore ./bench/suites ./incusmgr ./... >"$out/go" 2>&1 &
 gopid=$!
 # pytest-xdist: four workers. A work unit is a test module (its module

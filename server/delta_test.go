@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -24,7 +25,7 @@ import (
 // A typical step's delta is a small part of the observation.
 func TestOracleTransitionDeltas(t *testing.T) {
 	t.Parallel()
-	_, trajDir, runs, files := recordedShopOracles(t)
+	trajDir, runs, files := recordedShopOracles(t)
 	t.Logf("%d oracle episodes recorded", len(runs))
 	type key struct {
 		id   string
@@ -103,32 +104,59 @@ func TestOracleTransitionDeltas(t *testing.T) {
 	}
 }
 
-// recordOracles plays runs in recording environments, one worker each, a
-
-// recordedShopOracles serves the bundled shop with recording on and
-// records the oracle episodes of its first two tasks of each kind
-// (storefront and admin; Verified's left out); it gives the server's
-// client, the trajectory directory, the runs and their episode files.
-func recordedShopOracles(t *testing.T) (*client, string, []oracleRun, []string) {
-	t.Helper()
-	dir := t.TempDir()
-	trajDir := filepath.Join(dir, "trajectories")
-	cl := shopServerOn(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}},
-		server.Config{TrajectoryDir: trajDir, MaxCreating: 4, MaxEnvs: 16}, nil)
-	var runs []oracleRun
-	for _, r := range oracleRuns(t, firstOfEachKind(2), func(int, bundledTask) bool { return false }) {
-		if !strings.HasPrefix(r.task, "verified.") {
-			runs = append(runs, r)
-		}
-	}
-	recordOracles(t, cl, runs, 2)
-	files, err := trajectory.Find(trajDir)
-	if err != nil || len(files) != len(runs) {
-		t.Fatalf("%d episodes recorded for %d runs: %v", len(files), len(runs), err)
-	}
-	return cl, trajDir, runs, files
+// shopRecording is the recording recordedShopOracles makes once per test
+// binary: TestOracleTransitionDeltas and TestDreams read the same
+// episodes, and recording them is the larger part of either test. Its
+// directory outlives the test that made it; TestMain removes it.
+var shopRecording struct {
+	once         sync.Once
+	dir, trajDir string
+	runs         []oracleRun
+	files        []string
+	err          error // why there is no recording
 }
 
+// recordedShopOracles gives the trajectory directory, runs and episode
+// files of the bundled shop's oracle episodes of its first two tasks of
+// each kind (storefront and admin; Verified's left out), recorded once on
+// a server of their own the first time a test asks. A test that dreams
+// serves them on its own server (TrajectoryDir: the directory given).
+func recordedShopOracles(t *testing.T) (string, []oracleRun, []string) {
+	t.Helper()
+	shopRecording.once.Do(func() {
+		shopRecording.err = fmt.Errorf("the test that recorded them (%s) failed first", t.Name())
+		dir, err := os.MkdirTemp("", "webserv-shop-recording-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		shopRecording.dir = dir
+		trajDir := filepath.Join(dir, "trajectories")
+		cl := shopServerOn(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}},
+			server.Config{TrajectoryDir: trajDir, MaxCreating: 4, MaxEnvs: 16}, nil)
+		var runs []oracleRun
+		for _, r := range oracleRuns(t, firstOfEachKind(2), func(int, bundledTask) bool { return false }) {
+			if !strings.HasPrefix(r.task, "verified.") {
+				runs = append(runs, r)
+			}
+		}
+		failed := t.Failed()
+		recordOracles(t, cl, runs, 4)
+		files, err := trajectory.Find(trajDir)
+		if err != nil || len(files) != len(runs) {
+			t.Fatalf("%d episodes recorded for %d runs: %v", len(files), len(runs), err)
+		}
+		if !failed && t.Failed() {
+			return // recordOracles said why
+		}
+		shopRecording.trajDir, shopRecording.runs, shopRecording.files, shopRecording.err = trajDir, runs, files, nil
+	})
+	if shopRecording.err != nil {
+		t.Fatalf("no recording of the shop's oracles: %v", shopRecording.err)
+	}
+	return shopRecording.trajDir, shopRecording.runs, shopRecording.files
+}
+
+// recordOracles plays runs in recording environments, one worker each, a
 // new environment per run.
 func recordOracles(t *testing.T, cl *client, runs []oracleRun, workers int) {
 	jobs := make(chan oracleRun)

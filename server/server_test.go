@@ -59,6 +59,9 @@ func TestMain(m *testing.M) {
 	pages = httptest.NewServer(mux)
 	code := m.Run()
 	hostingtest.RemoveBuilds()
+	if shopRecording.dir != "" {
+		_ = os.RemoveAll(shopRecording.dir)
+	}
 	pages.CloseClientConnections()
 	pages.Close()
 	_ = browser.Close()
