@@ -57,7 +57,10 @@ func Print(w io.Writer, rep Report) (failed bool) {
 		list(w, unfixed)
 	}
 	if len(uncalled) > 0 {
-		fmt.Fprintf(w, "\n%d more vulnerabilities are in required modules or imported packages whose vulnerable functions the code never calls (govulncheck -show verbose lists them).\n", len(uncalled))
+		fmt.Fprintf(w, "\n%d more vulnerabilities are in required modules or imported packages whose vulnerable functions the code never calls (govulncheck -show verbose lists them):\n", len(uncalled))
+		for _, u := range byModule(uncalled) {
+			fmt.Fprintf(w, "  %s %s: %d (%s)\n", u.Module, u.Found, len(u.IDs), fixedBy(u.To))
+		}
 	}
 	if len(fail) == 0 {
 		fmt.Fprintf(w, "vulncheck: ok, no called vulnerability has a fix to take\n")
@@ -74,4 +77,11 @@ func list(w io.Writer, vs []vuln) {
 		fmt.Fprintf(w, "  %s %s (%s)  %s  %s\n", v.Module, v.Found, fixed, v.ID, v.Summary)
 		fmt.Fprintf(w, "      e.g. %s, which reaches %s\n", v.Example, v.ExampleDetails)
 	}
+}
+
+func fixedBy(v string) string {
+	if v == "" {
+		return "some with no fix"
+	}
+	return "all fixed by " + v
 }

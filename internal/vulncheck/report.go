@@ -183,10 +183,14 @@ type Upgrade struct {
 }
 
 // Upgrades groups the failures by module.
-func (r Report) Upgrades() []Upgrade {
+func (r Report) Upgrades() []Upgrade { return byModule(r.Failures()) }
+
+// byModule groups vulnerabilities by module, each with the lowest version
+// that fixes all of them ("" when one of them has no fix).
+func byModule(vs []vuln) []Upgrade {
 	var out []Upgrade
 	idx := map[string]int{}
-	for _, v := range r.Failures() {
+	for _, v := range vs {
 		i, ok := idx[v.Module]
 		if !ok {
 			i = len(out)
@@ -195,7 +199,7 @@ func (r Report) Upgrades() []Upgrade {
 		}
 		u := &out[i]
 		u.IDs = append(u.IDs, v.ID)
-		if compareVersions(v.Fixed, u.To) > 0 {
+		if u.To != "" && (v.Fixed == "" || compareVersions(v.Fixed, u.To) > 0) {
 			u.To = v.Fixed
 		}
 	}

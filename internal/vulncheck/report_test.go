@@ -95,6 +95,7 @@ func TestPrintNamesWhatToDo(t *testing.T) {
 		"warning: the code calls 1 vulnerable functions that no release fixes yet",
 		"github.com/lxc/incus/v6 v6.0.5 (no fix)  GO-2026-5127",
 		"1 more vulnerabilities",
+		"golang.org/x/text v0.28.0: 1 (all fixed by v0.41.0)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
