@@ -62,6 +62,7 @@ type vuln struct {
 	Called         bool   // the code reaches a vulnerable function
 	Example        string // where the code calls it, when Called
 	ExampleDetails string // the vulnerable function it reaches
+	depth          int    // frames from the example to the vulnerable function
 }
 
 // Report is what a scan found, sorted by module and id.
@@ -100,10 +101,15 @@ func Read(r io.Reader) (Report, error) {
 				v = &vuln{ID: f.OSV, Module: top.Module, Found: top.Version, Fixed: f.FixedVersion}
 				byKey[key] = v
 			}
-			if top.Function != "" && !v.Called {
-				v.Called = true
-				v.Example = where(f.Trace[len(f.Trace)-1])
-				v.ExampleDetails = symbol(top)
+			if top.Function != "" {
+				// The example is the shortest call path, the first in
+				// file order among equals, so reports read the same
+				// from run to run.
+				ex := where(f.Trace[len(f.Trace)-1])
+				if !v.Called || len(f.Trace) < v.depth || len(f.Trace) == v.depth && ex < v.Example {
+					v.Called, v.depth = true, len(f.Trace)
+					v.Example, v.ExampleDetails = ex, symbol(top)
+				}
 			}
 		}
 	}
