@@ -3,7 +3,8 @@
 # database (`make vulncheck`; `make lint` runs it too). Fails when the code
 # calls a vulnerable function that a newer release fixes, and names the
 # upgrade; called vulnerabilities that no release fixes are printed as
-# warnings (internal/vulncheck says why).
+# warnings (internal/vulncheck says why). README.md ("Quick start")
+# describes it.
 #
 # vuln.go.dev need not be reachable: the database is built here from
 # golang.org/x/vulndb, a module the Go module proxy serves like any other,
