@@ -53,7 +53,7 @@ func Print(w io.Writer, rep Report) (failed bool) {
 		}
 	}
 	if len(unfixed) > 0 {
-		fmt.Fprintf(w, "\nwarning: the code calls %d vulnerable functions that no release fixes yet (not a failure: there is nothing to upgrade to; once a fix is released this check fails until it is taken):\n", len(unfixed))
+		fmt.Fprintf(w, "\nwarning: the code calls %d vulnerable functions that no release fixes yet (not a failure: there is nothing to upgrade to; once the database records a fix this check fails until it is taken):\n", len(unfixed))
 		list(w, unfixed)
 	}
 	if len(uncalled) > 0 {

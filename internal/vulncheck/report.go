@@ -159,8 +159,8 @@ func (r Report) Failures() []vuln {
 // Unfixed are the vulnerabilities the code calls that no release fixes
 // yet. They are warnings, not failures: nothing can be upgraded to remove
 // them, so failing on them would block every change until the module's
-// authors publish a fix, and the next scan after that release fails
-// anyway (the finding then has a fixed version).
+// authors publish a fix, and once the pinned database (scripts/vulncheck.sh)
+// records that fix the scan fails anyway.
 func (r Report) Unfixed() []vuln {
 	return r.filter(func(v vuln) bool { return v.Called && v.Fixed == "" })
 }
