@@ -16,7 +16,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint clean
+.PHONY: all setup build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint vulncheck clean
 
 all: build
 
@@ -42,6 +42,13 @@ lint: venv
 	$(VENV)/bin/ruff check python bench examples setup.py
 	$(VENV)/bin/ruff format --check python bench examples setup.py
 	$(VENV)/bin/ty check python/webserv
+	@GO=$(GO) bash scripts/vulncheck.sh
+
+# Known vulnerabilities that the code calls and a release fixes fail (the
+# database is built offline from a pinned golang.org/x/vulndb; see
+# scripts/vulncheck.sh to bump it).
+vulncheck: setup
+	@GO=$(GO) bash scripts/vulncheck.sh
 
 # Every test runs against the real Debian Chromium; fuzz seeds in
 # testdata/fuzz run as ordinary tests. The Python suite drives a real

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-rod/rod/lib/launcher"
+	"github.com/webserv-rl/webserv/internal/procstat"
 	"github.com/ysmood/leakless"
 )
 
@@ -198,11 +198,10 @@ func (p *chromiumProcess) kill() {
 // zygotes, renderers and helpers have).
 func (p *chromiumProcess) mainPID() int {
 	children := map[int][]int{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		pid, _ := strconv.Atoi(filepath.Base(d))
-		if ppid := parentPID(pid); ppid > 0 {
-			children[ppid] = append(children[ppid], pid)
+	all, _ := procstat.Processes()
+	for _, q := range all {
+		if q.Parent > 0 {
+			children[q.Parent] = append(children[q.Parent], q.PID)
 		}
 	}
 	cur := p.pid
@@ -219,19 +218,4 @@ func (p *chromiumProcess) mainPID() int {
 		}
 		cur = next
 	}
-}
-
-// parentPID is pid's parent, 0 when pid is gone.
-func parentPID(pid int) int {
-	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-	f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/webserv-rl/webserv/internal/procstat"
 )
 
 // DefaultBrowserUser is the account Chromium runs as when the server runs
@@ -155,16 +157,11 @@ const ownerFile = "server"
 // processStart is pid's start time, in clock ticks since boot ("" when the
 // process is gone).
 func processStart(pid int) string {
-	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	p, err := procstat.ReadProcess(pid)
 	if err != nil {
 		return ""
 	}
-	i := strings.LastIndexByte(string(st), ')')
-	f := strings.Fields(string(st[i+1:]))
-	if i < 0 || len(f) < 20 {
-		return ""
-	}
-	return f[19]
+	return strconv.FormatUint(p.Start, 10)
 }
 
 func writeOwner(root string) error {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/webserv-rl/webserv/internal/procstat"
 	"go.uber.org/zap"
 )
 
@@ -457,12 +458,11 @@ func (in *localInstance) Check(context.Context) error {
 		return fmt.Errorf("%w: instance %s has no running site process", ErrDown, in.id)
 	}
 	pid := w.pid
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procstat.ReadProcess(pid)
 	if err != nil {
 		return fmt.Errorf("%w: instance %s: the site's process (pid %d) is gone", ErrDown, in.id, pid)
 	}
-	// The state follows the command name in parentheses.
-	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X') {
+	if p.State == 'Z' || p.State == 'X' {
 		return fmt.Errorf("%w: instance %s: the site's process (pid %d) exited", ErrDown, in.id, pid)
 	}
 	return nil

@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/webserv-rl/webserv/internal/procstat"
 )
 
 // Two instances starting at once can be handed the same free port (the
@@ -67,28 +68,9 @@ type proc struct{ ppid, pgrp int }
 
 func processTable() map[int]proc {
 	table := map[int]proc{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:]) // state ppid pgrp ...
-		if len(f) < 3 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgrp, _ := strconv.Atoi(f[2])
-		table[pid] = proc{ppid, pgrp}
+	all, _ := procstat.Processes() // none when /proc cannot be read: nothing is known
+	for _, p := range all {
+		table[p.PID] = proc{p.Parent, p.Group}
 	}
 	return table
 }

@@ -14,6 +14,7 @@ import (
 
 	incus "github.com/lxc/incus/v6/client"
 	"github.com/lxc/incus/v6/shared/api"
+	"github.com/webserv-rl/webserv/internal/procstat"
 )
 
 // Owner identifies this server process in instance labels.
@@ -25,21 +26,11 @@ func Owner() string {
 // processStart is the start time of pid in clock ticks since boot (0 if
 // unknown), so a reused pid is not taken for the same process.
 func processStart(pid int) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procstat.ReadProcess(pid)
 	if err != nil {
 		return 0
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0
-	}
-	v, _ := strconv.ParseUint(f[19], 10, 64)
-	return v
+	return p.Start
 }
 
 // ownerAlive reports whether the owner label names a live process of

@@ -13,7 +13,6 @@
 package procstat
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -70,49 +69,22 @@ func (t Times) Share() float64 {
 	return float64(t.Busy) / float64(t.Total)
 }
 
-// Process is one process's CPU time and resident memory, from
-// /proc/<pid>/stat.
-type Process struct {
-	PID, Parent int
-	CPU         time.Duration // user and system time
-	Children    time.Duration // user and system time of its children that ended
-	RSS         int64         // resident memory in bytes
-}
-
-// Processes returns every process's CPU time now. Processes that end while
-// it reads are left out.
+// Processes returns every process's line of /proc/<pid>/stat now.
+// Processes that end while it reads are left out.
 func Processes() ([]Process, error) {
 	dirs, err := filepath.Glob("/proc/[0-9]*")
 	if err != nil || len(dirs) == 0 {
-		return nil, fmt.Errorf("read process CPU times: no processes under /proc (%v)", err)
+		return nil, fmt.Errorf("read processes: no processes under /proc (%v)", err)
 	}
 	out := make([]Process, 0, len(dirs))
 	for _, d := range dirs {
-		raw, err := os.ReadFile(d + "/stat")
+		pid, err := strconv.Atoi(filepath.Base(d))
 		if err != nil {
-			continue // ended meanwhile
-		}
-		// The fields after the command, which may hold spaces, in parentheses.
-		i := bytes.LastIndexByte(raw, ')')
-		if i < 0 {
 			continue
 		}
-		f := strings.Fields(string(raw[i+1:]))
-		if len(f) < 22 {
-			continue
+		if p, err := ReadProcess(pid); err == nil {
+			out = append(out, p)
 		}
-		p := Process{}
-		p.PID, _ = strconv.Atoi(filepath.Base(d))
-		p.Parent, _ = strconv.Atoi(f[1])
-		var ticks [4]int64 // utime stime cutime cstime
-		for j := range ticks {
-			ticks[j], _ = strconv.ParseInt(f[11+j], 10, 64)
-		}
-		p.CPU = time.Duration(ticks[0]+ticks[1]) * tick
-		p.Children = time.Duration(ticks[2]+ticks[3]) * tick
-		pages, _ := strconv.ParseInt(f[21], 10, 64) // rss, field 24 of stat
-		p.RSS = pages * int64(os.Getpagesize())
-		out = append(out, p)
 	}
 	return out, nil
 }
