@@ -38,7 +38,7 @@ class PageServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def log_message(self, *args: object) -> None:
+            def log_message(self, format: str, *args: object) -> None:
                 pass
 
         self._srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
