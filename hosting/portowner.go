@@ -62,8 +62,11 @@ func listenInodes(port int) map[string]bool {
 	return inodes
 }
 
-// proc is a process's parent and process group.
-type proc struct{ ppid, pgrp int }
+// proc is a process's parent, process group and state (R, S, D, T, Z...).
+type proc struct {
+	ppid, pgrp int
+	state      byte
+}
 
 func processTable() map[int]proc {
 	table := map[int]proc{}
@@ -88,7 +91,7 @@ func processTable() map[int]proc {
 		}
 		ppid, _ := strconv.Atoi(f[1])
 		pgrp, _ := strconv.Atoi(f[2])
-		table[pid] = proc{ppid, pgrp}
+		table[pid] = proc{ppid, pgrp, f[0][0]}
 	}
 	return table
 }
