@@ -93,10 +93,10 @@ class NoveltyExplorer:
             back = 1.5 if a == "go_back()" else 0.0
             c = self.tried[(page, a)] + self.touched[element] * 0.5 + back
             if form and element.startswith(form + "."):
-                if element not in fields:
-                    c -= 2.0  # the form's button
+                if element not in fields or "enter=True" in a:
+                    c -= 1.0  # the form's button, or typing that submits it: once its fields are set
                 elif m and m.group(1) != "click" and element not in done:
-                    c -= 1.0  # a field of it not set yet
+                    c -= 2.0  # a field of it not set yet: first
             return (c, self.rng.random())
 
         action = min(self.candidates(obs, episode.persona), key=cost)
