@@ -68,10 +68,20 @@ def tracker_without_state(dir: Path) -> Path:
 
 
 def tasks_check(binary: str, sites: Path, instances: Path) -> dict:
-    """`webserv tasks check` on a run's definition: how many tasks are ok (every check, an independent
-    solution included), unverified (no solution) and failed."""
+    """`webserv tasks check --strict` on a run's definition: how many tasks are ok (every check, an
+    independent solution included), unverified (no solution) and failed, and whether --strict passed."""
     out = subprocess.run(
-        [binary, "tasks", "check", "--sites", str(sites), "--no-incus", "--instances", str(instances)],
+        [
+            binary,
+            "tasks",
+            "check",
+            "--strict",
+            "--sites",
+            str(sites),
+            "--no-incus",
+            "--instances",
+            str(instances),
+        ],
         capture_output=True,
         text=True,
         timeout=3600,
@@ -85,6 +95,7 @@ def tasks_check(binary: str, sites: Path, instances: Path) -> dict:
         "ok": rows.count("ok"),
         "unverified": rows.count("unverified"),
         "failed": rows.count("FAIL"),
+        "strict_passed": out.returncode == 0,
         "problems": [line for line in out.stdout.splitlines() if ": " in line and "task(s)" not in line][:5],
     }
 
@@ -118,8 +129,12 @@ async def arm(
     check = (
         tasks_check(binary, r.site_definition.parent, out / "instances")
         if r.site_definition and s["tasks"]
-        else {"ok": 0, "unverified": 0, "failed": 0, "problems": []}
+        else {"ok": 0, "unverified": 0, "failed": 0, "strict_passed": None, "problems": []}
     )
+    tasks = json.loads(r.tasks.read_text()) if r.tasks and r.tasks.exists() else []
+    verifiers: dict[str, set[str]] = {}
+    for t in tasks:
+        verifiers.setdefault(t["intent"], set()).add(json.dumps(t["eval"], sort_keys=True))
     lengths = s["oracle_length"]
     return {
         "arm": f"{site}{' frontier' if frontier else ''}",
@@ -134,6 +149,9 @@ async def arm(
         "frontier_dropped": s["frontier_dropped"],
         "tasks": s["tasks"],
         "distinct_intents": s["intents"]["distinct"],
+        # Intents that two emitted tasks share with different verifiers (the issue's "one intent,
+        # different verifiers"): must be 0.
+        "intents_with_two_verifiers": sum(1 for v in verifiers.values() if len(v) > 1),
         "intents": s["intents"],
         # Tasks checking what their demonstration changed in the site's database (state_diff), as
         # written: after intents are merged, not the replay-verified demonstrations before it.
@@ -152,6 +170,7 @@ async def arm(
         "tasks_ok": check["ok"],
         "tasks_unverified": check["unverified"],
         "tasks_failed": check["failed"],
+        "strict_passed": check["strict_passed"],
         "every_check_share": round(check["ok"] / s["tasks"], 3) if s["tasks"] else None,
         "problems": check["problems"],
     }
@@ -294,6 +313,7 @@ def main() -> int:
         "frontier_dropped",
         "tasks",
         "distinct_intents",
+        "intents_with_two_verifiers",
         "state_tasks",
         "oracle_median_before",
         "oracle_median_after",
@@ -305,6 +325,7 @@ def main() -> int:
         "tasks_ok",
         "tasks_unverified",
         "tasks_failed",
+        "strict_passed",
         "every_check_share",
     ]
     head = " | ".join(x["arm"] for x in arms)
