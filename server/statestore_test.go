@@ -15,11 +15,12 @@ import (
 )
 
 // state_diff on sites whose state is not one SQLite file (a definition's
-// state:, the notes test site in its two kinds): a null episode changed
+// state:, the notes test site in its three kinds): a null episode changed
 // nothing; a note the agent saves is one inserted row (of table files,
 // with its text and JSON; of the database's table notes), and a check on
 // it is 0 at the start and 1 now; after a reset the diff is empty again.
-func TestStateDiffOfSitesWhoseStateIsFilesOrPostgres(t *testing.T) {
+// notes-mysql: MariaDB, read with the mysql client.
+func TestStateDiffOfSitesWhoseStateIsFilesOrADatabase(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		site, check string
@@ -30,6 +31,10 @@ func TestStateDiffOfSitesWhoseStateIsFilesOrPostgres(t *testing.T) {
 			return c["table"] == "files" && row["path"] == "notes/hiker.json" && row["json"] == `{"title": "hiker", "body": ""}`
 		}},
 		{"notes-pg", `SELECT COUNT(*) FROM notes WHERE title = ?`, func(c map[string]any) bool {
+			row := c["row"].(map[string]any)
+			return c["table"] == "notes" && row["slug"] == "hiker" && row["title"] == "hiker" && toInt(row["id"]) == 2
+		}},
+		{"notes-mysql", `SELECT COUNT(*) FROM notes WHERE title = ?`, func(c map[string]any) bool {
 			row := c["row"].(map[string]any)
 			return c["table"] == "notes" && row["slug"] == "hiker" && row["title"] == "hiker" && toInt(row["id"]) == 2
 		}},
@@ -146,13 +151,14 @@ func TestStateDiffOfFilesOnIncus(t *testing.T) {
 
 // Snapshots of the local backend keep a site's state wherever it is kept:
 // a note saved before the snapshot is there after a restore and in a
-// fork, one saved after it is not (notes-pg: the rows of its PostgreSQL
-// cluster, not the seed a fresh start makes).
-func TestSnapshotsKeepStateInFilesOrPostgres(t *testing.T) {
+// fork, one saved after it is not (notes-pg, notes-mysql: the rows of
+// their database, not the seed a fresh start makes).
+func TestSnapshotsKeepStateInFilesOrADatabase(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ site, check string }{
 		{"notes-files", `SELECT COUNT(*) FROM files WHERE json_extract(json, '$.title') = ?`},
 		{"notes-pg", `SELECT COUNT(*) FROM notes WHERE title = ?`},
+		{"notes-mysql", `SELECT COUNT(*) FROM notes WHERE title = ?`},
 	} {
 		t.Run(tc.site, func(t *testing.T) {
 			t.Parallel()
