@@ -234,7 +234,7 @@ def main() -> int:
     p.add_argument("--no-frontier", action="store_true", help="the shop without the frontier only")
     p.add_argument(
         "--other",
-        choices=["notes-files", "notes-pg", "tracker-without-state"],
+        choices=["notes-files", "notes-pg", "notes-mysql", "tracker-without-state"],
         action="append",
         help="a site of another storage kind (repeat for more; default notes-files)",
     )

@@ -1043,14 +1043,15 @@ def test_the_scripted_reader_follows_the_labelers_instructions() -> None:
 STORAGE = Path(__file__).resolve().parents[2] / "examples" / "storage-sites"
 
 
-@pytest.mark.parametrize("site", ["notes-files", "notes-pg"])
-def test_a_site_whose_state_is_files_or_postgres_is_explored_into_tasks_that_pass_strict_check(
+@pytest.mark.parametrize("site", ["notes-files", "notes-pg", "notes-mysql"])
+def test_a_site_whose_state_is_files_or_a_database_is_explored_into_tasks_that_pass_strict_check(
     site: str, binary: str, tmp_path: Path
 ) -> None:
-    """The notes site keeps each note as a JSON file (notes-files: state: files) or a PostgreSQL row
-    (notes-pg: state: postgres): exploration reads what an episode changed there (no episode fails
-    on storage), a saved note becomes a state task checked by what the instruction names, and every
-    task passes `tasks check --strict` (oracle and independent solution 1, wrong and null agents 0)."""
+    """The notes site keeps each note as a JSON file (notes-files: state: files), a PostgreSQL row
+    (notes-pg: state: postgres) or a MariaDB row (notes-mysql: state: mysql): exploration reads what
+    an episode changed there (no episode fails on storage), a saved note becomes a state task checked
+    by what the instruction names, and every task passes `tasks check --strict` (oracle and
+    independent solution 1, wrong and null agents 0)."""
     srv = sites_server(binary, str(STORAGE), str(tmp_path / "i"))
     try:
         r = asyncio.run(
