@@ -1137,3 +1137,103 @@ def test_a_form_started_is_filled_before_its_button_is_pressed() -> None:
     episode.steps.append(Step(url, "Boots", "", 'select_option("cart.qty", "2")', url, "Boots"))
     chosen = [asyncio.run(NoveltyExplorer(seed).act(obs, episode)) for seed in range(5)]
     assert all(a == 'click("cart.add")' or a.startswith('type("cart.note"') for a in chosen), chosen
+
+
+def test_the_scripted_reader_reaches_a_page_linked_only_from_the_items_a_search_finds() -> None:
+    """`Go to the "Boots" page.` where no page it starts on links to Boots: the reader searches for
+    "Boots" and opens the first results, one after the other, until one links to Boots (a boot's
+    breadcrumb), then follows that link."""
+    from webserv.explore.solve import solve
+
+    home = {
+        "url": "http://s/",
+        "axtree_txt": '[search.q] searchbox "Search"\n[cat.shoes] link "Shoes"',
+        "clickable": ["cat.shoes"],
+        "inputs": [{"id": "search.q", "type": "search", "editable": True}],
+    }
+    results = {
+        "url": "http://s/search?q=Boots",
+        "axtree_txt": '[cat.shoes] link "Shoes"\n[sock] link "Wool Sock"\n[boot] link "Snow Boot"',
+        "clickable": ["cat.shoes", "sock", "boot"],
+    }
+    pages = {
+        'click("sock")': {
+            "url": "http://s/p/sock",
+            "axtree_txt": '[bc.socks] link "Socks"',
+            "clickable": ["bc.socks"],
+        },
+        'click("boot")': {
+            "url": "http://s/p/boot",
+            "axtree_txt": '[bc.boots] link "Boots"',
+            "clickable": ["bc.boots"],
+        },
+        'click("bc.boots")': {"url": "http://s/c/boots", "title": "Boots - Shop", "axtree_txt": ""},
+    }
+
+    class Pages:
+        def __init__(self) -> None:
+            self.at = [home]
+
+        async def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
+            if action.startswith("type("):
+                self.at.append(results)
+            elif action == "go_back()":
+                self.at.pop()
+            else:
+                self.at.append(pages[action])
+            return self.at[-1], 0.0, False, False, {}
+
+    acts, end = asyncio.run(solve('Go to the "Boots" page.', Pages(), home))
+    assert acts == [
+        'type("search.q", "Boots", enter=True)',
+        'click("sock")',
+        "go_back()",
+        'click("boot")',
+        'click("bc.boots")',
+        'stop("")',
+    ]
+    assert end["url"] == "http://s/c/boots"
+
+
+def test_shortening_leaves_out_a_detour_that_ends_the_demonstration() -> None:
+    """A demonstration that reached the page, opened another and came back: the detour and its
+    go_back() go together (neither can go alone)."""
+    from webserv.explore.shorten import shortest
+    from webserv.explore.trajectory import Step
+
+    raw = [
+        Step("/", "", "[cat] link", 'click("cat")', "/c", ""),
+        Step("/c", "", "[p] link", 'click("p")', "/p", ""),
+        Step("/p", "", "[x] link", "go_back()", "/c", ""),
+        Step("/c", "", "", 'stop("")', "/c", ""),
+    ]
+
+    async def passes(actions: list[str]) -> list[Step] | None:
+        at = ["/"]
+        for a in actions:
+            if a == "go_back()":
+                at.pop()
+            elif a.startswith("click("):
+                at.append("/" + a[7:-2])
+        return [Step("/", "", "", a, at[-1], "") for a in actions] if at[-1] == "/cat" else None
+
+    best, _ = asyncio.run(shortest(raw, passes, budget=20))
+    assert [s.action for s in best] == ['click("cat")', 'stop("")']
+
+
+def test_no_price_question_of_a_page_the_episode_filled() -> None:
+    """The model-free labeler asks the price a page shows only when the episode changed no data on
+    the way: a cart it added to shows, from the task's start, another price or none."""
+    from webserv.explore.modelfree import TrajectoryLabeler
+    from webserv.explore.trajectory import Episode, Step
+
+    obs = {"url": "http://s/cart", "title": "Shopping cart - Shop", "axtree_txt": 'StaticText "$58.99"'}
+    ep = Episode(index=0, persona="p", start_url="http://s/")
+    ep.steps.append(Step("http://s/", "Shop", "", 'click("cart")', "http://s/cart", "Shopping cart"))
+    assert asyncio.run(TrajectoryLabeler().label(ep, obs)).answer == "$58.99"
+    ep.steps.insert(
+        0, Step("http://s/p", "Boot", "", 'click("buy")', "http://s/p", "Boot", changes=[{"table": "cart"}])
+    )
+    ep.labeled = 1
+    label = asyncio.run(TrajectoryLabeler().label(ep, obs))
+    assert label.answer == "" and label.instruction == 'Go to the "Shopping cart" page.', label

@@ -175,7 +175,9 @@ class TrajectoryLabeler:
             return Label(
                 f"Search the site for {_say(term)} and show the results.", url, title, reference=results
             )
-        price = shown_answer(obs)
+        # A price question only of a page the episode's own changes did not fill (a cart it added to:
+        # from the task's start the page shows another price, or none).
+        price = "" if any(s.changes for s in episode.steps) else shown_answer(obs)
         if price and name:
             return Label(f"What is the price of {_say(name)}?", url, title, answer=price)
         return Label(f"Go to the {_say(name)} page.", url, title)

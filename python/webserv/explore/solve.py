@@ -5,7 +5,8 @@ alone (not from the demonstration), replayed before it is written into the task'
 The model-free labeler's instructions say what to do in words a scripted reader can follow:
 
 - ``Search the site for "T" and show the results.``: type T into the page's search box and submit;
-- ``Go to the "N" page.``: click the link named N, else search for N and click the link named N;
+- ``Go to the "N" page.``: click the link named N, else search for N and click the link named N
+  on the results or on one of the first three results' pages (an item's link to its category);
 - ``What is the price of "X"?``: reach X's page as above, answer the one price it shows;
 - ``<Action> on the "X" page [with col "v" and ...].``: reach X's page, choose each value named in a
   field of that name, press the button named like the action;
@@ -31,6 +32,8 @@ PRICE = re.compile(r'^What is the price of "(.+)"\?$')
 DO = re.compile(r'^(.+?) on the "(.+)" page(?: with (.+))?\.$')
 ENTER = re.compile(r'^Enter ("(?:[^"\\]|\\.)*") in "(.+)" and submit it$')
 VALUE = re.compile(r'([\w ]+?) ("(?:[^"\\]|\\.)*")')
+# How many of a search's results reach tries for a link to the page it looks for.
+RESULTS_TRIED = 3
 # An element of the accessibility tree: [id] role "name".
 ELEMENT = re.compile(r'^\s*\[([^\]]+)\] (\w+) "((?:[^"\\]|\\.)*)"', re.MULTILINE)
 
@@ -93,13 +96,23 @@ class Solver:
         await self.do(f"type({_q(box)}, {_q(term)}, enter=True)")
 
     async def reach(self, name: str) -> None:
-        """The page named name: this one, else its link here, else through the site's search."""
+        """The page named name: this one, else its link here, else through the site's search: its
+        link on the results, else on one of the first results (a category's name finds its items,
+        whose pages link back to it)."""
         if page_name(self.obs.get("title", ""), self.obs.get("url", "")).lower() == name.strip().lower():
             return
         link = named_element(self.obs, name)
         if not link:
+            before = {eid for eid, role, _ in elements(self.obs) if role == "link"}
             await self.search(name)
             link = named_element(self.obs, name)
+            results = [eid for eid, role, _ in elements(self.obs) if role == "link" and eid not in before]
+            for result in [] if link else results[:RESULTS_TRIED]:
+                await self.do(f"click({_q(result)})")
+                link = named_element(self.obs, name)
+                if link:
+                    break
+                await self.do("go_back()")
         if not link:
             raise LookupError(f"no link named {name!r}")
         await self.do(f"click({_q(link)})")
