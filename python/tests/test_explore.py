@@ -1237,3 +1237,23 @@ def test_no_price_question_of_a_page_the_episode_filled() -> None:
     ep.labeled = 1
     label = asyncio.run(TrajectoryLabeler().label(ep, obs))
     assert label.answer == "" and label.instruction == 'Go to the "Shopping cart" page.', label
+
+
+def test_a_search_whose_results_were_filtered_since_is_labeled_as_the_search() -> None:
+    """Typing into a filter of a search's results (a price box) does not hide the search: the label
+    is the search, its reference the results page with the term alone."""
+    from webserv.explore.modelfree import TrajectoryLabeler
+    from webserv.explore.trajectory import Episode, Step
+
+    home, results = "http://s/", "http://s/search?q=waterproof"
+    filtered = "http://s/search?q=waterproof&min=waterproof"
+    ep = Episode(index=0, persona="p", start_url=home)
+    ep.steps.append(
+        Step(home, "Shop", "", 'type("search.search-products", "waterproof", enter=True)', results, "")
+    )
+    ep.steps.append(Step(results, "", "", 'type("filter.min-price", "waterproof", enter=True)', filtered, ""))
+    label = asyncio.run(
+        TrajectoryLabeler().label(ep, {"url": filtered, "title": "Search results for “waterproof”"})
+    )
+    assert label.instruction == 'Search the site for "waterproof" and show the results.', label
+    assert label.reference == results

@@ -129,15 +129,19 @@ SEARCH_BOX = re.compile(r"search|query|(^|[.\-_])q($|[.\-_])", re.IGNORECASE)
 
 
 def searched(episode: Episode, url: str) -> tuple[str, str]:
-    """The term the episode's last typing submitted in a search box and the results page as the
+    """The term the episode's last typing into a search box submitted and the results page as the
     search made it (the path and only the query parameter holding the term), when the page url still
     shows it; else ("", "")."""
-    last = next((s for s in reversed(episode.steps) if s.action.startswith("type(")), None)
-    if last is None:
+    typed = [
+        (s, m)
+        for s in episode.steps
+        if (m := re.match(r'type\("((?:[^"\\]|\\.)*)",\s*"((?:[^"\\]|\\.)*)"', s.action))
+        and SEARCH_BOX.search(m.group(1))
+    ]
+    if not typed:
         return "", ""
-    m = re.match(r'type\("((?:[^"\\]|\\.)*)",\s*"((?:[^"\\]|\\.)*)"', last.action)
-    if not m or not SEARCH_BOX.search(m.group(1)):
-        return "", ""
+    # The last search; typing into a filter of its results since (a price box) leaves it the search.
+    last, m = typed[-1]
     term = json.loads(f'"{m.group(2)}"').strip()
 
     def holding(u: str) -> list[tuple[str, str]]:
