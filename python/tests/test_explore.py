@@ -1257,3 +1257,26 @@ def test_a_search_whose_results_were_filtered_since_is_labeled_as_the_search() -
     )
     assert label.instruction == 'Search the site for "waterproof" and show the results.', label
     assert label.reference == results
+
+
+def test_the_scripted_reader_follows_a_link_named_by_a_word_of_the_page() -> None:
+    """`Go to the "Shopping cart" page.` where the link says "Cart (2)": the reader follows a link
+    named by a word of the page's name and keeps it when the page it opens has that name."""
+    from webserv.explore.solve import solve
+
+    home = {
+        "url": "http://s/",
+        "axtree_txt": '[search.q] searchbox "Search"\n[help] link "Shopping help"\n[cart] link "Cart (2)"',
+        "clickable": ["help", "cart"],
+        "inputs": [{"id": "search.q", "type": "search", "editable": True}],
+    }
+    cart = {"url": "http://s/cart", "title": "Shopping cart - Shop", "axtree_txt": ""}
+    nothing = {"url": "http://s/search?q=Shopping+cart", "axtree_txt": "", "clickable": []}
+
+    class Pages:
+        async def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
+            return (nothing if action.startswith("type(") else cart), 0.0, False, False, {}
+
+    acts, end = asyncio.run(solve('Go to the "Shopping cart" page.', Pages(), home))
+    assert acts == ['click("cart")', 'stop("")'], acts
+    assert end is cart

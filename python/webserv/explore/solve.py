@@ -6,7 +6,9 @@ The model-free labeler's instructions say what to do in words a scripted reader 
 
 - ``Search the site for "T" and show the results.``: type T into the page's search box and submit;
 - ``Go to the "N" page.``: click the link named N, else search for N and click the link named N
-  on the results or on one of the first three results' pages (an item's link to its category);
+  on the results or on one of the first three results' pages (an item's link to its category); a
+  link named by a word of N that opens the page named N ("Cart (2)" for "Shopping cart") comes
+  before the search;
 - ``What is the price of "X"?``: reach X's page as above, answer the one price it shows;
 - ``<Action> on the "X" page [with col "v" and ...].``: reach X's page, choose each value named in a
   field of that name, press the button named like the action;
@@ -64,6 +66,18 @@ def named_element(obs: dict[str, Any], name: str, roles: tuple[str, ...] = ("lin
     return ""
 
 
+def partly_named(obs: dict[str, Any], name: str) -> list[str]:
+    """The clickable links whose name, without counts and marks, is one or more whole words of name."""
+    clickable = set(obs.get("clickable") or [])
+    words = f" {' '.join(re.findall(r'[a-z]+', name.lower()))} "
+    out = []
+    for eid, role, n in elements(obs):
+        core = " ".join(re.findall(r"[a-z]+", n.lower()))
+        if role == "link" and core and f" {core} " in words and eid in clickable:
+            out.append(eid)
+    return out
+
+
 def search_box(obs: dict[str, Any]) -> str:
     for inp in obs.get("inputs") or []:
         if inp.get("editable", True) and (
@@ -102,6 +116,13 @@ class Solver:
         if page_name(self.obs.get("title", ""), self.obs.get("url", "")).lower() == name.strip().lower():
             return
         link = named_element(self.obs, name)
+        for eid in [] if link else partly_named(self.obs, name)[:RESULTS_TRIED]:
+            # A link named by a word of the page's name ("Cart (2)" to "Shopping cart"): kept when
+            # the page it opens has the name.
+            await self.do(f"click({_q(eid)})")
+            if page_name(self.obs.get("title", ""), self.obs.get("url", "")).lower() == name.strip().lower():
+                return
+            await self.do("go_back()")
         if not link:
             before = {eid for eid, role, _ in elements(self.obs) if role == "link"}
             await self.search(name)
@@ -114,6 +135,16 @@ class Solver:
                     break
                 await self.do("go_back()")
         if not link:
+            for eid in partly_named(self.obs, name)[:RESULTS_TRIED]:
+                # A link named by a word of the page's name ("Cart (2)" to "Shopping cart"): kept when
+                # the page it opens has the name.
+                await self.do(f"click({_q(eid)})")
+                if (
+                    page_name(self.obs.get("title", ""), self.obs.get("url", "")).lower()
+                    == name.strip().lower()
+                ):
+                    return
+                await self.do("go_back()")
             raise LookupError(f"no link named {name!r}")
         await self.do(f"click({_q(link)})")
 
