@@ -1280,3 +1280,26 @@ def test_the_scripted_reader_follows_a_link_named_by_a_word_of_the_page() -> Non
     acts, end = asyncio.run(solve('Go to the "Shopping cart" page.', Pages(), home))
     assert acts == ['click("cart")', 'stop("")'], acts
     assert end is cart
+
+
+def test_no_task_of_a_page_the_demonstration_made_or_of_a_change_it_made_twice() -> None:
+    """A url task whose demonstration saved data on the way (the page it reached may not exist at the
+    task's start) and a state task whose checks want the change twice (the instruction says it once)
+    keep their rows but get no task."""
+    from webserv.explore.loop import _task
+    from webserv.explore.trajectory import Demo, Episode, Label, Step
+
+    ep = Episode(index=0, persona="p", start_url="http://s/")
+    saved = Step(
+        "http://s/", "", "", 'type("new-note.title", "tools", enter=True)', "http://s/note/tools", ""
+    )
+    saved.changes = [{"table": "files", "op": "insert"}]
+    go = Demo(ep, 1, Label('Go to the "tools" page.', "http://s/note/tools", "tools"), [saved], "http://s/")
+    assert _task("notes", 0, go) is None
+    twice = Demo(
+        ep, 1, Label('Save note with title "tools".', "http://s/", "", state=[{}]), [saved], "http://s/"
+    )
+    twice.checks = [{"db": "@state", "sql": "SELECT COUNT(*) FROM files", "args": [], "expect": "2"}]
+    assert _task("notes", 0, twice) is None
+    twice.checks[0]["expect"] = "1"
+    assert _task("notes", 0, twice)["category"] == "state"

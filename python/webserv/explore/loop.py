@@ -543,6 +543,13 @@ def _oracle(demo: Demo) -> list[str]:
 def _task(site: str, task_id: int, demo: Demo) -> dict[str, Any] | None:
     """The task of a demonstration, or None when no evaluator tells it from doing nothing."""
     label, ep = demo.label, demo.episode
+    if not label.state and any(s.changes for s in demo.steps):
+        # A page or answer reached after the demonstration changed data (a note it saved): from the
+        # task's start that page may not exist. Its rows are kept; it gets no task.
+        return None
+    if label.state and any(str(c.get("expect", "")).isdigit() and int(c["expect"]) > 1 for c in demo.checks):
+        # The demonstration did it more than once (two notes of that title): the instruction says once.
+        return None
     if label.answer:
         category = "information"
         ev: dict[str, Any] = {
