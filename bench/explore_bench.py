@@ -68,10 +68,20 @@ def tracker_without_state(dir: Path) -> Path:
 
 
 def tasks_check(binary: str, sites: Path, instances: Path) -> dict:
-    """`webserv tasks check` on a run's definition: how many tasks are ok (every check, an independent
-    solution included), unverified (no solution) and failed."""
+    """`webserv tasks check --strict` on a run's definition: how many tasks are ok (every check, an
+    independent solution included), unverified (no solution) and failed, and whether --strict passed."""
     out = subprocess.run(
-        [binary, "tasks", "check", "--sites", str(sites), "--no-incus", "--instances", str(instances)],
+        [
+            binary,
+            "tasks",
+            "check",
+            "--strict",
+            "--sites",
+            str(sites),
+            "--no-incus",
+            "--instances",
+            str(instances),
+        ],
         capture_output=True,
         text=True,
         timeout=3600,
@@ -85,6 +95,7 @@ def tasks_check(binary: str, sites: Path, instances: Path) -> dict:
         "ok": rows.count("ok"),
         "unverified": rows.count("unverified"),
         "failed": rows.count("FAIL"),
+        "strict_passed": out.returncode == 0,
         "problems": [line for line in out.stdout.splitlines() if ": " in line and "task(s)" not in line][:5],
     }
 
@@ -118,8 +129,12 @@ async def arm(
     check = (
         tasks_check(binary, r.site_definition.parent, out / "instances")
         if r.site_definition and s["tasks"]
-        else {"ok": 0, "unverified": 0, "failed": 0, "problems": []}
+        else {"ok": 0, "unverified": 0, "failed": 0, "strict_passed": None, "problems": []}
     )
+    tasks = json.loads(r.tasks.read_text()) if r.tasks and r.tasks.exists() else []
+    verifiers: dict[str, set[str]] = {}
+    for t in tasks:
+        verifiers.setdefault(t["intent"], set()).add(json.dumps(t["eval"], sort_keys=True))
     lengths = s["oracle_length"]
     return {
         "arm": f"{site}{' frontier' if frontier else ''}",
@@ -134,9 +149,13 @@ async def arm(
         "frontier_dropped": s["frontier_dropped"],
         "tasks": s["tasks"],
         "distinct_intents": s["intents"]["distinct"],
+        # Intents that two emitted tasks share with different verifiers (the issue's "one intent,
+        # different verifiers"): must be 0.
+        "intents_with_two_verifiers": sum(1 for v in verifiers.values() if len(v) > 1),
         "intents": s["intents"],
-        # Tasks checking what their demonstration changed in the site's database (state_diff).
-        "state_tasks": (s.get("state") or {}).get("verified", 0),
+        # Tasks checking what their demonstration changed in the site's database (state_diff), as
+        # written: after intents are merged, not the replay-verified demonstrations before it.
+        "state_tasks": (s.get("state") or {}).get("tasks", 0),
         "state_note": (s.get("state") or {}).get("note", ""),
         "oracle_median_before": lengths["before_median"],
         "oracle_median_after": lengths["after_median"],
@@ -151,6 +170,7 @@ async def arm(
         "tasks_ok": check["ok"],
         "tasks_unverified": check["unverified"],
         "tasks_failed": check["failed"],
+        "strict_passed": check["strict_passed"],
         "every_check_share": round(check["ok"] / s["tasks"], 3) if s["tasks"] else None,
         "problems": check["problems"],
     }
@@ -158,17 +178,20 @@ async def arm(
 
 async def run(
     url: str,
-    other_url: str | None,
+    others: list[tuple[str, str, Path]],
     binary: str,
     explorers: int,
     seconds: float,
     max_steps: int,
     out: Path,
     order: str,
-    other_def: Path | None,
-    other_name: str = "notes",
+    frontier: bool = True,
 ) -> list[dict]:
+    """The shop's arms (plain, and with the frontier unless frontier is False), then one arm per
+    (name, server url, definition) of others."""
     arms = [False, True] if order == "plain-first" else [True, False]
+    if not frontier:
+        arms = [False]
     res = []
     for fr in arms:
         res.append(
@@ -184,7 +207,7 @@ async def run(
             )
         )
     res.sort(key=lambda a: a["frontier"])
-    if other_url and other_def:
+    for other_name, other_url, other_def in others:
         res.append(
             await arm(
                 other_url,
@@ -208,11 +231,12 @@ def main() -> int:
     p.add_argument("--max-steps", type=int, default=40)
     p.add_argument("--order", choices=["plain-first", "frontier-first"], default="plain-first")
     p.add_argument("--no-other-site", action="store_true", help="the shop's arms only")
+    p.add_argument("--no-frontier", action="store_true", help="the shop without the frontier only")
     p.add_argument(
         "--other",
-        choices=["notes-files", "notes-pg", "tracker-without-state"],
-        default="notes-files",
-        help="the site of another storage kind",
+        choices=["notes-files", "notes-pg", "notes-mysql", "tracker-without-state"],
+        action="append",
+        help="a site of another storage kind (repeat for more; default notes-files)",
     )
     p.add_argument("--smoke", action="store_true", help="2 explorers, 8 steps, a few seconds; writes nothing")
     a = p.parse_args()
@@ -222,53 +246,52 @@ def main() -> int:
     if not binary:
         print("no webserv binary: make build, or set WEBSERV_BIN", file=sys.stderr)
         return 2
+    kinds = [] if a.no_other_site else (a.other or ["notes-files"])
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as d:
-        other_name, other_def = other_site(a.other, Path(d) / "sites")
-        if a.no_other_site:
-            other_def = None
         server = LocalServer(binary, ["--idle", "200ms"])
-        other = (
-            None
-            if other_def is None
-            else LocalServer(
-                binary,
-                [
-                    "--idle",
-                    "200ms",
-                    "--no-bundled",
-                    "--no-incus",
-                    "--sites",
-                    str(other_def.parent),
-                    "--instances",
-                    str(Path(d) / "inst"),
-                ],
-            )
-        )
+        servers = [server]
         try:
+            others = []
+            for kind in kinds:
+                name, definition = other_site(kind, Path(d) / "sites" / kind)
+                other = LocalServer(
+                    binary,
+                    [
+                        "--idle",
+                        "200ms",
+                        "--no-bundled",
+                        "--no-incus",
+                        "--sites",
+                        str(definition.parent),
+                        "--instances",
+                        str(Path(d) / "inst" / kind),
+                    ],
+                )
+                servers.append(other)
+                others.append((name, other.url, definition))
             arms = asyncio.run(
                 run(
                     server.url,
-                    other.url if other else None,
+                    others,
                     binary,
                     a.explorers,
                     a.seconds,
                     a.max_steps,
                     Path(d),
                     a.order,
-                    other_def,
-                    other_name,
+                    frontier=not a.no_frontier,
                 )
             )
         finally:
-            server.stop()
-            if other is not None:
-                other.stop()
+            for x in servers:
+                x.stop()
     res = {
         "command": "python bench/explore_bench.py " + " ".join(sys.argv[1:]),
         "explorers": a.explorers,
         "seconds_per_arm": a.seconds,
         "order": a.order,
+        "other_sites": kinds,
         "cores": os.cpu_count(),
         "load_before": [round(x, 1) for x in load_before],
         "load_after": [round(x, 1) for x in os.getloadavg()],
@@ -290,6 +313,7 @@ def main() -> int:
         "frontier_dropped",
         "tasks",
         "distinct_intents",
+        "intents_with_two_verifiers",
         "state_tasks",
         "oracle_median_before",
         "oracle_median_after",
@@ -301,12 +325,14 @@ def main() -> int:
         "tasks_ok",
         "tasks_unverified",
         "tasks_failed",
+        "strict_passed",
         "every_check_share",
     ]
     head = " | ".join(x["arm"] for x in arms)
     rows = "\n".join(f"| {k} | " + " | ".join(str(x[k]) for x in arms) + " |" for k in keys)
     (RESULTS / "explore.md").write_text(
-        f"# Explore: model-free, the bundled shop without and with the frontier, {a.other}\n\n"
+        f"# Explore: model-free, the bundled shop{'' if a.no_frontier else ' without and with the frontier'}"
+        f", {', '.join(kinds) or 'no other site'}\n\n"
         f"`{res['command']}` on {res['cores']} cores, load {res['load_before']} before and "
         f"{res['load_after']} after (the machine was shared: rates are indicative; the arms ran one "
         f"after the other, the shop's {a.order}). every_check_share: tasks passing every check of "

@@ -312,8 +312,9 @@ func (in *localInstance) restart(ctx context.Context, from string) error {
 	return in.run(ctx)
 }
 
-// Snapshot pauses the process group (SIGSTOP) so the data directory does
-// not change while it is copied, then resumes it.
+// Snapshot stops the site's processes (its process group and every
+// descendant, freeze.go) so the data directory does not change while it is
+// copied, then resumes them.
 func (in *localInstance) Snapshot(ctx context.Context, name string) error {
 	if !ValidSnapshotName(name) {
 		return fmt.Errorf("snapshot name %q: use letters, digits, - and _: %w", name, ErrBadSnapshotName)
@@ -323,8 +324,11 @@ func (in *localInstance) Snapshot(ctx context.Context, name string) error {
 	dst := filepath.Join(in.dir, "snapshots", name)
 	_ = os.RemoveAll(dst)
 	if in.cmd != nil {
-		_ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGSTOP)
-		defer func() { _ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGCONT) }()
+		f, err := freezeTree(ctx, in.cmd.Process.Pid)
+		if err != nil {
+			return fmt.Errorf("snapshot %s of %s: %w", name, in.id, err)
+		}
+		defer f.thaw()
 	}
 	return copyTree(ctx, in.data, dst)
 }

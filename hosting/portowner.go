@@ -63,14 +63,17 @@ func listenInodes(port int) map[string]bool {
 	return inodes
 }
 
-// proc is a process's parent and process group.
-type proc struct{ ppid, pgrp int }
+// proc is a process's parent, process group and state (R, S, D, T, Z...).
+type proc struct {
+	ppid, pgrp int
+	state      byte
+}
 
 func processTable() map[int]proc {
 	table := map[int]proc{}
 	all, _ := procstat.Processes() // none when /proc cannot be read: nothing is known
 	for _, p := range all {
-		table[p.PID] = proc{p.Parent, p.Group}
+		table[p.PID] = proc{p.Parent, p.Group, p.State}
 	}
 	return table
 }

@@ -143,17 +143,24 @@ func TestLoadSitesNamesATaskFileBesideTheDefinitions(t *testing.T) {
 	}
 }
 
-// A definition's state: files and postgres are read; an unknown setting,
+// A definition's state: files, postgres and mysql are read; an unknown setting,
 // at any level, is refused with the nearest setting's name.
 func TestSiteStateAndUnknownSettings(t *testing.T) {
 	s, err := hosting.ParseSite([]byte("name: x\nlocal: {command: [a]}\nstate: {files: [notes], postgres: {database: app, host: \"{data}/run\"}}"), "")
 	if err != nil || s.State == nil || s.State.Files[0] != "notes" || s.State.Postgres.Schema != "public" {
 		t.Fatalf("state: %+v %v", s, err)
 	}
+	s, err = hosting.ParseSite([]byte("name: x\nlocal: {command: [a]}\nstate: {mysql: {database: app, socket: \"/tmp/m/{port}.sock\", user: root}}"), "")
+	if err != nil || s.State.MySQL == nil || s.State.MySQL.Database != "app" || s.State.MySQL.Socket != "/tmp/m/{port}.sock" {
+		t.Fatalf("state mysql: %+v %v", s, err)
+	}
 	for def, want := range map[string]string{
 		"name: x\nlocal: {command: [a]}\nstat: {files: [notes]}":            "did you mean state?",
 		"name: x\nlocal: {command: [a]}\nstate: {file: [notes]}":            "did you mean files?",
 		"name: x\nlocal: {command: [a]}\nstate: {postgres: {databse: app}}": "did you mean database?",
+		"name: x\nlocal: {command: [a]}\nstate: {mysql: {socket: /s}}":      "state.mysql.database: empty",
+		"name: x\nlocal: {command: [a]}\nstate: {mysql: {databse: app}}":    "did you mean database?",
+		"name: x\nlocal: {command: [a]}\nstate: {mysqll: {database: app}}":  "did you mean mysql?",
 		"name: x\nlocal: {command: [a]}\nready: {path: /, timeout: 5}":      "did you mean timeout_ms?",
 		"name: x\nlocal: {command: [a]}\nzzzzzzzzzzzzzzzzzz: 1":             "unknown field",
 	} {

@@ -24,7 +24,7 @@ import (
 
 // A site's state, wherever it keeps it, read into one SQLite file of
 // tables: the files of its data directories (table "files") and the rows
-// of its PostgreSQL database (a table each). One path then diffs any
+// of its PostgreSQL or MySQL/MariaDB database (a table each). One path then diffs any
 // site's state (the state_diff op compares two such files) and grades
 // state checks on it (a check whose db is StateTables). Everything is
 // read by commands run inside the instance (Execer), so the local backend
@@ -40,6 +40,20 @@ type State struct {
 	// Postgres is a PostgreSQL database read with psql inside the
 	// instance.
 	Postgres *Postgres `json:"postgres,omitempty"`
+	// MySQL is a MySQL or MariaDB database read with the mysql client
+	// inside the instance.
+	MySQL *MySQL `json:"mysql,omitempty"`
+}
+
+// MySQL is how the mysql client (MySQL's or MariaDB's) reaches the site's
+// database from inside its instance: a Unix socket ({port} and {data} are
+// the local instance's), else a host and port.
+type MySQL struct {
+	Database string `json:"database"`
+	Socket   string `json:"socket,omitempty"`
+	Host     string `json:"host,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	User     string `json:"user,omitempty"`
 }
 
 // Postgres is how psql reaches the site's database from inside its
@@ -71,8 +85,8 @@ const (
 )
 
 func (st *State) validate() error {
-	if len(st.Files) == 0 && st.Postgres == nil {
-		return errors.New("state: give files (directories of the site's data) or postgres (its database)")
+	if len(st.Files) == 0 && st.Postgres == nil && st.MySQL == nil {
+		return errors.New("state: give files (directories of the site's data), postgres or mysql (its database)")
 	}
 	for i, f := range st.Files {
 		p := filepath.Clean(f)
@@ -89,6 +103,14 @@ func (st *State) validate() error {
 		}
 		if pg.Schema == "" {
 			pg.Schema = "public"
+		}
+	}
+	if my := st.MySQL; my != nil {
+		if my.Database == "" {
+			return errors.New("state.mysql.database: empty (the database the mysql client reads)")
+		}
+		if my.Port < 0 || my.Port > 65535 {
+			return fmt.Errorf("state.mysql.port: %d is not 1-65535", my.Port)
 		}
 	}
 	return nil
@@ -116,6 +138,11 @@ func ReadState(ctx context.Context, in Execer, st *State, dst string) error {
 	if st.Postgres != nil {
 		if err := readPostgres(ctx, in, st.Postgres, tx); err != nil {
 			return fmt.Errorf("state postgres %s: %w", st.Postgres.Database, err)
+		}
+	}
+	if st.MySQL != nil {
+		if err := readMySQL(ctx, in, st.MySQL, tx); err != nil {
+			return fmt.Errorf("state mysql %s: %w", st.MySQL.Database, err)
 		}
 	}
 	return tx.Commit()
@@ -195,13 +222,17 @@ FROM information_schema.tables WHERE table_schema = :'schema' AND table_type = '
 \gexec
 `
 
-type pgTable struct {
-	Table   string `json:"table"`
-	Columns []struct {
-		Name string `json:"name"`
-		Type string `json:"type"`
-		PK   int    `json:"pk"`
-	} `json:"columns"`
+// dbTable is a database table's name and columns (pk: the column's place
+// in the primary key, 0 when not in it).
+type dbTable struct {
+	Table   string     `json:"table"`
+	Columns []dbColumn `json:"columns"`
+}
+
+type dbColumn struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	PK   int    `json:"pk"`
 }
 
 // readPostgres reads every table of the database's schema with psql in
@@ -227,11 +258,11 @@ func readPostgres(ctx context.Context, in Execer, pg *Postgres, tx *sql.Tx) erro
 	}
 	// One JSON value of the tables, then one per table (json_agg breaks lines between elements).
 	dec := json.NewDecoder(bytes.NewReader(res.Stdout))
-	var tables []pgTable
+	var tables []dbTable
 	if err := dec.Decode(&tables); err != nil {
 		return fmt.Errorf("psql's tables: %w", err)
 	}
-	cols := map[string]pgTable{}
+	cols := map[string]dbTable{}
 	for _, t := range tables {
 		cols[t.Table] = t
 		if err := createMirror(ctx, tx, t); err != nil {
@@ -259,18 +290,24 @@ func readPostgres(ctx context.Context, in Execer, pg *Postgres, tx *sql.Tx) erro
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
-// sqliteType is the SQLite type of a PostgreSQL data_type.
-func sqliteType(pg string) string {
-	switch pg {
-	case "smallint", "integer", "bigint", "boolean":
-		return "INTEGER"
-	case "real", "double precision", "numeric":
-		return "REAL"
+// sqliteTypes are the SQLite types of PostgreSQL's and MySQL's data_type
+// names (information_schema.columns); any other is TEXT.
+var sqliteTypes = map[string]string{
+	"smallint": "INTEGER", "integer": "INTEGER", "bigint": "INTEGER", "boolean": "INTEGER",
+	"tinyint": "INTEGER", "mediumint": "INTEGER", "int": "INTEGER", "bit": "INTEGER",
+	"real": "REAL", "double precision": "REAL", "numeric": "REAL",
+	"float": "REAL", "double": "REAL", "decimal": "REAL",
+}
+
+// sqliteType is the SQLite type of a database's data_type.
+func sqliteType(t string) string {
+	if s, ok := sqliteTypes[strings.ToLower(t)]; ok {
+		return s
 	}
 	return "TEXT"
 }
 
-func keyed(t pgTable) bool {
+func keyed(t dbTable) bool {
 	for _, c := range t.Columns {
 		if c.PK > 0 {
 			return true
@@ -279,7 +316,7 @@ func keyed(t pgTable) bool {
 	return false
 }
 
-func createMirror(ctx context.Context, tx *sql.Tx, t pgTable) error {
+func createMirror(ctx context.Context, tx *sql.Tx, t dbTable) error {
 	var defs, pk []string
 	type kc struct {
 		pos  int
@@ -304,7 +341,7 @@ func createMirror(ctx context.Context, tx *sql.Tx, t pgTable) error {
 	return err
 }
 
-func fillMirror(ctx context.Context, tx *sql.Tx, t pgTable, rows []map[string]any) error {
+func fillMirror(ctx context.Context, tx *sql.Tx, t dbTable, rows []map[string]any) error {
 	names := make([]string, 0, len(t.Columns)+1)
 	for _, c := range t.Columns {
 		names = append(names, quoteIdent(c.Name))

@@ -6,7 +6,8 @@
 #     lay out the same on every machine;
 #   - python3 with venv, for the Python package and its tests;
 #   - PostgreSQL, the database of the notes-pg test site (a server per
-#     instance, started by examples/storage-sites/notes/pg.sh);
+#     instance, started by examples/storage-sites/notes/pg.sh), and
+#     MariaDB's server and client programs, notes-mysql's (my.sh);
 #   - Incus with a btrfs pool, for the container backend (incus-setup.sh);
 #   - Go: the go.mod toolchain is fetched through the Go module proxy by any
 #     Go >= 1.21; when no go is on the PATH, Debian's bookworm-backports
@@ -57,6 +58,12 @@ python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || pkgs+=(python3-venv)
 # SQLite file"): the server and psql. Its pg.sh runs each instance's server
 # as the postgres user the package makes (PostgreSQL refuses root).
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || pkgs+=(postgresql)
+# The notes-mysql test site's database: MariaDB's server and client
+# programs alone (the -core packages: no service, no system database, no
+# account); its my.sh runs a server per instance on a data directory of its
+# own.
+[ -x /usr/sbin/mariadbd ] || pkgs+=(mariadb-server-core)
+command -v mariadb >/dev/null 2>&1 || pkgs+=(mariadb-client-core)
 if [ ${#pkgs[@]} -gt 0 ]; then
   apt_install "${pkgs[@]}"
 fi

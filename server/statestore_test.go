@@ -15,11 +15,12 @@ import (
 )
 
 // state_diff on sites whose state is not one SQLite file (a definition's
-// state:, the notes test site in its two kinds): a null episode changed
+// state:, the notes test site in its three kinds): a null episode changed
 // nothing; a note the agent saves is one inserted row (of table files,
 // with its text and JSON; of the database's table notes), and a check on
 // it is 0 at the start and 1 now; after a reset the diff is empty again.
-func TestStateDiffOfSitesWhoseStateIsFilesOrPostgres(t *testing.T) {
+// notes-mysql: MariaDB, read with the mysql client.
+func TestStateDiffOfSitesWhoseStateIsFilesOrADatabase(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		site, check string
@@ -30,6 +31,10 @@ func TestStateDiffOfSitesWhoseStateIsFilesOrPostgres(t *testing.T) {
 			return c["table"] == "files" && row["path"] == "notes/hiker.json" && row["json"] == `{"title": "hiker", "body": ""}`
 		}},
 		{"notes-pg", `SELECT COUNT(*) FROM notes WHERE title = ?`, func(c map[string]any) bool {
+			row := c["row"].(map[string]any)
+			return c["table"] == "notes" && row["slug"] == "hiker" && row["title"] == "hiker" && toInt(row["id"]) == 2
+		}},
+		{"notes-mysql", `SELECT COUNT(*) FROM notes WHERE title = ?`, func(c map[string]any) bool {
 			row := c["row"].(map[string]any)
 			return c["table"] == "notes" && row["slug"] == "hiker" && row["title"] == "hiker" && toInt(row["id"]) == 2
 		}},
@@ -141,5 +146,72 @@ func TestStateDiffOfFilesOnIncus(t *testing.T) {
 	changes := d["changes"].([]any)
 	if len(changes) != 1 || changes[0].(map[string]any)["row"].(map[string]any)["path"] != "notes/hiker.json" {
 		t.Errorf("saving a note on Incus: %v", d)
+	}
+}
+
+// Snapshots of the local backend keep a site's state wherever it is kept:
+// a note saved before the snapshot is there after a restore and in a
+// fork, one saved after it is not (notes-pg, notes-mysql: the rows of
+// their database, not the seed a fresh start makes).
+func TestSnapshotsKeepStateInFilesOrADatabase(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ site, check string }{
+		{"notes-files", `SELECT COUNT(*) FROM files WHERE json_extract(json, '$.title') = ?`},
+		{"notes-pg", `SELECT COUNT(*) FROM notes WHERE title = ?`},
+		{"notes-mysql", `SELECT COUNT(*) FROM notes WHERE title = ?`},
+	} {
+		t.Run(tc.site, func(t *testing.T) {
+			t.Parallel()
+			def, err := filepath.Abs("../examples/storage-sites/" + tc.site + ".yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, cl := trackerServer(t, def)
+			env := okResult(t, wait(t, cl.send("make", "", map[string]any{"site": tc.site, "state_diff": true, "options": map[string]any{"start_url": "/"}})))["env"].(string)
+			has := func(env, title string) string {
+				t.Helper()
+				res := okResult(t, wait(t, cl.send("state_diff", env, map[string]any{"queries": []any{map[string]any{"sql": tc.check, "args": []any{title}}}})))
+				q := res["queries"].([]any)[0].(map[string]any)
+				if q["error"] != nil {
+					t.Fatalf("the check of %q: %v", title, q)
+				}
+				return q["now"].(string)
+			}
+			save := func(env, title string) {
+				t.Helper()
+				if _, err := play(cl, env, []string{`goto("/")`, `type("new-note.title", "` + title + `", enter=True)`}); err != nil {
+					t.Fatal(err)
+				}
+				if n := has(env, title); n != "1" {
+					t.Fatalf("after saving %q the state has %s of it, want 1", title, n)
+				}
+			}
+			save(env, "hiker")
+			okResult(t, wait(t, cl.send("snapshot", env, map[string]any{"name": "saved"})))
+			save(env, "later")
+
+			forked := okResult(t, wait(t, cl.send("fork", env, map[string]any{"name": "saved", "n": 1})))
+			fork := forked["envs"].([]any)[0].(map[string]any)["env"].(string)
+			restored := okResult(t, wait(t, cl.send("restore", env, map[string]any{"name": "saved"})))
+			if html := obsOf(restored)["html"].(string); !strings.Contains(html, "hiker") || strings.Contains(html, "later") {
+				t.Errorf("the page after the restore shows the notes of another state: %q", html)
+			}
+			for _, e := range []struct{ name, env string }{{"restored", env}, {"forked", fork}} {
+				if n := has(e.env, "hiker"); n != "1" {
+					t.Errorf("the %s instance has %s notes saved before the snapshot, want 1", e.name, n)
+				}
+				if n := has(e.env, "later"); n != "0" {
+					t.Errorf("the %s instance has %s notes saved after the snapshot, want 0", e.name, n)
+				}
+				if n := has(e.env, "Welcome"); n != "1" {
+					t.Errorf("the %s instance has %s seed notes, want 1", e.name, n)
+				}
+			}
+			// Their futures are their own: a note saved in the fork is not in the restored instance.
+			save(fork, "forked")
+			if n := has(env, "forked"); n != "0" {
+				t.Errorf("the fork's note is in the restored instance too (%s)", n)
+			}
+		})
 	}
 }

@@ -562,7 +562,7 @@ def test_state_tasks_check_what_a_demonstration_changed_in_the_shop(
     assert steps and all("add-to-cart" in s.action for s in steps), r.stats
     tasks = json.loads(r.tasks.read_text())
     state = [t for t in tasks if t["category"] == "state"]
-    assert state and r.stats["state"]["verified"] == len(state), r.stats["state"]
+    assert state and r.stats["state"]["tasks"] == len(state) <= r.stats["state"]["verified"], r.stats["state"]
     for t in state:
         assert t["intent"].startswith("Add to cart on the ") and t["wrong"] == ['stop("")']
         (check,) = t["eval"]["state"]
@@ -1043,14 +1043,15 @@ def test_the_scripted_reader_follows_the_labelers_instructions() -> None:
 STORAGE = Path(__file__).resolve().parents[2] / "examples" / "storage-sites"
 
 
-@pytest.mark.parametrize("site", ["notes-files", "notes-pg"])
-def test_a_site_whose_state_is_files_or_postgres_is_explored_into_tasks_that_pass_strict_check(
+@pytest.mark.parametrize("site", ["notes-files", "notes-pg", "notes-mysql"])
+def test_a_site_whose_state_is_files_or_a_database_is_explored_into_tasks_that_pass_strict_check(
     site: str, binary: str, tmp_path: Path
 ) -> None:
-    """The notes site keeps each note as a JSON file (notes-files: state: files) or a PostgreSQL row
-    (notes-pg: state: postgres): exploration reads what an episode changed there (no episode fails
-    on storage), a saved note becomes a state task checked by what the instruction names, and every
-    task passes `tasks check --strict` (oracle and independent solution 1, wrong and null agents 0)."""
+    """The notes site keeps each note as a JSON file (notes-files: state: files), a PostgreSQL row
+    (notes-pg: state: postgres) or a MariaDB row (notes-mysql: state: mysql): exploration reads what
+    an episode changed there (no episode fails on storage), a saved note becomes a state task checked
+    by what the instruction names, and every task passes `tasks check --strict` (oracle and
+    independent solution 1, wrong and null agents 0)."""
     srv = sites_server(binary, str(STORAGE), str(tmp_path / "i"))
     try:
         r = asyncio.run(
@@ -1110,3 +1111,195 @@ def test_a_changed_files_check_names_what_it_holds() -> None:
     c = candidate({"table": "files", "op": "insert", "row": plain}, cols)
     assert c is not None and c["sql"] == 'SELECT COUNT(*) FROM "files" WHERE "path" = ?'
     assert c["args"] == ["pages/Home.txt"]
+
+
+def test_a_form_started_is_filled_before_its_button_is_pressed() -> None:
+    """The model-free explorer, on a form whose first field it just set: the fields it has not set
+    come before what submits the form (its button, or typing Enter in one of its boxes), so a size,
+    then the quantity, then add to cart; and what submits it once every field is set."""
+    from webserv.explore.modelfree import NoveltyExplorer
+    from webserv.explore.trajectory import Episode, Step
+
+    url = "http://127.0.0.1:1/product/boots"
+    obs: dict[str, Any] = {
+        "url": url,
+        "clickable": ["cart.add", "nav.home"],
+        "inputs": [{"id": "cart.note", "type": "text", "editable": True}],
+        "selects": [
+            {"id": "cart.size", "options": [{"text": "S", "selected": True}, {"text": "M"}]},
+            {"id": "cart.qty", "options": [{"text": "1", "selected": True}, {"text": "2"}]},
+        ],
+    }
+    episode = Episode(index=0, persona="a hiker", start_url=url)
+    episode.steps.append(Step(url, "Boots", "", 'select_option("cart.size", "M")', url, "Boots"))
+    chosen = [asyncio.run(NoveltyExplorer(seed).act(obs, episode)) for seed in range(5)]
+    assert all(a.startswith('select_option("cart.qty"') for a in chosen), chosen
+    episode.steps.append(Step(url, "Boots", "", 'select_option("cart.qty", "2")', url, "Boots"))
+    chosen = [asyncio.run(NoveltyExplorer(seed).act(obs, episode)) for seed in range(5)]
+    assert all(a == 'click("cart.add")' or a.startswith('type("cart.note"') for a in chosen), chosen
+
+
+def test_the_scripted_reader_reaches_a_page_linked_only_from_the_items_a_search_finds() -> None:
+    """`Go to the "Boots" page.` where no page it starts on links to Boots: the reader searches for
+    "Boots" and opens the first results, one after the other, until one links to Boots (a boot's
+    breadcrumb), then follows that link."""
+    from webserv.explore.solve import solve
+
+    home = {
+        "url": "http://s/",
+        "axtree_txt": '[search.q] searchbox "Search"\n[cat.shoes] link "Shoes"',
+        "clickable": ["cat.shoes"],
+        "inputs": [{"id": "search.q", "type": "search", "editable": True}],
+    }
+    results = {
+        "url": "http://s/search?q=Boots",
+        "axtree_txt": '[cat.shoes] link "Shoes"\n[sock] link "Wool Sock"\n[boot] link "Snow Boot"',
+        "clickable": ["cat.shoes", "sock", "boot"],
+    }
+    pages = {
+        'click("sock")': {
+            "url": "http://s/p/sock",
+            "axtree_txt": '[bc.socks] link "Socks"',
+            "clickable": ["bc.socks"],
+        },
+        'click("boot")': {
+            "url": "http://s/p/boot",
+            "axtree_txt": '[bc.boots] link "Boots"',
+            "clickable": ["bc.boots"],
+        },
+        'click("bc.boots")': {"url": "http://s/c/boots", "title": "Boots - Shop", "axtree_txt": ""},
+    }
+
+    class Pages:
+        def __init__(self) -> None:
+            self.at = [home]
+
+        async def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
+            if action.startswith("type("):
+                self.at.append(results)
+            elif action == "go_back()":
+                self.at.pop()
+            else:
+                self.at.append(pages[action])
+            return self.at[-1], 0.0, False, False, {}
+
+    acts, end = asyncio.run(solve('Go to the "Boots" page.', Pages(), home))
+    assert acts == [
+        'type("search.q", "Boots", enter=True)',
+        'click("sock")',
+        "go_back()",
+        'click("boot")',
+        'click("bc.boots")',
+        'stop("")',
+    ]
+    assert end["url"] == "http://s/c/boots"
+
+
+def test_shortening_leaves_out_a_detour_that_ends_the_demonstration() -> None:
+    """A demonstration that reached the page, opened another and came back: the detour and its
+    go_back() go together (neither can go alone)."""
+    from webserv.explore.shorten import shortest
+    from webserv.explore.trajectory import Step
+
+    raw = [
+        Step("/", "", "[cat] link", 'click("cat")', "/c", ""),
+        Step("/c", "", "[p] link", 'click("p")', "/p", ""),
+        Step("/p", "", "[x] link", "go_back()", "/c", ""),
+        Step("/c", "", "", 'stop("")', "/c", ""),
+    ]
+
+    async def passes(actions: list[str]) -> list[Step] | None:
+        at = ["/"]
+        for a in actions:
+            if a == "go_back()":
+                at.pop()
+            elif a.startswith("click("):
+                at.append("/" + a[7:-2])
+        return [Step("/", "", "", a, at[-1], "") for a in actions] if at[-1] == "/cat" else None
+
+    best, _ = asyncio.run(shortest(raw, passes, budget=20))
+    assert [s.action for s in best] == ['click("cat")', 'stop("")']
+
+
+def test_no_price_question_of_a_page_the_episode_filled() -> None:
+    """The model-free labeler asks the price a page shows only when the episode changed no data on
+    the way: a cart it added to shows, from the task's start, another price or none."""
+    from webserv.explore.modelfree import TrajectoryLabeler
+    from webserv.explore.trajectory import Episode, Step
+
+    obs = {"url": "http://s/cart", "title": "Shopping cart - Shop", "axtree_txt": 'StaticText "$58.99"'}
+    ep = Episode(index=0, persona="p", start_url="http://s/")
+    ep.steps.append(Step("http://s/", "Shop", "", 'click("cart")', "http://s/cart", "Shopping cart"))
+    assert asyncio.run(TrajectoryLabeler().label(ep, obs)).answer == "$58.99"
+    ep.steps.insert(
+        0, Step("http://s/p", "Boot", "", 'click("buy")', "http://s/p", "Boot", changes=[{"table": "cart"}])
+    )
+    ep.labeled = 1
+    label = asyncio.run(TrajectoryLabeler().label(ep, obs))
+    assert label.answer == "" and label.instruction == 'Go to the "Shopping cart" page.', label
+
+
+def test_a_search_whose_results_were_filtered_since_is_labeled_as_the_search() -> None:
+    """Typing into a filter of a search's results (a price box) does not hide the search: the label
+    is the search, its reference the results page with the term alone."""
+    from webserv.explore.modelfree import TrajectoryLabeler
+    from webserv.explore.trajectory import Episode, Step
+
+    home, results = "http://s/", "http://s/search?q=waterproof"
+    filtered = "http://s/search?q=waterproof&min=waterproof"
+    ep = Episode(index=0, persona="p", start_url=home)
+    ep.steps.append(
+        Step(home, "Shop", "", 'type("search.search-products", "waterproof", enter=True)', results, "")
+    )
+    ep.steps.append(Step(results, "", "", 'type("filter.min-price", "waterproof", enter=True)', filtered, ""))
+    label = asyncio.run(
+        TrajectoryLabeler().label(ep, {"url": filtered, "title": "Search results for “waterproof”"})
+    )
+    assert label.instruction == 'Search the site for "waterproof" and show the results.', label
+    assert label.reference == results
+
+
+def test_the_scripted_reader_follows_a_link_named_by_a_word_of_the_page() -> None:
+    """`Go to the "Shopping cart" page.` where the link says "Cart (2)": the reader follows a link
+    named by a word of the page's name and keeps it when the page it opens has that name."""
+    from webserv.explore.solve import solve
+
+    home = {
+        "url": "http://s/",
+        "axtree_txt": '[search.q] searchbox "Search"\n[help] link "Shopping help"\n[cart] link "Cart (2)"',
+        "clickable": ["help", "cart"],
+        "inputs": [{"id": "search.q", "type": "search", "editable": True}],
+    }
+    cart = {"url": "http://s/cart", "title": "Shopping cart - Shop", "axtree_txt": ""}
+    nothing = {"url": "http://s/search?q=Shopping+cart", "axtree_txt": "", "clickable": []}
+
+    class Pages:
+        async def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
+            return (nothing if action.startswith("type(") else cart), 0.0, False, False, {}
+
+    acts, end = asyncio.run(solve('Go to the "Shopping cart" page.', Pages(), home))
+    assert acts == ['click("cart")', 'stop("")'], acts
+    assert end is cart
+
+
+def test_no_task_of_a_page_the_demonstration_made_or_of_a_change_it_made_twice() -> None:
+    """A url task whose demonstration saved data on the way (the page it reached may not exist at the
+    task's start) and a state task whose checks want the change twice (the instruction says it once)
+    keep their rows but get no task."""
+    from webserv.explore.loop import _task
+    from webserv.explore.trajectory import Demo, Episode, Label, Step
+
+    ep = Episode(index=0, persona="p", start_url="http://s/")
+    saved = Step(
+        "http://s/", "", "", 'type("new-note.title", "tools", enter=True)', "http://s/note/tools", ""
+    )
+    saved.changes = [{"table": "files", "op": "insert"}]
+    go = Demo(ep, 1, Label('Go to the "tools" page.', "http://s/note/tools", "tools"), [saved], "http://s/")
+    assert _task("notes", 0, go) is None
+    twice = Demo(
+        ep, 1, Label('Save note with title "tools".', "http://s/", "", state=[{}]), [saved], "http://s/"
+    )
+    twice.checks = [{"db": "@state", "sql": "SELECT COUNT(*) FROM files", "args": [], "expect": "2"}]
+    assert _task("notes", 0, twice) is None
+    twice.checks[0]["expect"] = "1"
+    assert _task("notes", 0, twice)["category"] == "state"

@@ -3,10 +3,11 @@
 "State that is not one SQLite file".
 
 Pages: the list of notes with a form to add one (/), a note (/note/SLUG) with a delete button, and
-/healthz. Where notes are kept is the one difference between its two definitions:
+/healthz. Where notes are kept is the one difference between its definitions:
 
     app.py --store files      one JSON file per note in $DATA_DIR/notes (notes-files.yaml)
     app.py --store postgres   a PostgreSQL table, through psql (notes-pg.yaml, started by pg.sh)
+    app.py --store mysql      a MariaDB table, through the mysql client (notes-mysql.yaml, my.sh)
 
 The port is $PORT.
 """
@@ -83,6 +84,35 @@ class Postgres:
         self.run("DELETE FROM notes WHERE slug = :'a0';", slug)
 
 
+class MySQL:
+    """Table notes(id, slug, title, body) of the MySQL/MariaDB database the mysql client reaches
+    ($MYSQL_SOCKET, $MYSQL_DATABASE). Values go in as hex literals: nothing in them is SQL."""
+
+    def run(self, sql: str) -> list[list[str]]:
+        cmd = ["mysql", "--no-defaults", "--batch", "--raw", "--skip-column-names", "-u", "root"]
+        cmd += ["-S", os.environ["MYSQL_SOCKET"], os.environ["MYSQL_DATABASE"]]
+        out = subprocess.run(cmd, input=sql, capture_output=True, text=True, check=True).stdout
+        return [line.split("\t") for line in out.splitlines() if line]
+
+    @staticmethod
+    def text(s: str) -> str:
+        return f"CONVERT(X'{s.encode().hex()}' USING utf8mb4)" if s else "''"
+
+    def all(self) -> list[tuple[str, str]]:
+        return [(r[0], r[1]) for r in self.run("SELECT slug, title FROM notes ORDER BY slug;")]
+
+    def get(self, slug: str) -> dict | None:
+        rows = self.run(f"SELECT title, body FROM notes WHERE slug = {self.text(slug)};")
+        return {"title": rows[0][0], "body": rows[0][1] if len(rows[0]) > 1 else ""} if rows else None
+
+    def add(self, slug: str, title: str, body: str) -> None:
+        vals = ", ".join(self.text(v) for v in (slug, title, body))
+        self.run(f"INSERT INTO notes (slug, title, body) VALUES ({vals});")
+
+    def delete(self, slug: str) -> None:
+        self.run(f"DELETE FROM notes WHERE slug = {self.text(slug)};")
+
+
 def page(title: str, body: str) -> str:
     return f"""<!doctype html><html><head><meta charset="utf-8">
 <title>{html.escape(title)} - Notes</title></head>
@@ -153,9 +183,9 @@ def handler(store):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--store", choices=["files", "postgres"], default="files")
+    ap.add_argument("--store", choices=["files", "postgres", "mysql"], default="files")
     a = ap.parse_args()
-    store = Files() if a.store == "files" else Postgres()
+    store = {"files": Files, "postgres": Postgres, "mysql": MySQL}[a.store]()
     ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), handler(store)).serve_forever()
 
 

@@ -1,12 +1,17 @@
 #!/bin/sh
 # Runs the notes site on a PostgreSQL server of the instance's own (notes-pg.yaml).
 #
-# Each start gets a fresh cluster copied from a template (made once per seed.sql, under a lock, in
-# ${TMPDIR:-/tmp}/webserv-pg), listening on no TCP port: only on the abstract Unix socket
-# @notes-pg-$PORT (PORT is the instance's HTTP port, unique on the machine), which the app and the
-# server's state reader (psql -h @notes-pg-{port}) reach. PostgreSQL refuses to run as root: as root
-# the server runs as the postgres user (Debian's package makes it). The cluster is deleted when the
-# site stops; one left by a killed site is deleted by the next start.
+# The cluster is part of the instance's data: $DATA_DIR/pg (the local backend's copy of the site's
+# data directory; on Incus the image's $DATA_DIR). A start without one (a new instance, a reset)
+# copies it from a template made once per seed.sql, under a lock, in ${TMPDIR:-/tmp}/webserv-pg; a
+# start with one (a restore, a fork: the backend copied a snapshot of the data directory, taken
+# with every process of the site stopped) goes on from it, so a snapshot's rows are what a restore
+# shows. The server listens on no TCP port: only on the abstract Unix socket @notes-pg-$PORT (PORT
+# is the instance's HTTP port, unique on the machine), which the app and the server's state reader
+# (psql -h @notes-pg-{port}) reach. PostgreSQL refuses to run as root: as root the server runs as
+# the postgres user (Debian's package makes it), given the right to pass through directories it
+# may not enter (CAP_DAC_READ_SEARCH) only when the data directory lies under one (a test's
+# private temporary directory).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
@@ -18,7 +23,7 @@ mkdir -p "$root"
 chmod 755 "$root"
 sock="@notes-pg-$PORT"
 
-# Clusters whose site is gone.
+# Clusters of an earlier pg.sh, kept outside the data directory, whose site is gone.
 for d in "$root"/inst-*; do
   [ -f "$d/site.pid" ] || continue
   kill -0 "$(cat "$d/site.pid")" 2>/dev/null || rm -rf "$d"
@@ -40,20 +45,31 @@ tpl="$root/template-$(cat "$here/seed.sql" | cksum | cut -d' ' -f1)"
   fi
 ) 9>"$root/template.lock"
 
-db=$(mktemp -d "$root/inst-XXXXXX")
-echo $$ >"$db/site.pid"
-cp -a "$tpl/db" "$db/db"
-[ -z "$as" ] || chown -R postgres: "$db"
+data=${DATA_DIR:-$PWD}
+db="$data/pg"
+if [ ! -f "$db/PG_VERSION" ]; then
+  rm -rf "$db"
+  cp -a "$tpl/db" "$db.tmp"
+  mv "$db.tmp" "$db"
+fi
+# The cluster is this instance's own copy: a lock file copied with it names the postmaster of the
+# instance it was copied from (still running, for a fork), not one of this cluster.
+rm -f "$db/postmaster.pid"
+if [ -n "$as" ]; then
+  chown -R postgres: "$db"
+  if ! $as test -x "$data"; then
+    as="$as --inh-caps=+dac_read_search --ambient-caps=+dac_read_search"
+  fi
+fi
 pg=""
 app=""
 stop() {
   [ -z "$app" ] || kill "$app" 2>/dev/null || true
   [ -z "$pg" ] || { kill -QUIT "$pg" 2>/dev/null || true; wait "$pg" 2>/dev/null || true; }
-  rm -rf "$db"
 }
 trap 'stop; exit 0' TERM INT
 trap stop EXIT
-$as "$bin/postgres" -D "$db/db" -c listen_addresses= -c "unix_socket_directories=$sock" -F &
+$as "$bin/postgres" -D "$db" -c listen_addresses= -c "unix_socket_directories=$sock" -F &
 pg=$!
 i=0
 until "$bin/pg_isready" -q -h "$sock" -d notes -U postgres; do

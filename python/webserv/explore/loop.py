@@ -543,6 +543,13 @@ def _oracle(demo: Demo) -> list[str]:
 def _task(site: str, task_id: int, demo: Demo) -> dict[str, Any] | None:
     """The task of a demonstration, or None when no evaluator tells it from doing nothing."""
     label, ep = demo.label, demo.episode
+    if not label.state and any(s.changes for s in demo.steps):
+        # A page or answer reached after the demonstration changed data (a note it saved): from the
+        # task's start that page may not exist. Its rows are kept; it gets no task.
+        return None
+    if label.state and any(str(c.get("expect", "")).isdigit() and int(c["expect"]) > 1 for c in demo.checks):
+        # The demonstration did it more than once (two notes of that title): the instruction says once.
+        return None
     if label.answer:
         category = "information"
         ev: dict[str, Any] = {
@@ -898,11 +905,14 @@ async def explore(options: ExploreOptions | None = None, /, **keywords: Any) -> 
         # What the network policy refused (deny_submit, politeness, hosts outside it), by reason.
         "refused": dict(Counter(r.get("reason", "") for ep in eps for r in ep.refused)),
         # State tasks: demonstrations that changed the site's state database, those whose checks a
-        # replay verified, and why there are none on a site without one.
+        # replay verified, the state tasks written of them (after the merging of intents: a verified
+        # demonstration merged into another task's is rows only), and why there are none on a site
+        # without one.
         "state": {
             "db": next((ep.state_db for ep in eps if ep.state_db), None),
             "changed": sum(1 for d in demos if d.label.state),
             "verified": sum(1 for d in demos if d.checks),
+            "tasks": sum(1 for t in tasks_of if t and t["category"] == "state"),
             "note": run.state_note,
         },
         # raw=True: where the trajectories are, and which environment ran each episode (its file is

@@ -93,10 +93,10 @@ class NoveltyExplorer:
             back = 1.5 if a == "go_back()" else 0.0
             c = self.tried[(page, a)] + self.touched[element] * 0.5 + back
             if form and element.startswith(form + "."):
-                if element not in fields:
-                    c -= 2.0  # the form's button
+                if element not in fields or "enter=True" in a:
+                    c -= 1.0  # the form's button, or typing that submits it: once its fields are set
                 elif m and m.group(1) != "click" and element not in done:
-                    c -= 1.0  # a field of it not set yet
+                    c -= 2.0  # a field of it not set yet: first
             return (c, self.rng.random())
 
         action = min(self.candidates(obs, episode.persona), key=cost)
@@ -129,15 +129,19 @@ SEARCH_BOX = re.compile(r"search|query|(^|[.\-_])q($|[.\-_])", re.IGNORECASE)
 
 
 def searched(episode: Episode, url: str) -> tuple[str, str]:
-    """The term the episode's last typing submitted in a search box and the results page as the
+    """The term the episode's last typing into a search box submitted and the results page as the
     search made it (the path and only the query parameter holding the term), when the page url still
     shows it; else ("", "")."""
-    last = next((s for s in reversed(episode.steps) if s.action.startswith("type(")), None)
-    if last is None:
+    typed = [
+        (s, m)
+        for s in episode.steps
+        if (m := re.match(r'type\("((?:[^"\\]|\\.)*)",\s*"((?:[^"\\]|\\.)*)"', s.action))
+        and SEARCH_BOX.search(m.group(1))
+    ]
+    if not typed:
         return "", ""
-    m = re.match(r'type\("((?:[^"\\]|\\.)*)",\s*"((?:[^"\\]|\\.)*)"', last.action)
-    if not m or not SEARCH_BOX.search(m.group(1)):
-        return "", ""
+    # The last search; typing into a filter of its results since (a price box) leaves it the search.
+    last, m = typed[-1]
     term = json.loads(f'"{m.group(2)}"').strip()
 
     def holding(u: str) -> list[tuple[str, str]]:
@@ -175,7 +179,9 @@ class TrajectoryLabeler:
             return Label(
                 f"Search the site for {_say(term)} and show the results.", url, title, reference=results
             )
-        price = shown_answer(obs)
+        # A price question only of a page the episode's own changes did not fill (a cart it added to:
+        # from the task's start the page shows another price, or none).
+        price = "" if any(s.changes for s in episode.steps) else shown_answer(obs)
         if price and name:
             return Label(f"What is the price of {_say(name)}?", url, title, answer=price)
         return Label(f"Go to the {_say(name)} page.", url, title)

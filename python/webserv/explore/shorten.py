@@ -10,7 +10,8 @@ start state, before its task and rows are written.
    longest stretches first; ``i = 0`` is a suffix that does the task from the start alone (at most
    half the replays).
 3. Greedy deletion: each action in turn, from the last back, is left out, kept out when the rest
-   still does the task.
+   still does the task; an action followed by ``go_back()`` is first left out with it (a detour
+   neither of whose steps can go alone).
 
 Every candidate is replayed from the task's start in a fresh environment (``passes``); the steps kept
 are the replay's (their observations the ones the shorter sequence sees), so the demonstration rows
@@ -97,6 +98,15 @@ async def shortest(steps: list[Step], passes: Passes, budget: int) -> tuple[list
     # later one is tried again once that one is gone.
     i = len(body) - 1
     while i >= 0 and len(body) > 1 and spent < budget:
+        if i + 1 < len(body) and body[i + 1] == "go_back()" and len(body) > 2:
+            # A detour and its return together (neither alone leaves the episode where it was).
+            cand = body[:i] + body[i + 2 :]
+            got = await attempt(cand + stop) if tuple(cand) not in tried else None
+            tried.add(tuple(cand))
+            if got is not None:
+                best, body = got, cand
+                i -= 1
+                continue
         cand = body[:i] + body[i + 1 :]
         got = await attempt(cand + stop) if tuple(cand) not in tried else None
         tried.add(tuple(cand))

@@ -5,7 +5,10 @@ alone (not from the demonstration), replayed before it is written into the task'
 The model-free labeler's instructions say what to do in words a scripted reader can follow:
 
 - ``Search the site for "T" and show the results.``: type T into the page's search box and submit;
-- ``Go to the "N" page.``: click the link named N, else search for N and click the link named N;
+- ``Go to the "N" page.``: click the link named N, else search for N and click the link named N
+  on the results or on one of the first three results' pages (an item's link to its category); a
+  link named by a word of N that opens the page named N ("Cart (2)" for "Shopping cart") comes
+  before the search;
 - ``What is the price of "X"?``: reach X's page as above, answer the one price it shows;
 - ``<Action> on the "X" page [with col "v" and ...].``: reach X's page, choose each value named in a
   field of that name, press the button named like the action;
@@ -31,6 +34,8 @@ PRICE = re.compile(r'^What is the price of "(.+)"\?$')
 DO = re.compile(r'^(.+?) on the "(.+)" page(?: with (.+))?\.$')
 ENTER = re.compile(r'^Enter ("(?:[^"\\]|\\.)*") in "(.+)" and submit it$')
 VALUE = re.compile(r'([\w ]+?) ("(?:[^"\\]|\\.)*")')
+# How many of a search's results reach tries for a link to the page it looks for.
+RESULTS_TRIED = 3
 # An element of the accessibility tree: [id] role "name".
 ELEMENT = re.compile(r'^\s*\[([^\]]+)\] (\w+) "((?:[^"\\]|\\.)*)"', re.MULTILINE)
 
@@ -59,6 +64,18 @@ def named_element(obs: dict[str, Any], name: str, roles: tuple[str, ...] = ("lin
         if role in roles and n.strip().lower() == name.strip().lower() and eid in clickable:
             return eid
     return ""
+
+
+def partly_named(obs: dict[str, Any], name: str) -> list[str]:
+    """The clickable links whose name, without counts and marks, is one or more whole words of name."""
+    clickable = set(obs.get("clickable") or [])
+    words = f" {' '.join(re.findall(r'[a-z]+', name.lower()))} "
+    out = []
+    for eid, role, n in elements(obs):
+        core = " ".join(re.findall(r"[a-z]+", n.lower()))
+        if role == "link" and core and f" {core} " in words and eid in clickable:
+            out.append(eid)
+    return out
 
 
 def search_box(obs: dict[str, Any]) -> str:
@@ -93,14 +110,41 @@ class Solver:
         await self.do(f"type({_q(box)}, {_q(term)}, enter=True)")
 
     async def reach(self, name: str) -> None:
-        """The page named name: this one, else its link here, else through the site's search."""
+        """The page named name: this one, else its link here, else through the site's search: its
+        link on the results, else on one of the first results (a category's name finds its items,
+        whose pages link back to it)."""
         if page_name(self.obs.get("title", ""), self.obs.get("url", "")).lower() == name.strip().lower():
             return
         link = named_element(self.obs, name)
+        for eid in [] if link else partly_named(self.obs, name)[:RESULTS_TRIED]:
+            # A link named by a word of the page's name ("Cart (2)" to "Shopping cart"): kept when
+            # the page it opens has the name.
+            await self.do(f"click({_q(eid)})")
+            if page_name(self.obs.get("title", ""), self.obs.get("url", "")).lower() == name.strip().lower():
+                return
+            await self.do("go_back()")
         if not link:
+            before = {eid for eid, role, _ in elements(self.obs) if role == "link"}
             await self.search(name)
             link = named_element(self.obs, name)
+            results = [eid for eid, role, _ in elements(self.obs) if role == "link" and eid not in before]
+            for result in [] if link else results[:RESULTS_TRIED]:
+                await self.do(f"click({_q(result)})")
+                link = named_element(self.obs, name)
+                if link:
+                    break
+                await self.do("go_back()")
         if not link:
+            for eid in partly_named(self.obs, name)[:RESULTS_TRIED]:
+                # A link named by a word of the page's name ("Cart (2)" to "Shopping cart"): kept when
+                # the page it opens has the name.
+                await self.do(f"click({_q(eid)})")
+                if (
+                    page_name(self.obs.get("title", ""), self.obs.get("url", "")).lower()
+                    == name.strip().lower()
+                ):
+                    return
+                await self.do("go_back()")
             raise LookupError(f"no link named {name!r}")
         await self.do(f"click({_q(link)})")
 
