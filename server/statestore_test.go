@@ -41,12 +41,7 @@ func TestStateDiffOfSitesWhoseStateIsFilesOrADatabase(t *testing.T) {
 	} {
 		t.Run(tc.site, func(t *testing.T) {
 			t.Parallel()
-			def, err := filepath.Abs("../examples/storage-sites/" + tc.site + ".yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _, cl := trackerServer(t, def)
-			env := okResult(t, wait(t, cl.send("make", "", map[string]any{"site": tc.site, "state_diff": true, "options": map[string]any{"start_url": "/"}})))["env"].(string)
+			cl, env := storageSiteEnv(t, tc.site)
 			check := map[string]any{"sql": tc.check, "args": []any{"hiker"}}
 			diff := func() (map[string]any, map[string]any) {
 				t.Helper()
@@ -162,12 +157,7 @@ func TestSnapshotsKeepStateInFilesOrADatabase(t *testing.T) {
 	} {
 		t.Run(tc.site, func(t *testing.T) {
 			t.Parallel()
-			def, err := filepath.Abs("../examples/storage-sites/" + tc.site + ".yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, _, cl := trackerServer(t, def)
-			env := okResult(t, wait(t, cl.send("make", "", map[string]any{"site": tc.site, "state_diff": true, "options": map[string]any{"start_url": "/"}})))["env"].(string)
+			cl, env := storageSiteEnv(t, tc.site)
 			has := func(env, title string) string {
 				t.Helper()
 				res := okResult(t, wait(t, cl.send("state_diff", env, map[string]any{"queries": []any{map[string]any{"sql": tc.check, "args": []any{title}}}})))
@@ -214,4 +204,17 @@ func TestSnapshotsKeepStateInFilesOrADatabase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storageSiteEnv serves examples/storage-sites/<site>.yaml and makes an
+// environment of it with state diffs on, at its start page.
+func storageSiteEnv(t *testing.T, site string) (*client, string) {
+	t.Helper()
+	def, err := filepath.Abs("../examples/storage-sites/" + site + ".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, cl := trackerServer(t, def)
+	env := okResult(t, wait(t, cl.send("make", "", map[string]any{"site": site, "state_diff": true, "options": map[string]any{"start_url": "/"}})))["env"].(string)
+	return cl, env
 }
