@@ -94,24 +94,25 @@ async def shortest(steps: list[Step], passes: Passes, budget: int) -> tuple[list
         got = await attempt(cand + stop)
         if got is not None:
             best, body = got, cand
+
     # From the last action back: what trails the outcome goes first, and an action that enables a
     # later one is tried again once that one is gone.
-    i = len(body) - 1
-    while i >= 0 and len(body) > 1 and spent < budget:
-        if i + 1 < len(body) and body[i + 1] == "go_back()" and len(body) > 2:
-            # A detour and its return together (neither alone leaves the episode where it was).
-            cand = body[:i] + body[i + 2 :]
-            got = await attempt(cand + stop) if tuple(cand) not in tried else None
-            tried.add(tuple(cand))
-            if got is not None:
-                best, body = got, cand
-                i -= 1
-                continue
-        cand = body[:i] + body[i + 1 :]
+    async def keep(cand: list[str]) -> bool:
+        """Replays cand unless tried before; keeps it when it still scores."""
+        nonlocal best, body
         got = await attempt(cand + stop) if tuple(cand) not in tried else None
         tried.add(tuple(cand))
-        if got is not None:
-            best, body = got, cand
+        if got is None:
+            return False
+        best, body = got, cand
+        return True
+
+    i = len(body) - 1
+    while i >= 0 and len(body) > 1 and spent < budget:
+        # A detour and its return together (neither alone leaves the episode where it was).
+        pair = i + 1 < len(body) and body[i + 1] == "go_back()" and len(body) > 2
+        if not (pair and await keep(body[:i] + body[i + 2 :])):
+            await keep(body[:i] + body[i + 1 :])
         i -= 1
     return best, spent
 
