@@ -26,10 +26,18 @@ func (a Action) Previewable() bool {
 // view, with a label naming the action), so a person watching the page, a
 // screenshot or the live picture sees what the action is about to do. It
 // answers the target's box, or nil when a has no target or the page has no
-// such element (the action itself will report that). Call Unpreview before
-// running the action: the outline is then gone from the page.
+// such element (the action itself will report that). Every viewer of the
+// live picture (Screencast) has been given a picture with the outline
+// before it returns. Call Unpreview before running the action: the outline
+// is then gone from the page.
 func (e *Env) Preview(ctx context.Context, a Action) (*Box, error) {
-	return e.preview(ctx, a, "show")
+	box, err := e.preview(ctx, a, "show")
+	if box != nil {
+		if t := e.activeTab(); t != nil {
+			casts.show(ctx, e, t)
+		}
+	}
+	return box, err
 }
 
 func (e *Env) preview(ctx context.Context, a Action, op string) (*Box, error) {

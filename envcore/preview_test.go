@@ -3,8 +3,11 @@ package envcore_test
 import (
 	"bytes"
 	"context"
+	"image"
+	"image/jpeg"
 	"image/png"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,6 +69,56 @@ func TestPreviewOutlinesTarget(t *testing.T) {
 	}
 }
 
+// A viewer of the live picture has been given a picture with the outline
+// by the time Preview returns, however the browser's own frames went.
+func TestPreviewReachesTheLivePicture(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envcore.Config{})
+	obs := mustReset(t, env, "/a.html")
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	var mu sync.Mutex
+	var last []byte
+	first := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		errc <- env.Screencast(ctx, envcore.ScreencastOptions{}, func(jpeg []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if last == nil {
+				close(first)
+			}
+			last = jpeg
+			return nil
+		})
+	}()
+	select {
+	case <-first:
+	case err := <-errc:
+		t.Fatalf("the screencast ended before its first frame: %v", err)
+	}
+	if box, err := env.Preview(ctx, envcore.Action{Type: envcore.Click, Target: obs.Clickable[0]}); err != nil || box == nil {
+		t.Fatalf("Preview = %+v, %v", box, err)
+	}
+	mu.Lock()
+	shown := last
+	mu.Unlock()
+	img, err := jpeg.Decode(bytes.NewReader(shown))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countNear(img, 40); n < 40 {
+		t.Errorf("the live picture's newest frame when Preview returned has %d outline pixels; want the target outlined", n)
+	}
+	if err := env.Unpreview(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-errc; err != context.Canceled {
+		t.Errorf("Screencast ended with %v", err)
+	}
+}
+
 // orangePixels counts pixels of the preview's outline colour (#f59e0b).
 func orangePixels(t *testing.T, b []byte) int {
 	t.Helper()
@@ -73,12 +126,19 @@ func orangePixels(t *testing.T, b []byte) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return countNear(img, 1)
+}
+
+// countNear counts the pixels of img within tol of the outline colour in
+// each channel (a JPEG needs a tolerance, a PNG none).
+func countNear(img image.Image, tol int) int {
+	near := func(v uint32, want int) bool { d := int(v>>8) - want; return d > -tol && d < tol }
 	n := 0
 	r := img.Bounds()
 	for y := r.Min.Y; y < r.Max.Y; y++ {
 		for x := r.Min.X; x < r.Max.X; x++ {
 			cr, cg, cb, _ := img.At(x, y).RGBA()
-			if cr>>8 == 0xf5 && cg>>8 == 0x9e && cb>>8 == 0x0b {
+			if near(cr, 0xf5) && near(cg, 0x9e) && near(cb, 0x0b) {
 				n++
 			}
 		}

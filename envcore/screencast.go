@@ -86,8 +86,12 @@ func (e *Env) screencastTab(ctx context.Context, t *tab, changed <-chan struct{}
 			return ctx.Err()
 		case <-changed:
 			return errTabsChanged
-		case jpeg := <-v.frames:
-			if err := frame(jpeg); err != nil {
+		case f := <-v.frames:
+			err := frame(f.jpeg)
+			if f.taken != nil {
+				close(f.taken)
+			}
+			if err != nil {
 				return err
 			}
 			// At most one frame per interval: frames that come meanwhile
@@ -135,15 +139,24 @@ type cast struct {
 	stop    context.CancelFunc
 	done    chan struct{} // closed when the pump has returned
 	nudge   chan struct{} // a step finished
+	opts    ScreencastOptions
 }
 
 // castViewer receives the newest frame not yet taken.
-type castViewer struct{ frames chan []byte }
+type castViewer struct{ frames chan castFrame }
+
+// castFrame is one picture for a viewer. A frame with taken set is pinned:
+// later frames do not replace it, and taken is closed once the viewer has
+// been given it (show).
+type castFrame struct {
+	jpeg  []byte
+	taken chan struct{}
+}
 
 func (h *castHub) join(e *Env, t *tab, opts ScreencastOptions) (*castViewer, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	v := &castViewer{frames: make(chan []byte, 1)}
+	v := &castViewer{frames: make(chan castFrame, 1)}
 	if c := h.tabs[t]; c != nil {
 		c.mu.Lock()
 		c.viewers[v] = struct{}{}
@@ -151,7 +164,7 @@ func (h *castHub) join(e *Env, t *tab, opts ScreencastOptions) (*castViewer, err
 		return v, nil
 	}
 	ctx, stop := context.WithCancel(e.br().ctx)
-	c := &cast{viewers: map[*castViewer]struct{}{v: {}}, stop: stop, done: make(chan struct{}), nudge: make(chan struct{}, 1)}
+	c := &cast{viewers: map[*castViewer]struct{}{v: {}}, stop: stop, done: make(chan struct{}), nudge: make(chan struct{}, 1), opts: opts}
 	events := e.br().rod.Context(ctx).Event() // subscribed before the start, so no frame is missed
 	start := proto.PageStartScreencast{Format: proto.PageStartScreencastFormatJpeg, Quality: &opts.Quality, MaxWidth: &opts.MaxWidth}
 	if err := start.Call(t.client(ctx)); err != nil {
@@ -213,16 +226,86 @@ func (c *cast) pump(ctx context.Context, e *Env, t *tab, opts ScreencastOptions,
 // take before a still picture stands in for it.
 const castCatchUp = 250 * time.Millisecond
 
-// send gives jpeg to every viewer, replacing a frame not yet taken.
+// send gives jpeg to every viewer, replacing a frame not yet taken unless
+// that frame is pinned.
 func (c *cast) send(jpeg []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for v := range c.viewers {
+		c.put(v, castFrame{jpeg: jpeg})
+	}
+}
+
+// put hands f to v, replacing a frame v has not taken unless that one is
+// pinned. c.mu is held.
+func (c *cast) put(v *castViewer, f castFrame) {
+	select {
+	case old := <-v.frames:
+		if old.taken != nil && f.taken == nil {
+			v.frames <- old
+			return
+		}
+	default:
+	}
+	v.frames <- f
+}
+
+// castShowLimit bounds how long show waits for viewers to be given its
+// picture: a viewer that stopped reading must not hold the step.
+const castShowLimit = 10 * time.Second
+
+// show makes every viewer of t's screencast, if it has any, see the page
+// as it is now: it takes a still picture, hands it to each viewer pinned
+// (no frame replaces it before the viewer has it, so a frame of an earlier
+// state still in flight cannot hide it), and returns once every viewer has
+// been given it, ctx ends or castShowLimit passes. The browser may have
+// dropped its own frame of the change (it draws none while an earlier
+// frame is unacknowledged), so the picture is taken here.
+func (h *castHub) show(ctx context.Context, e *Env, t *tab) {
+	h.mu.Lock()
+	c := h.tabs[t]
+	h.mu.Unlock()
+	if c == nil {
+		return
+	}
+	jpeg, err := e.still(t.client(ctx), c.opts)
+	if err != nil {
+		return // the step reports what is wrong with the tab
+	}
+	var waits []chan struct{}
+	c.mu.Lock()
+	for v := range c.viewers {
+		f := castFrame{jpeg: jpeg, taken: make(chan struct{})}
+		c.put(v, f)
+		waits = append(waits, f.taken)
+	}
+	c.mu.Unlock()
+	limit := time.NewTimer(castShowLimit)
+	defer limit.Stop()
+	defer c.unpin()
+	for _, w := range waits {
 		select {
-		case <-v.frames:
+		case <-w:
+		case <-c.done: // the screencast stopped: nobody is watching
+			return
+		case <-ctx.Done():
+			return
+		case <-limit.C:
+			return
+		}
+	}
+}
+
+// unpin lets later frames replace a pinned frame a viewer has not taken.
+func (c *cast) unpin() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for v := range c.viewers {
+		select {
+		case f := <-v.frames:
+			v.frames <- castFrame{jpeg: f.jpeg}
 		default:
 		}
-		v.frames <- jpeg
 	}
 }
 

@@ -142,12 +142,14 @@ func TestApproveAndRejectInLiveView(t *testing.T) {
 	env := cl.call("make", "", map[string]any{"start_url": pageURL(5), "approve": true, "approve_timeout_ms": 60000, "record": true})["env"].(string)
 	p := uiPage(t, base+"/ui/?env="+env)
 
-	ask := func(action string) {
+	// ask waits until the live view asks about step n (the verdict on an
+	// earlier step may still be shown meanwhile).
+	ask := func(n int, action string) {
 		t.Helper()
-		until(t, p, "the pending action", `a => !document.getElementById('pending').hidden && document.getElementById('pending-action').textContent === a`, action)
+		until(t, p, "the pending action", `(n, a) => !document.getElementById('pending').hidden && document.getElementById('pending-step').textContent === String(n) && document.getElementById('pending-action').textContent === a`, n, action)
 	}
 	step := cl.send("step", env, map[string]any{"action": `click("load")`})
-	ask(`click("load")`)
+	ask(1, `click("load")`)
 	// The live picture shows the page while the action waits.
 	until(t, p, "the live picture", `() => document.getElementById('screen').naturalWidth > 0`)
 	if err := p.MustElement("#comment").Input("that loads the wrong list"); err != nil {
@@ -167,7 +169,7 @@ func TestApproveAndRejectInLiveView(t *testing.T) {
 	}
 
 	step = cl.send("step", env, map[string]any{"action": `click("load")`})
-	ask(`click("load")`)
+	ask(2, `click("load")`)
 	click(t, p, "#approve")
 	r = wait(t, step)
 	obs = r["result"].(map[string]any)["obs"].(map[string]any)
