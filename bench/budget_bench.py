@@ -1,6 +1,6 @@
 """Token budget cost: an observation with a budget (counted and pruned) against without, same run.
 
-    WEBSERV_BIN=bin/webserv python bench/budget_bench.py [--reps 8] [--budget 4096] [--smoke]
+    WEBSERV_BIN=bin/webserv python bench/budget_bench.py [--reps 8] [--budget 4096] [--view html] [--smoke]
 
 One ``webserv serve`` (the bundled shop) and a page server of generated pages far over any
 budget (a 5,000-row table, a 2 MB article, 3,000 links). The tokenizer is a large model's: the
@@ -12,7 +12,9 @@ each repetition; the server's time for the observe op (its own clock, so the net
 recorded. Reported per page and N: the median ms of each arm and their difference (the cost of
 counting and pruning), and the sizes before and after: characters and tokens of the text view
 (the tokens as Python's tokenizers package counts them). Results in bench/results/budget.json
-and .md. The Go side alone: ``go test -run X -bench Budget ./envcore``.
+and .md. ``--view html`` budgets the HTML view instead (``view: "html"``; without a budget,
+the observation's html): bench/results/budget-html.*. The Go side alone: ``go test -run X
+-bench Budget ./envcore``.
 """
 
 from __future__ import annotations
@@ -58,14 +60,17 @@ def serve(pages: dict[str, str]) -> PageServer:
 
 
 async def one_page(
-    c: webserv.AsyncClient, site: str, url: str, n: int, reps: int, budget: int, seed: int
+    c: webserv.AsyncClient, site: str, url: str, n: int, reps: int, budget: int, seed: int, view: str
 ) -> dict:
     args: dict[str, Any] = {"site": site, "observe": {"axtree": True}}
     args.update({"start_url": url} if site == "open" else {"task": "shopping.0"})
     envs = [r["env"] for r in await asyncio.gather(*(c.request("make", **args) for _ in range(n)))]
     if site != "open":
         await asyncio.gather(*(c.request("step", e, action=f'goto("{url}")') for e in envs))
-    arms = {"off": {"axtree": True}, "on": {"max_tokens": budget, "tokenizer": str(TOKENIZER)}}
+    arms = {
+        "off": {"axtree": view == "axtree"},
+        "on": {"max_tokens": budget, "tokenizer": str(TOKENIZER), "view": view},
+    }
     for observe in arms.values():  # warm up: the tokenizer is loaded once, on its first use
         await c.request("observe", envs[0], observe=observe)
     ms: dict[str, list[float]] = {"off": [], "on": []}
@@ -77,7 +82,7 @@ async def one_page(
         for arm in order:
             done = await asyncio.gather(*(c.request_timed("observe", e, observe=arms[arm]) for e in envs))
             ms[arm] += [t for _, t in done]
-            texts[arm] = done[0][0]["obs"]["axtree"]
+            texts[arm] = done[0][0]["obs"][view]
     await asyncio.gather(*(c.request("close", e) for e in envs))
     tok = Tokenizer.from_file(str(TOKENIZER))
     size = {arm: (len(t), len(tok.encode(t, add_special_tokens=False).ids)) for arm, t in texts.items()}
@@ -97,7 +102,7 @@ async def one_page(
 
 
 async def run(
-    url: str, pages_url: str, ns: list[int], reps: int, budget: int, seed: int, smoke: bool
+    url: str, pages_url: str, ns: list[int], reps: int, budget: int, seed: int, smoke: bool, view: str
 ) -> list[dict]:
     targets = [("shopping", p) for p in SHOP] + [
         ("open", pages_url + p) for p in ("/table", "/article", "/links")
@@ -108,7 +113,7 @@ async def run(
     async with webserv.AsyncClient(url) as c:
         for n in ns:
             for site, page in targets:
-                out.append(await one_page(c, site, page, n, reps, budget, seed))
+                out.append(await one_page(c, site, page, n, reps, budget, seed, view))
                 print(out[-1]["page"], n, f"{out[-1]['off_ms']:.1f} -> {out[-1]['on_ms']:.1f} ms", flush=True)
     return out
 
@@ -118,6 +123,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=8)
     ap.add_argument("--budget", type=int, default=4096)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--view", choices=("axtree", "html"), default="axtree")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = ap.parse_args()
@@ -128,7 +134,8 @@ def main() -> None:
     if binary is None:
         sys.exit("no webserv binary: run make build or set WEBSERV_BIN")
     command = "python bench/budget_bench.py " + " ".join(sys.argv[1:])
-    rep = benchlib.header("budget", command.strip(), args.smoke)
+    name = "budget" if args.view == "axtree" else "budget-html"
+    rep = benchlib.header(name, command.strip(), args.smoke)
     pages = serve(generated())
     srv = LocalServer(binary, ["--idle", "200ms", "--max-envs", "40"])
     try:
@@ -141,6 +148,7 @@ def main() -> None:
                 args.budget,
                 args.seed,
                 args.smoke,
+                args.view,
             )
         )
     finally:
@@ -150,6 +158,7 @@ def main() -> None:
     rep.update(
         rows=rows,
         budget=args.budget,
+        view=args.view,
         tokenizer="anthropic 0.38.0 tokenizer.json",
         headline=f"counting and pruning to {args.budget} tokens costs at most {worst['cost_ms']:.1f} ms an "
         f"observation ({worst['page']}, N={worst['n']}); medians of the server's observe time.",
@@ -164,7 +173,7 @@ def main() -> None:
             f"| {r['page']} | {r['n']} | {r['off_ms']:.1f} | {r['on_ms']:.1f} | {r['cost_ms']:.1f} | "
             f"{r['chars_before']} | {r['tokens_before']} | {r['chars_after']} | {r['tokens_after']} |"
         )
-    plot(rows, args.budget, Path(args.out) / "budget.png")
+    plot(rows, args.budget, Path(args.out) / f"{name}.png")
     benchlib.write(Path(args.out), rep, "\n".join(md))
     print(rep["headline"])
 

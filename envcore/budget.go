@@ -71,9 +71,12 @@ var structural = map[string]bool{
 	"complementary": true, "region": true, "search": true, "form": true, "dialog": true,
 }
 
-// axLine is one line of the axtree text view.
+// axLine is one line of a budgeted text view (the axtree, or the HTML
+// outline).
 type axLine struct {
 	text     string
+	indent   string // the tabs text starts with
+	close    string // the line that ends this element, when the view needs one (HTML)
 	depth    int
 	role     string
 	hasID    bool
@@ -126,15 +129,51 @@ func parseFoldID(id string) (parent uint32, first int, ok bool) {
 	return uint32(v), f, true
 }
 
-// fitBudget prunes the axtree text (with its lines' places) to at most max
-// tokens as c counts them, the fold expand names (a fold id, or "") shown
-// first. The same text, places and expand always give the same result.
-func fitBudget(text, places string, max int, c TokenCounter, expand string) budgetResult {
+// textView is what the pruner knows of a text view's format.
+type textView struct {
+	// parse reads the text's lines and their places.
+	parse func(text, places string) []axLine
+	// cuttable splits line i into the text that may be shortened and what
+	// stands before and after it (ok false: nothing to shorten).
+	cuttable func(l axLine, i int) (before, text, after string, ok bool)
+	// quote writes a shortened text back as the view writes texts.
+	quote func(s string) string
+	// note writes a line of the pruner's own (a fold, the closing line).
+	note func(s string) string
+	// title is the text of a page the view has no lines for.
+	title func(title string) string
+}
+
+// axtreeView is the axtree text view (parser_views.js, axtreeText).
+var axtreeView = textView{parse: parseAXLines, cuttable: axCuttable, quote: jsQuote,
+	note:  func(s string) string { return s },
+	title: func(title string) string { return "RootWebArea " + jsQuote(title) }}
+
+// axCuttable: StaticText lines and the title line.
+func axCuttable(l axLine, i int) (string, string, string, bool) {
+	prefix := l.indent + "StaticText "
+	if i == 0 {
+		prefix = "RootWebArea "
+	} else if l.role != "StaticText" || l.hasID {
+		return "", "", "", false
+	}
+	var s string
+	if json.Unmarshal([]byte(strings.TrimPrefix(l.text, prefix)), &s) != nil {
+		return "", "", "", false
+	}
+	return prefix, s, "", true
+}
+
+// fitBudget prunes text, written in view (with its lines' places), to at
+// most max tokens as c counts them, the fold expand names (a fold id, or
+// "") shown first. The same text, places and expand always give the same
+// result.
+func fitBudget(text, places string, max int, c TokenCounter, expand string, view textView) budgetResult {
 	if n := c.Count(text); n <= max {
 		return budgetResult{text: text, tokens: n}
 	}
-	lines := parseAXLines(text, places)
-	p := &pruner{lines: lines, c: c, kids: make([][]int, len(lines))}
+	lines := view.parse(text, places)
+	p := &pruner{lines: lines, c: c, kids: make([][]int, len(lines)), view: view}
 	p.tree()
 	if k, first, ok := parseFoldID(expand); ok {
 		p.expand(k, first)
@@ -145,7 +184,7 @@ func fitBudget(text, places string, max int, c TokenCounter, expand string) budg
 	// The closing line is counted at its longest (no count exceeds the
 	// number of lines), so that it always fits.
 	n := len(lines)
-	reserve := c.Count("\n" + summaryLine(n, n, n, n, n, p.expanded))
+	reserve := c.Count("\n" + view.note(summaryLine(n, n, n, n, n, p.expanded)))
 	target := max - reserve
 	for {
 		for k := pruneClass(0); k < classes && p.total() > target; k++ {
@@ -170,6 +209,7 @@ func fitBudget(text, places string, max int, c TokenCounter, expand string) budg
 }
 
 type pruner struct {
+	view                          textView
 	lines                         []axLine
 	kids                          [][]int // each line's children, in order
 	c                             TokenCounter
@@ -250,6 +290,7 @@ func parseAXLines(text, places string) []axLine {
 		for l.depth < len(s) && s[l.depth] == '\t' {
 			l.depth++
 		}
+		l.indent = s[:l.depth]
 		rest := s[l.depth:]
 		if strings.HasPrefix(rest, "[") {
 			if j := strings.Index(rest, "] "); j > 0 {
@@ -279,10 +320,15 @@ func (p *pruner) cost() {
 }
 
 func (p *pruner) lineCost(i int) int {
-	if i == 0 {
-		return p.c.Count(p.lines[i].text)
+	l := p.lines[i]
+	n := 0
+	if l.close != "" {
+		n = p.c.Count("\n" + l.close)
 	}
-	return p.c.Count("\n" + p.lines[i].text)
+	if i == 0 {
+		return n + p.c.Count(l.text)
+	}
+	return n + p.c.Count("\n"+l.text)
 }
 
 func (p *pruner) kept() int {
@@ -312,25 +358,16 @@ func (p *pruner) total() int {
 	return n
 }
 
-// shorten cuts long texts: StaticText lines and the title line.
+// shorten cuts long texts (the view's cuttable ones: texts and the title).
 func (p *pruner) shorten() {
 	for i := range p.lines {
 		l := &p.lines[i]
-		prefix := strings.Repeat("\t", l.depth) + "StaticText "
-		if i == 0 {
-			prefix = "RootWebArea "
-		} else if l.role != "StaticText" || l.hasID {
-			continue
-		}
-		var s string
-		if json.Unmarshal([]byte(strings.TrimPrefix(l.text, prefix)), &s) != nil {
-			continue
-		}
-		if utf8.RuneCountInString(s) <= textCutOver {
+		before, s, after, ok := p.view.cuttable(*l, i)
+		if !ok || utf8.RuneCountInString(s) <= textCutOver {
 			continue
 		}
 		r := []rune(s)
-		l.text = prefix + jsQuote(string(r[:textKeep])+"…") + fmt.Sprintf(" (%d more characters)", len(r)-textKeep)
+		l.text = before + p.view.quote(string(r[:textKeep])+"…") + fmt.Sprintf(" (%d more characters)", len(r)-textKeep) + after
 		p.shortened++
 	}
 }
@@ -412,7 +449,7 @@ func (p *pruner) fold(ch []int, from, to int) {
 // fold of n siblings from it on.
 func (p *pruner) foldLine(i, rank, n int) {
 	l := &p.lines[i]
-	l.kept, l.collapse, l.children = true, n, 0
+	l.kept, l.collapse, l.children, l.close = true, n, 0, ""
 	if l.parent >= 0 {
 		p.lines[l.parent].children++
 	}
@@ -424,7 +461,7 @@ func (p *pruner) foldLine(i, rank, n int) {
 	case '0':
 		where = "expand(" + id + ") to see them"
 	}
-	l.text = strings.Repeat("\t", l.depth) + fmt.Sprintf("… %d more items like this (%s)", n, where)
+	l.text = l.indent + p.view.note(fmt.Sprintf("… %d more items like this (%s)", n, where))
 	l.role, l.hasID = "", false
 	l.cost = p.lineCost(i)
 }
@@ -547,22 +584,38 @@ func (p *pruner) drop(k pruneClass, target int) {
 	}
 }
 
+// render writes the kept lines, each element a view closes closed after
+// the last kept line under it, and the closing line.
 func (p *pruner) render() string {
 	var b strings.Builder
-	for _, l := range p.lines {
-		if l.kept {
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(l.text)
+	var open []int // kept lines whose close is still to write
+	closeTo := func(depth int) {
+		for len(open) > 0 && p.lines[open[len(open)-1]].depth >= depth {
+			b.WriteByte('\n')
+			b.WriteString(p.lines[open[len(open)-1]].close)
+			open = open[:len(open)-1]
 		}
 	}
+	for i, l := range p.lines {
+		if !l.kept {
+			continue
+		}
+		closeTo(l.depth)
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l.text)
+		if l.close != "" {
+			open = append(open, i)
+		}
+	}
+	closeTo(0)
 	b.WriteByte('\n')
 	folds := p.folds + len(p.exp) - p.tail
 	if p.tail == 0 && len(p.exp) > 0 && !p.lines[p.exp[0]].kept {
 		folds -= len(p.exp) // the expanded part's own fold went too
 	}
-	b.WriteString(summaryLine(p.shortened, folds, p.above, p.below, p.onScreen, p.expanded))
+	b.WriteString(p.view.note(summaryLine(p.shortened, folds, p.above, p.below, p.onScreen, p.expanded)))
 	return b.String()
 }
 

@@ -70,7 +70,8 @@ type Observation struct {
 	LastAction      string `json:"last_action,omitempty"`
 	LastActionError string `json:"last_action_error,omitempty"`
 
-	// ObsTokens is the number of tokens in AXTree as the budget's tokenizer
+	// ObsTokens is the number of tokens in the budgeted text view (AXTree,
+	// or HTML with ObserveOptions.View "html") as the budget's tokenizer
 	// counts them (ObserveOptions.MaxTokens; docs/envcore.md, "Token
 	// budget"), and ObsTruncated says whether the page was pruned to fit.
 	ObsTokens    int  `json:"obs_tokens,omitempty"`
@@ -208,10 +209,15 @@ type ObserveOptions struct {
 	// is at most this many pixels (marks are drawn after, so their labels
 	// stay legible).
 	MaxSide int `json:"max_side,omitempty"`
-	// MaxTokens, if set, bounds the text view: AXTree (turned on) is pruned
-	// to at most this many tokens as Counter counts them, in the order
-	// docs/envcore.md gives, and HTML is left out (it is not budgeted).
+	// MaxTokens, if set, bounds the text view View names: it is pruned to
+	// at most this many tokens as Counter counts them, in the order
+	// docs/envcore.md gives, and the other text view is left out.
 	MaxTokens int `json:"max_tokens,omitempty"`
+	// View is the text view a budget prunes: "axtree" (the default; AXTree
+	// is turned on and HTML left out) or "html" (HTML, written one element
+	// per line, and no AXTree). Without a budget, "axtree" is AXTree and
+	// "html" changes nothing.
+	View string `json:"view,omitempty"`
 	// Tokenizer names the tokenizer.json Counter was loaded from.
 	Tokenizer string       `json:"tokenizer,omitempty"`
 	Counter   TokenCounter `json:"-"`
@@ -233,10 +239,40 @@ func (o ObserveOptions) Validate() error {
 	if o.MaxTokens < 0 || (o.MaxTokens > 0 && o.MaxTokens < MinTokenBudget) {
 		return fmt.Errorf("max_tokens must be %d or more (0: no budget), got %d", MinTokenBudget, o.MaxTokens)
 	}
+	switch o.View {
+	case "", "axtree", "html":
+	default:
+		return fmt.Errorf("view must be \"axtree\" or \"html\", got %q", o.View)
+	}
+	if o.MaxTokens > 0 && o.View == "html" && o.AXTree {
+		return fmt.Errorf("a token budget prunes one text view: with view \"html\" leave axtree out (or use view \"axtree\")")
+	}
 	if o.MaxTokens > 0 && o.Counter == nil {
 		return fmt.Errorf("max_tokens needs a tokenizer: the tokenizer.json its tokens are counted with")
 	}
 	return nil
+}
+
+// budgetsHTML is whether a budget prunes the HTML view.
+func (o ObserveOptions) budgetsHTML() bool { return o.MaxTokens > 0 && o.View == "html" }
+
+// budget prunes the view opts names to its token budget and leaves the
+// other out; places are the view's lines' places.
+func (t *tab) budget(opts ObserveOptions, places string, obs *Observation) {
+	view, text := axtreeView, &obs.AXTree
+	if opts.budgetsHTML() {
+		view, text = htmlView, &obs.HTML
+		obs.AXTree = ""
+	} else {
+		obs.HTML = ""
+	}
+	if *text == "" { // no injected script: the title alone
+		*text = view.title(obs.Title)
+		places = ""
+	}
+	r := fitBudget(*text, places, opts.MaxTokens, opts.Counter, t.expansion(), view)
+	*text, obs.ObsTokens, obs.ObsTruncated = r.text, r.tokens, r.truncated
+	t.shown(r.folds)
 }
 
 // pageObservation is what parser.observeJSON returns.
@@ -272,9 +308,10 @@ func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation
 	}
 	var raw string
 	var p pageObservation
+	outline := opts.budgetsHTML()
 	err := t.evalJSON(ctx, inject.Call("parser.observeJSON", map[string]bool{
-		"axtree": opts.AXTree || opts.MaxTokens > 0, "geometry": opts.Geometry || opts.Marks, "layout": opts.Layout,
-		"places": opts.MaxTokens > 0,
+		"axtree": (opts.AXTree || opts.View == "axtree" || opts.MaxTokens > 0) && !outline, "geometry": opts.Geometry || opts.Marks,
+		"layout": opts.Layout, "places": opts.MaxTokens > 0, "outline": outline,
 	}), &raw)
 	if limit := t.owner().cfg.MaxObservationBytes; err == nil && len(raw) > limit {
 		return &ResourceLimitError{What: "observation", Used: int64(len(raw)), Limit: int64(limit)}
@@ -312,13 +349,7 @@ func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation
 		t.describeFailedLoad(ctx, opts, obs)
 	}
 	if opts.MaxTokens > 0 {
-		if obs.AXTree == "" { // no injected script: the title alone
-			obs.AXTree = "RootWebArea " + jsQuote(obs.Title)
-		}
-		r := fitBudget(obs.AXTree, p.Places, opts.MaxTokens, opts.Counter, t.expansion())
-		obs.AXTree, obs.ObsTokens, obs.ObsTruncated = r.text, r.tokens, r.truncated
-		t.shown(r.folds)
-		obs.HTML = ""
+		t.budget(opts, p.Places, obs)
 	}
 	if obs.Clickable == nil {
 		obs.Clickable = []string{}

@@ -7,7 +7,7 @@
   const W = window.__webserv;
   if (!W || W.parser || !W.parserKit) return;
   const K = W.parserKit;
-  const { walk, assignIds, geometry, round2, html, axtreeText } = K;
+  const { walk, assignIds, geometry, round2, html, axtreeText, htmlOutlineText } = K;
   const { disabled, editKind } = W.elements;
 
   let registry = new Map(); // semantic id -> element, from the last observation
@@ -91,12 +91,12 @@
         for (const o of n.options) registry.set(o.id, o.el);
       }
     }
-    out.html = html(w.root);
-    if (opts.axtree) {
-      const places = opts.places ? [] : null;
-      out.axtree = axtreeText(w.root, places);
-      if (places) out.places = places.join('');
-    }
+    // With places, the budgeted view (the HTML outline, or else the
+    // axtree) reports each line's place.
+    const places = opts.places ? [] : null;
+    out.html = opts.outline ? htmlOutlineText(w.root, places) : html(w.root);
+    if (opts.axtree) out.axtree = axtreeText(w.root, opts.outline ? null : places);
+    if (places) out.places = places.join('');
     if (opts.geometry) out.geometry = targets.map(geometry);
     out.stats = { visited: st.visited, kept: st.kept, frames: st.frames, targets: targets.length, ms: Math.round((W.now() - t0) * 100) / 100 };
     return out;

@@ -25,11 +25,9 @@
     return s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
   }
 
-  function serialize(node, out) {
-    if (typeof node === 'string') { out.push(escText(node)); return; }
-    const tag = node.t;
-    if (BLOCK.has(tag) && out.length) out.push('\n');
-    out.push('<', tag);
+  // openTag writes node's start tag: its kept attributes and the parser's.
+  function openTag(node, out) {
+    out.push('<', node.t);
     for (const a of node.a) {
       out.push(' ', a[0]);
       if (a[1] !== '') out.push('="', escAttr(a[1]), '"');
@@ -39,15 +37,28 @@
     if (node.hover) out.push(' data-maybe-hoverable="true"');
     if (node.cols) out.push(' cols="', String(node.cols), '"');
     out.push('>');
-    if (VOID.has(tag)) return;
-    if (node.options) {
-      const n = Math.min(node.options.length, MAX_HTML_OPTIONS);
-      for (let i = 0; i < n; i++) {
-        const o = node.options[i];
-        out.push('<option data-semantic-id="', escAttr(o.id), '"', o.selected ? ' selected' : '', '>', escText(o.text), '</option>');
-      }
-      if (node.options.length > n) out.push('<!-- ', String(node.options.length - n), ' more options: see selects -->');
+  }
+
+  // optionTags are a select's options (the first MAX_HTML_OPTIONS, then a
+  // comment saying how many more), one string each.
+  function optionTags(node) {
+    const n = Math.min(node.options.length, MAX_HTML_OPTIONS);
+    const out = [];
+    for (let i = 0; i < n; i++) {
+      const o = node.options[i];
+      out.push('<option data-semantic-id="' + escAttr(o.id) + '"' + (o.selected ? ' selected' : '') + '>' + escText(o.text) + '</option>');
     }
+    if (node.options.length > n) out.push('<!-- ' + String(node.options.length - n) + ' more options: see selects -->');
+    return out;
+  }
+
+  function serialize(node, out) {
+    if (typeof node === 'string') { out.push(escText(node)); return; }
+    const tag = node.t;
+    if (BLOCK.has(tag) && out.length) out.push('\n');
+    openTag(node, out);
+    if (VOID.has(tag)) return;
+    if (node.options) out.push(optionTags(node).join(''));
     const c = node.c;
     for (let i = 0; i < c.length; i++) {
       if (i > 0 && (typeof c[i] === 'string' || typeof c[i - 1] === 'string')) out.push(' ');
@@ -153,6 +164,48 @@
     for (const c of node.c) axtree(c, depth + 1, lines, places, here);
   }
 
+  // htmlOutline writes node as lines of the HTML view for a token budget
+  // (docs/envcore.md): one line per element or text, indented by depth
+  // with tabs; an element whose children are all texts (or that has none)
+  // is one whole line, start tag to end tag, and every other element's end
+  // tag is a line of its own after its children's. With places, the place
+  // of each line.
+  function htmlOutline(node, depth, lines, places, parent) {
+    const pad = '\t'.repeat(depth);
+    if (typeof node === 'string') {
+      lines.push(pad + escText(node));
+      if (places) places.push(parent);
+      return;
+    }
+    const here = places ? place(node.el, parent) : '';
+    const out = [pad];
+    openTag(node, out);
+    const leaf = !node.options && node.c.every(function (c) { return typeof c === 'string'; });
+    if (leaf && !VOID.has(node.t)) out.push(node.c.map(escText).join(' '), '</', node.t, '>');
+    lines.push(out.join(''));
+    if (places) places.push(here);
+    if (node.options) {
+      for (const o of optionTags(node)) {
+        lines.push(pad + '\t' + o);
+        if (places) places.push(here);
+      }
+    }
+    if (leaf) return;
+    for (const c of node.c) htmlOutline(c, depth + 1, lines, places, here);
+    lines.push(pad + '</' + node.t + '>');
+    if (places) places.push(here);
+  }
+
+  // htmlOutlineText is the HTML view as htmlOutline's lines, under a first
+  // line with the page's title; the page's elements start at depth 1 (the
+  // reader takes that one tab off).
+  function htmlOutlineText(root, places) {
+    const lines = ['<title>' + escText(document.title) + '</title>'];
+    if (places) places.push('0');
+    for (const c of root.c) htmlOutline(c, 1, lines, places, '0');
+    return lines.join('\n');
+  }
+
   // html is the observation's html: the root's children, serialized.
   function html(root) {
     const parts = [];
@@ -172,5 +225,5 @@
     return lines.join('\n');
   }
 
-  Object.assign(K, { html, axtreeText });
+  Object.assign(K, { html, axtreeText, htmlOutlineText });
 })();

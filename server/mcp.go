@@ -478,7 +478,10 @@ func (m *mcpSession) siteOf(task string) string {
 func observeArg(a map[string]any) *observeSpec {
 	view, _ := a["view"].(string)
 	shot, _ := a["screenshot"].(bool)
-	return &observeSpec{AXTree: view != "html", Screenshot: shot}
+	if view == "html" { // under a budget, the HTML view is the one pruned
+		return &observeSpec{View: view, Screenshot: shot}
+	}
+	return &observeSpec{AXTree: true, Screenshot: shot}
 }
 
 func (m *mcpSession) reset(a map[string]any) (*mcp.CallToolResult, error) {
@@ -726,7 +729,7 @@ func (m *mcpSession) result(a map[string]any, obs Observation, st mcpState, step
 		fmt.Fprintf(&b, "dialog: %+v\n", d)
 	}
 	b.WriteString("\n")
-	if a["view"] == "html" && obs.ObsTokens == 0 { // a budget's text is the axtree
+	if a["view"] == "html" {
 		b.WriteString(obs.HTML)
 	} else {
 		b.WriteString(obs.AXTree)

@@ -520,3 +520,23 @@ func TestMCPDefaultsTakeATokenBudget(t *testing.T) {
 		t.Fatalf("max_tokens=lots: %v", err)
 	}
 }
+
+// Under the MCP defaults' budget, the text a tool returns is the view it
+// asks for, budgeted: the axtree, or the HTML view with view "html".
+func TestMCPBudgetPrunesTheViewAsked(t *testing.T) {
+	t.Parallel()
+	tok, err := filepath.Abs("../tokenizer/testdata/byte_bpe.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, base := startServer(t, server.Config{})
+	cs := mustMCP(t, base, url.Values{"max_tokens": {"256"}, "tokenizer": {tok}}.Encode())
+	okTool(t, cs, "reset", map[string]any{"start_url": pageURL(7)})
+	if got := textOf(okTool(t, cs, "observe", nil)); !strings.Contains(got, "RootWebArea") || strings.Contains(got, "<title>") {
+		t.Errorf("observe under a budget, default view:\n%s", got)
+	}
+	got := textOf(okTool(t, cs, "observe", map[string]any{"view": "html"}))
+	if !strings.Contains(got, "<title>") || !strings.Contains(got, `data-semantic-id="load"`) || strings.Contains(got, "RootWebArea") {
+		t.Errorf("observe under a budget, view html:\n%s", got)
+	}
+}

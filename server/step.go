@@ -16,12 +16,15 @@ import (
 )
 
 // keepBudget gives observe options without a token budget the
-// environment's (make's observe.max_tokens): a step or observe that asks
-// for other parts does not lift it.
+// environment's (make's observe.max_tokens, and its view unless they name
+// one): a step or observe that asks for other parts does not lift it.
 func keepBudget(opts envcore.ObserveOptions, env *envcore.Env) envcore.ObserveOptions {
 	if opts.MaxTokens == 0 {
 		if c := env.Config().Observe; c.MaxTokens > 0 {
 			opts.MaxTokens, opts.Tokenizer, opts.Counter = c.MaxTokens, c.Tokenizer, c.Counter
+			if opts.View == "" {
+				opts.View = c.View
+			}
 		}
 	}
 	return opts

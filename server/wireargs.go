@@ -33,6 +33,7 @@ type observeSpec struct {
 	MaxSide    int    `json:"max_side"`
 	MaxTokens  int    `json:"max_tokens"`
 	Tokenizer  string `json:"tokenizer"`
+	View       string `json:"view"`
 }
 
 // options returns the envcore options, checked; tk loads the budget's
@@ -42,7 +43,7 @@ func (o *observeSpec) options(tk *tokenizers) (envcore.ObserveOptions, error) {
 		return envcore.ObserveOptions{}, nil
 	}
 	opts := envcore.ObserveOptions{Screenshot: o.Screenshot, AXTree: o.AXTree, Geometry: o.Geometry, Marks: o.Marks,
-		Layout: o.Layout, Format: o.Format, Quality: o.Quality, MaxSide: o.MaxSide, MaxTokens: o.MaxTokens, Tokenizer: o.Tokenizer}
+		Layout: o.Layout, Format: o.Format, Quality: o.Quality, MaxSide: o.MaxSide, MaxTokens: o.MaxTokens, Tokenizer: o.Tokenizer, View: o.View}
 	if o.Tokenizer != "" && o.MaxTokens == 0 {
 		return opts, badArgs("observe.tokenizer counts tokens for a budget: set observe.max_tokens too")
 	}

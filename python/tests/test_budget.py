@@ -15,6 +15,7 @@ import multiprocessing
 import re
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +213,70 @@ def test_budget_fits_and_counts_exactly(server: str, generated: str, trained: di
     asyncio.run(main())
 
 
+class _Nesting(HTMLParser):
+    """Checks that every element a text opens is closed, in order (void elements aside)."""
+
+    VOID = frozenset({"input", "img", "br", "hr", "area", "wbr", "meta", "link"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+        self.errors: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in self.VOID:
+            self.open.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.open or self.open[-1] != tag:
+            self.errors.append(f"</{tag}> closes {'>'.join(self.open)}")
+        else:
+            self.open.pop()
+
+
+def nesting_errors(text: str) -> list[str]:
+    parser = _Nesting()
+    parser.feed(text)
+    parser.close()
+    return parser.errors + ([f"left open: {'>'.join(parser.open)}"] if parser.open else [])
+
+
+def test_the_html_view_fits_its_budget_and_stays_html(
+    server: str, generated: str, trained: dict[str, Path]
+) -> None:
+    """With view "html" the budget prunes the HTML view: counted exactly, within N, still HTML
+    (every element closed in order), the first screen's ids kept at 4096, byte-stable, and the
+    axtree left out."""
+    pages = [("shopping", p) for p in SHOP_PAGES] + [("open", generated + p) for p in GENERATED]
+
+    async def main() -> None:
+        async with webserv.AsyncClient(server) as client:
+            for site, url in pages:
+                env, full = await _make(client, site, url, {"geometry": True})
+                on_screen = first_screen_ids(full)
+                for name in ("bytes", "claude"):
+                    path = trained[name]
+                    for n in BUDGETS:
+                        observe = {"max_tokens": n, "tokenizer": str(path), "view": "html"}
+                        obs = (await client.request("observe", env, observe=observe))["obs"]
+                        text, where = obs["html"], (url, name, n)
+                        assert await acount(path, text) == obs["obs_tokens"] <= n, where
+                        assert not obs.get("axtree"), where
+                        assert not nesting_errors(text), (where, nesting_errors(text)[:3])
+                        assert text.splitlines()[0].startswith("<title>"), where
+                        if obs.get("obs_truncated"):
+                            last = text.splitlines()[-1]
+                            assert last.startswith("<!-- [observation cut to its token budget:"), where
+                        if n == 4096:
+                            kept = set(re.findall(r' data-semantic-id="([^"]+)"', text))
+                            assert on_screen <= kept, (where, sorted(on_screen - kept)[:5])
+                        again = (await client.request("observe", env, observe=observe))["obs"]
+                        assert again["html"] == text, where
+                await client.request("close", env)
+
+    asyncio.run(main())
+
+
 def test_two_environments_on_one_state_give_the_same_bytes(
     server: str, generated: str, trained: dict[str, Path]
 ) -> None:
@@ -299,6 +364,11 @@ def test_bad_budgets_are_refused(server: str, trained: dict[str, Path]) -> None:
                 ({"tokenizer": str(trained["words"])}, "set observe.max_tokens too"),
                 ({"max_tokens": 1024, "tokenizer": "/nonexistent/tokenizer.json"}, "no such file"),
                 ({"max_token": 1024}, "did you mean max_tokens"),
+                (
+                    {"max_tokens": 1024, "tokenizer": str(trained["words"]), "view": "html", "axtree": True},
+                    "prunes one text view",
+                ),
+                ({"view": "pdf"}, 'view must be "axtree" or "html"'),
             ):
                 with pytest.raises(webserv.errors.BadArgs, match=says):
                     await client.request("make", site="open", observe=observe)
@@ -314,6 +384,8 @@ def test_env_options_carry_the_budget() -> None:
         "max_tokens": 2048,
         "tokenizer": "qwen",
     }
+    html = EnvOptions.of(max_tokens=2048, tokenizer="qwen", observe={"view": "html"})
+    assert html.request()["observe"]["axtree"] is False  # the budget prunes the HTML view
     space = opts.observation_space()
     assert "obs_tokens" in space.spaces and "obs_truncated" in space.spaces
 

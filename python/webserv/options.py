@@ -63,7 +63,9 @@ class EnvOptions:
     observe: Mapping[str, Any] = field(default_factory=dict, hash=False)
     #: A token budget for the text view: ``axtree_txt`` is pruned (in the order docs/envcore.md
     #: gives) to at most this many tokens as ``tokenizer`` counts them, and observations carry
-    #: ``obs_tokens`` and ``obs_truncated``; ``pruned_html`` is then empty (it is not budgeted).
+    #: ``obs_tokens`` and ``obs_truncated``; ``pruned_html`` is then empty. With
+    #: ``observe={"view": "html"}`` the budget prunes ``pruned_html`` instead (written one element
+    #: a line) and ``axtree_txt`` is empty.
     max_tokens: int | None = None
     #: The tokenizer.json the budget counts with: a path the server can read, or a name in the
     #: server's ``--tokenizers`` directory (the trainer's own tokenizer, as it brings its model).
@@ -112,7 +114,12 @@ class EnvOptions:
             task=self.task,
             max_steps=self.max_steps,
             idle_ms=self.idle_ms,
-            observe={"screenshot": self.screenshot, "axtree": self.axtree, **self.budget(), **self.observe},
+            observe={
+                "screenshot": self.screenshot,
+                "axtree": self.axtree and self.observe.get("view") != "html",
+                **self.budget(),
+                **self.observe,
+            },
         )
         if self.episode_timeout is not None:
             args["episode_timeout_ms"] = int(self.episode_timeout * 1000)
