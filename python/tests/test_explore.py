@@ -1303,3 +1303,53 @@ def test_no_task_of_a_page_the_demonstration_made_or_of_a_change_it_made_twice()
     assert _task("notes", 0, twice) is None
     twice.checks[0]["expect"] = "1"
     assert _task("notes", 0, twice)["category"] == "state"
+
+
+def test_a_url_task_is_left_out_while_its_replayed_steps_still_save_data(binary: str, tmp_path: Path) -> None:
+    """Best-of-K and the shortening replace a demonstration's steps by a replay's, which records no
+    changes. A url demonstration whose explored steps saved data is replayed as it now stands, on the
+    real notes-files site: steps that still save a note (the page reached is the note they made) get
+    no task; steps whose saving detour was left out get their task."""
+    from webserv.explore.loop import _recheck_changed, _Run, _task
+    from webserv.explore.trajectory import Demo, Episode, Label, Step
+
+    start = "http://notes-files.webserv.test/"
+    ep = Episode(index=0, persona="p", start_url=start)
+
+    def demo(intent: str, action: str, reached: str) -> Demo:
+        d = Demo(ep, 1, Label(intent, reached, ""), [Step(start, "", "", action, reached, "")], start)
+        d.changed = True  # as explored: a step on the way saved a note
+        return d
+
+    made = demo('Go to the "zz" page.', 'type("new-note.title", "zz", enter=True)', start + "note/zz")
+    kept = demo('Go to the "Welcome" page.', 'click("welcome")', start + "note/welcome")
+    srv = sites_server(binary, str(STORAGE), str(tmp_path / "i"))
+
+    async def main() -> None:
+        async with webserv.AsyncClient(srv.url) as client:
+            run = _Run(
+                client=client,
+                site="notes-files",
+                start_url=None,
+                max_steps=1,
+                k=1,
+                explorer=None,  # type: ignore[arg-type]
+                labeler=None,  # type: ignore[arg-type]
+                reward=None,  # type: ignore[arg-type]
+                seed=0,
+                make_args={},
+                frontier=None,  # type: ignore[arg-type]
+                use_frontier=False,
+                first_wave=0,
+                state=True,
+            )
+            await _recheck_changed(run, [made, kept], asyncio.Semaphore(2))
+
+    try:
+        asyncio.run(main())
+    finally:
+        srv.stop()
+    assert made.changed and _task("notes-files", 0, made) is None
+    assert not kept.changed
+    task = _task("notes-files", 1, kept)
+    assert task is not None and task["eval"]["reference_url"].endswith("/note/welcome"), task

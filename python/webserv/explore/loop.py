@@ -459,6 +459,35 @@ async def _does_task(d: Demo, env: AsyncEnv, obs: dict[str, Any]) -> bool:
     return url_matches(reference_url(label.reference or label.url, label.instruction), obs["url"])
 
 
+async def _recheck_changed(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> None:
+    """Whether each url or answer demonstration whose explored steps changed the site's data still
+    does with the steps it has now: best-of-K and the shortening replace them by a replay's, which
+    records no changes (a detour that saved something may have been left out, or not)."""
+
+    async def one(d: Demo) -> None:
+        if d.label.state or not d.changed or any(s.changes for s in d.steps):
+            return
+        async with gate:
+            d.changed = await _changes_data(run, d, [s.action for s in d.steps])
+
+    await asyncio.gather(*(one(d) for d in demos))
+
+
+async def _changes_data(run: _Run, d: Demo, actions: list[str]) -> bool:
+    """Whether actions, replayed from d's start in a fresh environment, change the site's data (its
+    state diff has changes at the end). True when it cannot tell: the task is then left out."""
+    env = run.env()
+    try:
+        await env.reset(seed=run.seed, options=_options_for(run, d.start_url))
+        for a in actions:
+            await env.step(a)
+        return bool((await env.state_diff(max_rows=1))["diff"].get("changes"))
+    except WebServError:
+        return True
+    finally:
+        await env.close()
+
+
 async def _shorten(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> int:
     """Each demonstration that has a task, shortened to the fewest actions that still do it from its
     start (shorten.py); returns the replays spent."""
@@ -543,7 +572,7 @@ def _oracle(demo: Demo) -> list[str]:
 def _task(site: str, task_id: int, demo: Demo) -> dict[str, Any] | None:
     """The task of a demonstration, or None when no evaluator tells it from doing nothing."""
     label, ep = demo.label, demo.episode
-    if not label.state and any(s.changes for s in demo.steps):
+    if not label.state and (demo.changed or any(s.changes for s in demo.steps)):
         # A page or answer reached after the demonstration changed data (a note it saved): from the
         # task's start that page may not exist. Its rows are kept; it gets no task.
         return None
@@ -841,11 +870,14 @@ async def explore(options: ExploreOptions | None = None, /, **keywords: Any) -> 
                 ]
                 for d in demos:
                     d.raw_length = len(d.steps)
+                    d.changed = any(s.changes for s in d.steps)
                 if best_of:
                     await _best_of(run, demos, best_of, attempter, gate)
                 if run.state:
                     await _verify_state(run, demos, gate)
                 replays = await _shorten(run, demos, gate) if shorten else 0
+                if run.state:
+                    await _recheck_changed(run, demos, gate)
                 found = len(demos)
                 if frontier:
                     demos = await _verify_frontier(run, demos, gate)

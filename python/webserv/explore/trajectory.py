@@ -88,6 +88,9 @@ class Demo:
     checks: list[dict[str, Any]] = field(default_factory=list)
     # The explored demonstration's length, before best-of-K and the shortening (shorten.py).
     raw_length: int = 0
+    # Its steps change the site's data (a page or an answer it reaches may not exist at the task's
+    # start): as explored, then as replayed once its steps were replaced (_recheck_changed).
+    changed: bool = False
 
 
 class Explorer(Protocol):
