@@ -1305,24 +1305,32 @@ def test_no_task_of_a_page_the_demonstration_made_or_of_a_change_it_made_twice()
     assert _task("notes", 0, twice)["category"] == "state"
 
 
-def test_a_url_task_is_left_out_while_its_replayed_steps_still_save_data(binary: str, tmp_path: Path) -> None:
+def test_a_task_is_left_out_while_its_replayed_steps_change_more_than_it_says(
+    binary: str, tmp_path: Path
+) -> None:
     """Best-of-K and the shortening replace a demonstration's steps by a replay's, which records no
-    changes. A url demonstration whose explored steps saved data is replayed as it now stands, on the
-    real notes-files site: steps that still save a note (the page reached is the note they made) get
-    no task; steps whose saving detour was left out get their task."""
-    from webserv.explore.loop import _recheck_changed, _Run, _task
+    changes. A demonstration whose explored steps changed data more than its task may is replayed as
+    it now stands, on the real notes-files site, and the steps that change data are counted: a url
+    task whose steps still save a note (the page reached is the note they made) is left out, one
+    whose saving detour was left out keeps its task; a state task whose steps save twice (the checked
+    note's slug "zz-2" needs the first "zz") is left out, one that saves once is not."""
+    from webserv.explore.loop import _recheck_changes, _Run, _task
     from webserv.explore.trajectory import Demo, Episode, Label, Step
 
     start = "http://notes-files.webserv.test/"
     ep = Episode(index=0, persona="p", start_url=start)
+    save, again = 'type("new-note.title", "zz", enter=True)', 'click("new-note.save-note")'
 
-    def demo(intent: str, action: str, reached: str) -> Demo:
-        d = Demo(ep, 1, Label(intent, reached, ""), [Step(start, "", "", action, reached, "")], start)
-        d.changed = True  # as explored: a step on the way saved a note
+    def demo(intent: str, actions: list[str], reached: str, state: bool = False) -> Demo:
+        steps = [Step(start, "", "", a, reached, "") for a in actions]
+        d = Demo(ep, 1, Label(intent, reached, "", state=[{}] if state else []), steps, start)
+        d.change_steps = 3  # as explored: more steps on the way saved notes
         return d
 
-    made = demo('Go to the "zz" page.', 'type("new-note.title", "zz", enter=True)', start + "note/zz")
-    kept = demo('Go to the "Welcome" page.', 'click("welcome")', start + "note/welcome")
+    made = demo('Go to the "zz" page.', [save], start + "note/zz")
+    kept = demo('Go to the "Welcome" page.', ['click("welcome")'], start + "note/welcome")
+    twice = demo('Save note with slug "zz-2".', [save, "go_back()", again], start, state=True)
+    once = demo('Save note with title "zz".', [save], start, state=True)
     srv = sites_server(binary, str(STORAGE), str(tmp_path / "i"))
 
     async def main() -> None:
@@ -1343,13 +1351,13 @@ def test_a_url_task_is_left_out_while_its_replayed_steps_still_save_data(binary:
                 first_wave=0,
                 state=True,
             )
-            await _recheck_changed(run, [made, kept], asyncio.Semaphore(2))
+            await _recheck_changes(run, [made, kept, twice, once], asyncio.Semaphore(2))
 
     try:
         asyncio.run(main())
     finally:
         srv.stop()
-    assert made.changed and _task("notes-files", 0, made) is None
-    assert not kept.changed
+    assert (made.change_steps, kept.change_steps, twice.change_steps, once.change_steps) == (1, 0, 2, 1)
+    assert _task("notes-files", 0, made) is None and _task("notes-files", 2, twice) is None
     task = _task("notes-files", 1, kept)
     assert task is not None and task["eval"]["reference_url"].endswith("/note/welcome"), task

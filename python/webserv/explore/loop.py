@@ -459,31 +459,44 @@ async def _does_task(d: Demo, env: AsyncEnv, obs: dict[str, Any]) -> bool:
     return url_matches(reference_url(label.reference or label.url, label.instruction), obs["url"])
 
 
-async def _recheck_changed(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> None:
-    """Whether each url or answer demonstration whose explored steps changed the site's data still
-    does with the steps it has now: best-of-K and the shortening replace them by a replay's, which
-    records no changes (a detour that saved something may have been left out, or not)."""
+def _changes_allowed(d: Demo) -> int:
+    """The steps changing data a task of d may have: none for a page or an answer, one for a state
+    change (the one its instruction names)."""
+    return 1 if d.label.state else 0
+
+
+async def _recheck_changes(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> None:
+    """How many steps change the site's data, for each demonstration whose explored steps changed it
+    more than its task may and whose steps were replaced since: best-of-K and the shortening put a
+    replay's steps in, which record no changes (a detour that saved something may have been left
+    out, or not)."""
 
     async def one(d: Demo) -> None:
-        if d.label.state or not d.changed or any(s.changes for s in d.steps):
+        if d.change_steps <= _changes_allowed(d) or any(s.changes for s in d.steps):
             return
         async with gate:
-            d.changed = await _changes_data(run, d, [s.action for s in d.steps])
+            d.change_steps = await _change_steps(run, d, [s.action for s in d.steps])
 
     await asyncio.gather(*(one(d) for d in demos))
 
 
-async def _changes_data(run: _Run, d: Demo, actions: list[str]) -> bool:
-    """Whether actions, replayed from d's start in a fresh environment, change the site's data (its
-    state diff has changes at the end). True when it cannot tell: the task is then left out."""
+async def _change_steps(run: _Run, d: Demo, actions: list[str]) -> int:
+    """How many of actions, replayed from d's start in a fresh environment, change the site's data
+    (the state diff since the start grows). All of them when it cannot tell: the task is then left
+    out."""
     env = run.env()
     try:
         await env.reset(seed=run.seed, options=_options_for(run, d.start_url))
+        n, total = 0, 0
         for a in actions:
             await env.step(a)
-        return bool((await env.state_diff(max_rows=1))["diff"].get("changes"))
+            diff = (await env.state_diff(max_rows=1))["diff"]
+            now = int(diff.get("total") or len(diff.get("changes") or []))
+            n += now > total
+            total = now
+        return n
     except WebServError:
-        return True
+        return len(actions)
     finally:
         await env.close()
 
@@ -572,7 +585,12 @@ def _oracle(demo: Demo) -> list[str]:
 def _task(site: str, task_id: int, demo: Demo) -> dict[str, Any] | None:
     """The task of a demonstration, or None when no evaluator tells it from doing nothing."""
     label, ep = demo.label, demo.episode
-    if not label.state and (demo.changed or any(s.changes for s in demo.steps)):
+    changes = max(demo.change_steps, sum(1 for s in demo.steps if s.changes))
+    if label.state and changes > 1:
+        # It changed data before the change its instruction names (saved the note once before the
+        # save that is checked): from the task's start that change alone is not what it checks.
+        return None
+    if not label.state and changes:
         # A page or answer reached after the demonstration changed data (a note it saved): from the
         # task's start that page may not exist. Its rows are kept; it gets no task.
         return None
@@ -870,14 +888,14 @@ async def explore(options: ExploreOptions | None = None, /, **keywords: Any) -> 
                 ]
                 for d in demos:
                     d.raw_length = len(d.steps)
-                    d.changed = any(s.changes for s in d.steps)
+                    d.change_steps = sum(1 for s in d.steps if s.changes)
                 if best_of:
                     await _best_of(run, demos, best_of, attempter, gate)
                 if run.state:
                     await _verify_state(run, demos, gate)
                 replays = await _shorten(run, demos, gate) if shorten else 0
                 if run.state:
-                    await _recheck_changed(run, demos, gate)
+                    await _recheck_changes(run, demos, gate)
                 found = len(demos)
                 if frontier:
                     demos = await _verify_frontier(run, demos, gate)

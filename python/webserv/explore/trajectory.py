@@ -88,9 +88,11 @@ class Demo:
     checks: list[dict[str, Any]] = field(default_factory=list)
     # The explored demonstration's length, before best-of-K and the shortening (shorten.py).
     raw_length: int = 0
-    # Its steps change the site's data (a page or an answer it reaches may not exist at the task's
-    # start): as explored, then as replayed once its steps were replaced (_recheck_changed).
-    changed: bool = False
+    # How many of its steps change the site's data: as explored, then as replayed once its steps
+    # were replaced (_recheck_changes). A url or answer task wants none (the page or answer it
+    # reaches may not exist at the task's start), a state task one (the change its instruction
+    # names: an earlier one it depends on is not said).
+    change_steps: int = 0
 
 
 class Explorer(Protocol):
