@@ -280,8 +280,8 @@ func (p *pruner) expand(parent uint32, first int) {
 // parseAXLines reads the lines' depth (tabs), id and role.
 func parseAXLines(text, places string) []axLine {
 	raw := strings.Split(text, "\n")
-	lines := make([]axLine, len(raw))
-	stack := []int{} // the last line at each depth
+	lines := make([]axLine, 0, len(raw))
+	var stack []int
 	for i, s := range raw {
 		l := axLine{text: s, kept: true, parent: -1, place: '0'}
 		if i < len(places) {
@@ -298,17 +298,22 @@ func parseAXLines(text, places string) []axLine {
 			}
 		}
 		l.role, _, _ = strings.Cut(rest, " ")
-		for len(stack) > 0 && lines[stack[len(stack)-1]].depth >= l.depth {
-			stack = stack[:len(stack)-1]
-		}
-		if len(stack) > 0 {
-			l.parent = stack[len(stack)-1]
-			lines[l.parent].children++
-		}
-		stack = append(stack, i)
-		lines[i] = l
+		lines, stack = appendLine(lines, stack, l)
 	}
 	return lines
+}
+
+// appendLine adds l to lines as a child of the last line before it of a
+// smaller depth; stack holds the last line at each depth so far.
+func appendLine(lines []axLine, stack []int, l axLine) ([]axLine, []int) {
+	for len(stack) > 0 && lines[stack[len(stack)-1]].depth >= l.depth {
+		stack = stack[:len(stack)-1]
+	}
+	if len(stack) > 0 {
+		l.parent = stack[len(stack)-1]
+		lines[l.parent].children++
+	}
+	return append(lines, l), append(stack, len(lines))
 }
 
 func (p *pruner) cost() {

@@ -36,7 +36,7 @@ var htmlRoles = map[string]string{
 func parseHTMLLines(text, places string) []axLine {
 	raw := strings.Split(text, "\n")
 	lines := make([]axLine, 0, len(raw))
-	stack := []int{} // the last line at each depth
+	var stack []int // the last line at each depth
 	for i, s := range raw {
 		l := axLine{kept: true, parent: -1, place: '0', role: "StaticText"}
 		if i < len(places) {
@@ -76,15 +76,7 @@ func parseHTMLLines(text, places string) []axLine {
 			}
 			l.hasID = strings.Contains(rest[:startTagEnd(rest)], ` data-semantic-id="`)
 		}
-		if len(stack) > 0 && lines[stack[len(stack)-1]].depth == l.depth {
-			stack = stack[:len(stack)-1]
-		}
-		if len(stack) > 0 {
-			l.parent = stack[len(stack)-1]
-			lines[l.parent].children++
-		}
-		stack = append(stack, len(lines))
-		lines = append(lines, l)
+		lines, stack = appendLine(lines, stack, l)
 	}
 	return lines
 }
