@@ -11,6 +11,8 @@ import re
 import statistics
 import time
 from collections import Counter
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -366,18 +368,15 @@ async def _verify_state(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -
         if not d.label.state or d.label.answer or d.episode.start_cause != "reset":
             return
         async with gate:
-            env = run.env()
             try:
-                await env.reset(seed=run.seed, options=_options_for(run, d.start_url))
-                for s in d.steps:
-                    nxt, _, terminated, _, _ = await env.step(s.action)
-                    if nxt.get("last_action_error") or terminated:
-                        return  # the replay did not go as the demonstration did: no check
-                values = (await env.state_diff(_queries(d.label.state)))["queries"]
+                async with _from_start(run, d) as (env, _):
+                    for s in d.steps:
+                        nxt, _, terminated, _, _ = await env.step(s.action)
+                        if nxt.get("last_action_error") or terminated:
+                            return  # the replay did not go as the demonstration did: no check
+                    values = (await env.state_diff(_queries(d.label.state)))["queries"]
             except WebServError:
                 return
-            finally:
-                await env.close()
         ok = [
             (c, v)
             for c, v in zip(d.label.state, values, strict=True)
@@ -425,21 +424,29 @@ async def _best_of(run: _Run, demos: list[Demo], k: int, attempter: Any, gate: a
 async def _replay(run: _Run, d: Demo, actions: list[str]) -> list[Step] | None:
     """actions replayed from d's task's start in a fresh environment: the replay's steps when they
     all ran and still do d's task (_does_task), else None."""
+    try:
+        async with _from_start(run, d) as (env, obs):
+            steps: list[Step] = []
+            for a in actions:
+                nxt, _, terminated, _, _ = await env.step(a)
+                if nxt.get("last_action_error"):
+                    return None
+                steps.append(_step(obs, a, nxt))
+                obs = nxt
+                if terminated and len(steps) < len(actions):
+                    return None
+            return steps if await _does_task(d, env, obs) else None
+    except WebServError:
+        return None
+
+
+@asynccontextmanager
+async def _from_start(run: _Run, d: Demo) -> AsyncGenerator[tuple[AsyncEnv, dict[str, Any]]]:
+    """A fresh environment of the run at d's task's start, with its first observation; closed after."""
     env = run.env()
     try:
         obs, _ = await env.reset(seed=run.seed, options=_options_for(run, d.start_url))
-        steps: list[Step] = []
-        for a in actions:
-            nxt, _, terminated, _, _ = await env.step(a)
-            if nxt.get("last_action_error"):
-                return None
-            steps.append(_step(obs, a, nxt))
-            obs = nxt
-            if terminated and len(steps) < len(actions):
-                return None
-        return steps if await _does_task(d, env, obs) else None
-    except WebServError:
-        return None
+        yield env, obs
     finally:
         await env.close()
 
@@ -484,21 +491,18 @@ async def _change_steps(run: _Run, d: Demo, actions: list[str]) -> int:
     """How many of actions, replayed from d's start in a fresh environment, change the site's data
     (the state diff since the start grows). All of them when it cannot tell: the task is then left
     out."""
-    env = run.env()
     try:
-        await env.reset(seed=run.seed, options=_options_for(run, d.start_url))
-        n, total = 0, 0
-        for a in actions:
-            await env.step(a)
-            diff = (await env.state_diff(max_rows=1))["diff"]
-            now = int(diff.get("total") or len(diff.get("changes") or []))
-            n += now > total
-            total = now
-        return n
+        async with _from_start(run, d) as (env, _):
+            n, total = 0, 0
+            for a in actions:
+                await env.step(a)
+                diff = (await env.state_diff(max_rows=1))["diff"]
+                now = int(diff.get("total") or len(diff.get("changes") or []))
+                n += now > total
+                total = now
+            return n
     except WebServError:
         return len(actions)
-    finally:
-        await env.close()
 
 
 async def _shorten(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> int:
@@ -525,21 +529,18 @@ async def _solve(
 
     async def one(d: Demo, t: dict[str, Any]) -> None:
         async with gate:
-            env = run.env()
             try:
-                obs, _ = await env.reset(seed=run.seed, options=_options_for(run, d.start_url))
-                found = await solve(t["intent"], env, obs)
-                if found is None:
-                    return
-                actions, end = found
-                if d.label.answer and answer_of(actions[-1]) != d.label.answer:
-                    return
-                if await _does_task(d, env, end):
-                    t["solutions"] = [actions]
+                async with _from_start(run, d) as (env, obs):
+                    found = await solve(t["intent"], env, obs)
+                    if found is None:
+                        return
+                    actions, end = found
+                    if d.label.answer and answer_of(actions[-1]) != d.label.answer:
+                        return
+                    if await _does_task(d, env, end):
+                        t["solutions"] = [actions]
             except WebServError:
                 return
-            finally:
-                await env.close()
 
     await asyncio.gather(*(one(d, t) for d, t in zip(demos, tasks_of, strict=True) if t is not None))
 
