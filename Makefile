@@ -16,7 +16,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint vulncheck clean
+.PHONY: all setup build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-density bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint vulncheck clean
 
 all: build
 
@@ -93,6 +93,10 @@ bench-step: build
 bench-scale: build
 	$(GO) build -o bin/webserv-bench ./bench/cmd/webserv-bench
 	bin/webserv-bench scale
+# density: environment pairs (browser context + Incus container of the shop) held open at once until a bound breaks.
+bench-density: build
+	$(GO) build -o bin/webserv-bench ./bench/cmd/webserv-bench
+	bin/webserv-bench density
 # route: netroute's per-context proxies against direct connections, same run.
 bench-route: build
 	$(GO) build -o bin/webserv-bench ./bench/cmd/webserv-bench

@@ -17,7 +17,7 @@ import (
 	"github.com/webserv-rl/webserv/envcore"
 )
 
-const benchUsage = `usage: webserv-bench SUITE [flags]   (suites: system, step, scale, route, ui, recovery; add --smoke for a seconds-long check)
+const benchUsage = `usage: webserv-bench SUITE [flags]   (suites: system, step, scale, density, route, ui, recovery; add --smoke for a seconds-long check)
 the peer (BrowserGym) and settle suites are Python: python bench/peer_bench.py, python bench/settle_bench.py`
 
 // benchCmd runs one Go benchmark suite and writes its JSON, Markdown and
@@ -34,13 +34,16 @@ func benchCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 	reps := fs.Int("reps", 10, "step: episodes per idle window; route, ui: rounds")
 	defIdle := envcore.DefaultIdleWindow.Milliseconds()
 	idle := fs.String("idle", fmt.Sprintf("%d,500", defIdle), fmt.Sprintf("step: idle windows in ms (the default, %d, and the one before issue 33); scale: the first is used", defIdle))
-	ns := fs.String("n", "1,8,32,64,128", "scale: environment counts")
-	runFor := fs.Duration("run", 40*time.Second, "scale: measured time per N")
+	ns := fs.String("n", "1,8,32,64,128", "scale: environment counts; density: pairs open at once, grown until a bound breaks (its default 1,2,4,8,12,16,24,32,48,64,96,128)")
+	runFor := fs.Duration("run", 40*time.Second, "scale, density: measured time per N (density's default 30s)")
+	minFree := fs.Float64("min-free", 2, "scale, density: stop growing N when the host's MemAvailable falls below this many GiB")
+	maxP95 := fs.Float64("max-p95", 0, "density: stop growing N when the step p95 passes this many ms (0: twice the p95 at the first N)")
+	episode := fs.Int("episode", 10, "density: steps between an environment's resets (resets run while the others step)")
 	sizes := fs.String("sizes", "1GiB,6GiB", "system: state sizes")
 	launches := fs.Int("launches", 8, "system: launches measured per size")
 	warm := fs.Int("warm", 2, "system: launches that warm the caches first")
 	forkN := fs.Int("fork", 8, "system: instances per fork")
-	pool := fs.String("pool", "webserv", "system: Incus storage pool")
+	pool := fs.String("pool", "webserv", "system, density: Incus storage pool")
 	browsers := fs.String("browsers", "1,2,4", "recovery: browser process counts of the pool")
 	envs := fs.Int("envs", 16, "recovery: environments stepping when a browser process is killed")
 	costEnvs := fs.Int("cost-envs", 32, "recovery: environments stepping while the cost of each pool size is measured")
@@ -74,11 +77,36 @@ func benchCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 		if err != nil {
 			return fmt.Errorf("--n: %w", err)
 		}
-		o := suites.ScaleOptions{Shop: shop, Ns: nlist, Run: *runFor, IdleMs: idles[0], Out: *out, Command: command, Smoke: *smoke, Log: os.Stderr, Refine: !*smoke}
+		o := suites.ScaleOptions{Shop: shop, Ns: nlist, Run: *runFor, IdleMs: idles[0], Out: *out, Command: command, Smoke: *smoke, Log: os.Stderr, Refine: !*smoke, MinFreeGiB: *minFree}
 		if *smoke {
 			o.Ns, o.Run = []int{1, 2}, 3*time.Second
 		}
 		rep, err := suites.Scale(ctx, o)
+		if err != nil {
+			return err
+		}
+		headline = rep.Headline
+	case "density":
+		o := suites.DensityOptions{Shop: shop, Run: 30 * time.Second, IdleMs: idles[0], Episode: *episode, MinFreeGiB: *minFree, MaxP95Ms: *maxP95,
+			Pool: *pool, Out: *out, Command: command, Smoke: *smoke, Log: os.Stderr, Logger: log.WithOptions(zap.IncreaseLevel(zap.WarnLevel))}
+		if *smoke {
+			o.Ns, o.Run, o.Episode = []int{1, 2}, 4*time.Second, 3
+		}
+		// Only flags given on the command line override the suite's own
+		// defaults (its ramp of N, 30 s per N).
+		var ferr error
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "n":
+				o.Ns, ferr = ints(*ns)
+			case "run":
+				o.Run = *runFor
+			}
+		})
+		if ferr != nil {
+			return fmt.Errorf("--n: %w", ferr)
+		}
+		rep, err := suites.Density(ctx, o)
 		if err != nil {
 			return err
 		}
