@@ -181,7 +181,7 @@ func launch(ctx context.Context, log *zap.Logger, opts BrowserOptions, supervise
 		supervised: supervised,
 	}
 	tap.b = b
-	b.mainPID = proc.mainPID()
+	b.mainPID = browserPID(ctx, rb, proc)
 	events := rb.Event() // subscribe before auto-attach so no attach is missed
 	go b.loop(events)
 	go b.watchExit()
@@ -201,6 +201,27 @@ func launch(ctx context.Context, log *zap.Logger, opts BrowserOptions, supervise
 		b.startPool(opts.WarmContexts)
 	}
 	return b, nil
+}
+
+// browserPID is Chromium's browser process, as Chromium itself names it.
+// proc.pid can be a wrapper (Debian's chromium and chromium-headless-shell
+// are shell scripts that start the binary as their child), and no reading
+// of /proc tells the browser from a process it has just forked: until
+// that child execs (a zygote, a utility), it has the browser's own command
+// line. On a loaded host that window is long, and a pid taken from it
+// named a zygote, so a kill meant for the browser (a health report's, a
+// test's) ended the zygote instead, and the browser lived on unable to
+// start pages. When Chromium does not answer, proc.pid is the best guess.
+func browserPID(ctx context.Context, rb *rod.Browser, proc *chromiumProcess) int {
+	info, err := proto.SystemInfoGetProcessInfo{}.Call(rb.Context(ctx))
+	if err == nil {
+		for _, p := range info.ProcessInfo {
+			if p.Type == "browser" {
+				return p.ID
+			}
+		}
+	}
+	return proc.pid
 }
 
 // connect starts rod's CDP client on proc's pipe, bound to life, and

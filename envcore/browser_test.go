@@ -1,13 +1,18 @@
 package envcore_test
 
 import (
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/internal/procstat"
 )
 
 // $WEBSERV_CHROMIUM_FLAGS reaches the browser a command launches, dashes or
@@ -78,4 +83,76 @@ func TestPagesCannotOpenMoreTabsThanAllowed(t *testing.T) {
 	if obs := mustAct(t, other, `click("go-to-b")`); obs.Title != "Page B" {
 		t.Errorf("the environment beside it: %q", obs.Title)
 	}
+}
+
+// The pid a browser reports (its health, its crash errors) is Chromium's
+// browser process itself: not the wrapper script that starts it, and not
+// a child it has just forked, which has the browser's command line until
+// it execs. Killing that pid is what ends the browser; a zygote's pid
+// taken for it left the browser running and unable to open pages.
+func TestBrowserPIDIsTheBrowserItself(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	// Two at once, like a pool's start: each forks its zygotes while the
+	// other starts.
+	var bs [2]*envcore.Browser
+	var g errgroup.Group
+	for i := range bs {
+		g.Go(func() (err error) {
+			bs[i], err = envcore.Launch(ctx, zap.NewNop(), envcore.BrowserOptions{})
+			return err
+		})
+	}
+	err := g.Wait()
+	for _, b := range bs {
+		if b != nil {
+			defer b.Close()
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		main := envcore.BrowserMainPID(b)
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", main))
+		if err != nil {
+			t.Fatalf("browser pid %d: %v", main, err)
+		}
+		parent, err := procstat.ReadProcess(main)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pexe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", parent.Parent)); pexe == exe {
+			t.Errorf("browser pid %d (%s) is the child of a process of the same binary (%d): a process the browser forked, not the browser", main, exe, parent.Parent)
+		}
+		var typed int
+		for _, p := range browserTree(t, envcore.BrowserPID(b)) {
+			switch {
+			case p.pid == main && strings.Contains(p.cmdline, "--type="):
+				t.Errorf("browser pid %d runs a child process: %.200s", main, p.cmdline)
+			case strings.Contains(p.cmdline, "--type="):
+				typed++
+				if !slices.Contains(ancestors(t, p.pid), main) {
+					t.Errorf("Chromium's child process %d (%.80s) is not under the browser pid %d", p.pid, p.cmdline, main)
+				}
+			}
+		}
+		if typed == 0 {
+			t.Errorf("no zygote, GPU or utility process under browser %d's tree", main)
+		}
+	}
+}
+
+// ancestors are pid's parent, its parent's parent, and so on.
+func ancestors(t *testing.T, pid int) []int {
+	var out []int
+	for pid > 1 {
+		p, err := procstat.ReadProcess(pid)
+		if err != nil {
+			break
+		}
+		pid = p.Parent
+		out = append(out, pid)
+	}
+	return out
 }

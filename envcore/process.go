@@ -1,20 +1,16 @@
 package envcore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/go-rod/rod/lib/launcher"
-	"github.com/webserv-rl/webserv/internal/procstat"
 	"github.com/ysmood/leakless"
 )
 
@@ -189,33 +185,4 @@ func (p *chromiumProcess) kill() {
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-}
-
-// mainPID is Chromium's browser process: p.pid, or, when that runs a
-// wrapper (Debian's chromium-headless-shell is a shell script that starts
-// the binary), the descendant that is the browser itself: the last of the
-// line of processes with the DevTools pipe switch and no --type (which
-// zygotes, renderers and helpers have).
-func (p *chromiumProcess) mainPID() int {
-	children := map[int][]int{}
-	all, _ := procstat.Processes()
-	for _, q := range all {
-		if q.Parent > 0 {
-			children[q.Parent] = append(children[q.Parent], q.PID)
-		}
-	}
-	cur := p.pid
-	for {
-		next := 0
-		for _, c := range children[cur] {
-			cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(c) + "/cmdline")
-			if bytes.Contains(cmd, []byte("--remote-debugging-pipe")) && !bytes.Contains(cmd, []byte("--type=")) {
-				next = c
-			}
-		}
-		if next == 0 {
-			return cur
-		}
-		cur = next
-	}
 }

@@ -51,6 +51,12 @@ type RecoveryOptions struct {
 	Command  string
 	Smoke    bool
 	Log      io.Writer
+	// Logger receives the pool's and server's log (the supervisor's
+	// restarts); nil discards it.
+	Logger *zap.Logger
+	// Limit bounds each wait for an event the kill should cause (the
+	// replacement, a lost environment's recovery); 0 is 3 minutes.
+	Limit time.Duration
 }
 
 // RecoveryRow is one pool size's recovery from a killed browser process.
@@ -118,6 +124,12 @@ func Recovery(ctx context.Context, o RecoveryOptions) (*RecoveryReport, error) {
 	if o.IdleMs <= 0 {
 		o.IdleMs = 100
 	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Limit <= 0 {
+		o.Limit = 3 * time.Minute
+	}
 	rep := &RecoveryReport{Header: newHeader("recovery", o.Command, o.Smoke)}
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, recoveryPage) }))
 	defer page.Close()
@@ -173,14 +185,14 @@ type recoveryServer struct {
 	router *netroute.Router
 }
 
-func startRecoveryServer(ctx context.Context, b int, idleMs int) (*recoveryServer, error) {
-	router := netroute.New(zap.NewNop(), netroute.Options{})
-	pool, err := envcore.LaunchPool(ctx, zap.NewNop(), server.Routed(envcore.BrowserOptions{}, router), b)
+func startRecoveryServer(ctx context.Context, log *zap.Logger, b int, idleMs int) (*recoveryServer, error) {
+	router := netroute.New(log, netroute.Options{})
+	pool, err := envcore.LaunchPool(ctx, log, server.Routed(envcore.BrowserOptions{}, router), b)
 	if err != nil {
 		_ = router.Close()
 		return nil, err
 	}
-	srv := server.New(zap.NewNop(), pool, server.OpenFactory{}, server.Config{MaxEnvs: 256, MaxCreating: 8,
+	srv := server.New(log, pool, server.OpenFactory{}, server.Config{MaxEnvs: 256, MaxCreating: 8,
 		Env: envcore.Config{IdleWindow: time.Duration(idleMs) * time.Millisecond}})
 	return &recoveryServer{pool: pool, srv: srv, hs: httptest.NewServer(srv.Handler()), router: router}, nil
 }
@@ -205,7 +217,7 @@ type recoveryEnv struct {
 
 func recoveryOne(ctx context.Context, o RecoveryOptions, b int, pageURL string) (RecoveryRow, error) {
 	row := RecoveryRow{Browsers: b, N: o.N}
-	s, err := startRecoveryServer(ctx, b, o.IdleMs)
+	s, err := startRecoveryServer(ctx, o.Logger, b, o.IdleMs)
 	if err != nil {
 		return row, err
 	}
@@ -290,12 +302,35 @@ func recoveryOne(ctx context.Context, o RecoveryOptions, b int, pageURL string) 
 		}
 	}
 	replaced := s.pool.Replaced()
+	if err := isBrowserProcess(victim.PID); err != nil {
+		close(stop)
+		wg.Wait()
+		return row, fmt.Errorf("the pool's health names process %d as a browser: %w", victim.PID, err)
+	}
 	killedAt.Store(time.Now().UnixNano())
 	kill := time.Now()
 	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
 		close(stop)
 		wg.Wait()
 		return row, err
+	}
+	// missed says what was seen when an event the kill should cause did
+	// not come within o.Limit.
+	missed := func(what string) error {
+		return fmt.Errorf("%s did not come within %s of killing browser process %d (%s); the pool: %+v",
+			what, o.Limit, victim.PID, processState(victim.PID), s.pool.Health())
+	}
+	waitKill := func(ch <-chan struct{}, what string) error {
+		t := time.NewTimer(o.Limit)
+		defer t.Stop()
+		select {
+		case <-ch:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return missed(what)
+		}
 	}
 	// The first new environment: make and step, again until it works.
 	c, err := dialProto(ctx, s.hs.URL)
@@ -320,25 +355,29 @@ func recoveryOne(ctx context.Context, o RecoveryOptions, b int, pageURL string) 
 			return row, ctx.Err()
 		}
 	}
-	select {
-	case <-replaced:
+	err = waitKill(replaced, "the pool's replacement of the killed process")
+	if err == nil {
 		row.ReplacedMs = ms(time.Since(kill))
-	case <-ctx.Done():
 	}
 	// Every environment of the killed process answers browser_crashed
 	// once, then steps again after its reset.
-	for range victim.Envs {
+	for i := 0; i < victim.Envs && err == nil; i++ {
+		t := time.NewTimer(o.Limit)
 		select {
 		case e := <-lostCh:
-			select {
-			case <-e.back:
-			case <-ctx.Done():
-			}
+			err = waitKill(e.back, "the recovery of lost environment "+e.id)
 		case <-ctx.Done():
+			err = ctx.Err()
+		case <-t.C:
+			err = missed(fmt.Sprintf("the browser_crashed answer of %d more of its %d environments", victim.Envs-i, victim.Envs))
 		}
+		t.Stop()
 	}
 	close(stop)
 	wg.Wait()
+	if err != nil {
+		return row, err
+	}
 	var rec []float64
 	for _, e := range envs {
 		if e.lost.Load() {
@@ -354,7 +393,7 @@ func recoveryOne(ctx context.Context, o RecoveryOptions, b int, pageURL string) 
 
 func recoveryCost(ctx context.Context, o RecoveryOptions, b int, pageURL string) (RecoveryCostRow, error) {
 	row := RecoveryCostRow{Browsers: b, N: o.CostN}
-	s, err := startRecoveryServer(ctx, b, o.IdleMs)
+	s, err := startRecoveryServer(ctx, o.Logger, b, o.IdleMs)
 	if err != nil {
 		return row, err
 	}
@@ -473,4 +512,29 @@ func treesPSS(roots []int) float64 {
 		}
 	}
 	return sum
+}
+
+// isBrowserProcess checks that pid is a Chromium browser process: one
+// with the DevTools pipe switch and no --type (which its zygotes,
+// renderers and helpers have).
+func isBrowserProcess(pid int) error {
+	cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return fmt.Errorf("read its command line: %w", err)
+	}
+	line := strings.ReplaceAll(string(cmd), "\x00", " ")
+	if !strings.Contains(line, "--remote-debugging-pipe") || strings.Contains(line, "--type=") {
+		return fmt.Errorf("it runs %.200q, not a browser process", line)
+	}
+	return nil
+}
+
+// processState is what /proc says of pid: its state letter and command,
+// or that it is gone.
+func processState(pid int) string {
+	p, err := procstat.ReadProcess(pid)
+	if err != nil {
+		return "gone"
+	}
+	return fmt.Sprintf("still there: %+v", p)
 }

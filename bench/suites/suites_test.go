@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
 	"github.com/webserv-rl/webserv/bench/suites"
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
@@ -144,7 +147,8 @@ func TestUISmoke(t *testing.T) {
 func TestRecoverySmoke(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir()
-	if _, err := suites.Recovery(context.Background(), suites.RecoveryOptions{Browsers: []int{1, 2}, N: 4, CostN: 4, Run: 2 * time.Second, Episode: 3, Out: out, Command: "test", Smoke: true}); err != nil {
+	if _, err := suites.Recovery(context.Background(), suites.RecoveryOptions{Browsers: []int{1, 2}, N: 4, CostN: 4, Run: 2 * time.Second, Episode: 3, Out: out, Command: "test", Smoke: true,
+		Logger: zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))}); err != nil {
 		t.Fatal(err)
 	}
 	var rep suites.RecoveryReport
