@@ -132,6 +132,9 @@ type Browser struct {
 	// deliberate: Close began while the browser lived; its end is then
 	// no crash.
 	deliberate bool
+	// cause: why the server ended a browser that could no longer serve
+	// (wedged.go); "" when it died on its own.
+	cause string
 }
 
 // Launch starts Chromium and connects to it over a pipe (pipe.go). The

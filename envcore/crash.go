@@ -22,10 +22,16 @@ type BrowserCrashedError struct {
 	PID        int       // the browser process that died
 	Died       time.Time // when the server saw it die
 	Supervised bool      // a Pool starts a replacement
+	// Cause is why the server ended a browser that lived but could no
+	// longer serve (its zygotes gone); "" when it died on its own.
+	Cause string
 }
 
 func (e *BrowserCrashedError) Error() string {
 	what := fmt.Sprintf("the browser process (pid %d) this environment's pages were in died at %s, taking the episode's pages with it", e.PID, e.Died.UTC().Format(time.RFC3339))
+	if e.Cause != "" {
+		what = fmt.Sprintf("the browser process (pid %d) this environment's pages were in was ended by the server at %s because %s, taking the episode's pages with it", e.PID, e.Died.UTC().Format(time.RFC3339), e.Cause)
+	}
 	if e.Supervised {
 		return what + "; the server is starting a replacement: reset the environment to go on"
 	}
@@ -52,7 +58,7 @@ func (b *Browser) crashErr() *BrowserCrashedError {
 		return nil
 	}
 	b.mu.RLock()
-	deliberate := b.deliberate
+	deliberate, cause := b.deliberate, b.cause
 	b.mu.RUnlock()
 	if deliberate {
 		return nil
@@ -61,7 +67,7 @@ func (b *Browser) crashErr() *BrowserCrashedError {
 	if ns := b.diedAt.Load(); ns != 0 {
 		died = time.Unix(0, ns)
 	}
-	return &BrowserCrashedError{PID: b.mainPID, Died: died, Supervised: b.supervised}
+	return &BrowserCrashedError{PID: b.mainPID, Died: died, Supervised: b.supervised, Cause: cause}
 }
 
 // crashed is the crash of e's browser while e has pages in it, else nil.

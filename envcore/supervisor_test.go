@@ -183,3 +183,53 @@ func TestDevToolsIsOnAPipeNotAPort(t *testing.T) {
 		t.Errorf("a step over the pipe: %v (at %q)", err, obs.URL)
 	}
 }
+
+// A pool's browser whose zygote processes have ended (the OOM killer's
+// pick, or a kill meant for the browser) lives on but can start no page.
+// The next reset on it answers the browser's crash, saying why, instead
+// of waiting out the tab timeout as an overloaded host forever; the pool
+// replaces the browser, and the reset after that works.
+func TestABrowserThatCanStartNoPageIsReplaced(t *testing.T) {
+	ctx := testCtx(t)
+	pool, err := envcore.LaunchPool(ctx, zap.NewNop(), envcore.BrowserOptions{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	e := pool.NewEnv(envcore.Config{IdleWindow: 100 * time.Millisecond})
+	defer e.Close()
+	if _, _, err := e.Reset(ctx, site.URL+"/a.html"); err != nil {
+		t.Fatal(err)
+	}
+	main := envcore.EnvBrowserPID(e)
+	zygotes := 0
+	for _, p := range browserTree(t, envcore.PoolRootPIDs(pool)[0]) {
+		if strings.Contains(p.cmdline, "--type=zygote") {
+			zygotes++
+			if err := syscall.Kill(p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				t.Fatal(err) // ESRCH: it ended with the zygote before it
+			}
+		}
+	}
+	if zygotes == 0 {
+		t.Fatal("the browser has no zygote process to end")
+	}
+	replaced := pool.Replaced()
+	_, _, err = e.Reset(ctx, site.URL+"/a.html")
+	var ce *envcore.BrowserCrashedError
+	if !errors.As(err, &ce) || ce.PID != main || !ce.Supervised || !strings.Contains(ce.Error(), "zygote") {
+		t.Fatalf("a reset on a browser whose zygotes ended: %v; want the crash of pid %d, saying why", err, main)
+	}
+	select {
+	case <-replaced:
+	case <-ctx.Done():
+		t.Fatal("the pool did not replace the browser that could start no page")
+	}
+	obs, _, err := e.Reset(ctx, site.URL+"/a.html")
+	if err != nil || !strings.HasSuffix(obs.URL, "/a.html") {
+		t.Fatalf("the reset after the replacement: %v (at %q)", err, obs.URL)
+	}
+	if h := pool.Health(); h.Crashes != 1 || h.Alive != 1 || h.Processes[0].PID == main {
+		t.Errorf("health after the replacement: %+v", h)
+	}
+}

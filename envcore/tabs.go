@@ -115,6 +115,8 @@ func (e *Env) openTab(ctx context.Context) (*tab, error) {
 	// at once reports each late, but reports it.
 	deadline := time.NewTimer(openTabTimeout)
 	defer deadline.Stop()
+	check := time.NewTicker(wedgeCheckEvery)
+	defer check.Stop()
 	for {
 		e.tabMu.Lock()
 		for i, t := range e.tabs {
@@ -130,6 +132,15 @@ func (e *Env) openTab(ctx context.Context) (*tab, error) {
 		case <-ch:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("open tab: %w", ctx.Err())
+		case <-check.C:
+			// A slow tab: a busy browser, or one that can start no page
+			// (wedged.go), which no wait would cure.
+			if b := e.br(); !b.startsPages() {
+				b.endWedged("its zygote processes had ended, so it could start no page")
+				if ce := b.crashErr(); ce != nil {
+					return nil, fmt.Errorf("open tab: %w", ce)
+				}
+			}
 		case <-deadline.C:
 			return nil, fmt.Errorf("open tab: the browser did not report the new tab within %s; it is overloaded: retry, or let fewer environments start at once (max_creating)", openTabTimeout)
 		}
