@@ -77,9 +77,11 @@ type DensityOptions struct {
 type DensityRow struct {
 	N int `json:"n"`
 	// Containers is the running instance containers this run's server
-	// owns, counted while stepping: N, or more while resets replace
-	// containers (a reset's fresh clone runs before the old one is gone).
+	// owns, counted once the round's requests have all returned (N unless
+	// an instance failed); ContainersStepping counted with the memory,
+	// while resets replace containers (off N by the resets in flight).
 	Containers         int     `json:"containers"`
+	ContainersStepping int     `json:"containers_stepping"`
 	Steps              int     `json:"steps"`
 	StepsPerSec        float64 `json:"steps_per_s"`
 	StepsPerSecPerCore float64 `json:"steps_per_s_per_core"`
@@ -428,7 +430,7 @@ func (d *densityRun) one(ctx context.Context, n int) (DensityRow, bool) {
 		row.SitePSSMiB = containerShopPSS() / (1 << 20)
 		row.ServerPSSMiB = pss[procServer] / (1 << 20)
 		var mem int64
-		row.Containers, mem = d.containers()
+		row.ContainersStepping, mem = d.containers()
 		row.ContainersMiB = float64(mem) / (1 << 20)
 		row.MemAvailableGiB = float64(memAvailable()) / (1 << 30)
 		row.FDs = openFDs()
@@ -450,6 +452,7 @@ func (d *densityRun) one(ctx context.Context, n int) (DensityRow, bool) {
 		sample()
 	}
 	wg.Wait()
+	row.Containers, _ = d.containers()
 	elapsed := o.Run.Seconds() + max(0, time.Since(deadline).Seconds())
 	cpu := machineCPU().Sub(cpu0)
 	row.Steps = len(lat)
