@@ -9,7 +9,12 @@
 //   - scale: N environments at once, each with its own shop instance and
 //     a scripted policy: steps per second, p50/p95 step latency, memory
 //     per environment, CPU; and the largest N whose p95 stays under twice
-//     the single-environment figure.
+//     the single-environment figure;
+//   - density: environment pairs (a browser context and its own Incus
+//     container of the bundled shop, made through the server) held open
+//     and stepping at once until memory, the step latency, errors or
+//     Incus give out: memory per pair, steps/s per core, reset p50/p99
+//     under load, and a fleet sizing table.
 //
 // The peer (BrowserGym) and settle-strategy suites drive Playwright and
 // live in bench/*.py. Every suite writes <suite>.json, <suite>.md and
