@@ -120,7 +120,7 @@ func (in *localInstance) Exec(ctx context.Context, req ExecRequest) (ExecResult,
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = in.data
 	cmd.Env = append(os.Environ(), "PORT="+port, "DATA_DIR="+in.data, "SITE_URL="+in.site.Origin)
-	for k, v := range in.site.Env {
+	for k, v := range in.site.InstanceEnv() {
 		cmd.Env = append(cmd.Env, k+"="+repl.Replace(v))
 	}
 	for k, v := range req.Env {

@@ -198,7 +198,7 @@ func (in *localInstance) runOn(ctx context.Context, port int) error {
 	cmd.Dir = in.data
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "PORT="+fmt.Sprint(port), "DATA_DIR="+in.data)
-	for k, v := range in.site.Env {
+	for k, v := range in.site.InstanceEnv() {
 		cmd.Env = append(cmd.Env, k+"="+repl.Replace(v))
 	}
 	// Its own process group, killed with the server: nothing outlives it.

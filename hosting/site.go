@@ -47,6 +47,12 @@ type Site struct {
 	Ready Probe `json:"ready,omitempty"`
 	// Env is set in the site's environment.
 	Env map[string]string `json:"env,omitempty"`
+	// Secrets are set in each instance's environment as Env is, but are
+	// no part of the site's definition: an Incus base is prepared without
+	// them, so one base serves every server start (the bundled shop's
+	// EVAL_TOKEN, new at each start, made each start build a base of its
+	// own and leave the last one behind). Never written out.
+	Secrets map[string]string `json:"-"`
 	// PostStart are commands run once after the first start, before the
 	// base state is captured (Incus: in the base container; local: in the
 	// data directory). {url} is replaced by the site's Origin.
@@ -419,4 +425,17 @@ func settingNames(t reflect.Type, seen map[reflect.Type]bool) []string {
 		out = append(out, settingNames(f.Type, seen)...)
 	}
 	return out
+}
+
+// InstanceEnv is the environment of the site's instances: Env, then
+// Secrets.
+func (s *Site) InstanceEnv() map[string]string {
+	env := make(map[string]string, len(s.Env)+len(s.Secrets))
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	for k, v := range s.Secrets {
+		env[k] = v
+	}
+	return env
 }

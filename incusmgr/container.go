@@ -53,12 +53,14 @@ func (m *Manager) launch(ctx context.Context, site *hosting.Site, source string)
 	for k, v := range helper {
 		devices[k] = v
 	}
+	cfg := map[string]string{labelRole: "instance", labelSite: site.Name, labelOwner: m.owner, labelHash: ""}
+	for k, v := range site.Secrets { // the base has the rest (base.go)
+		cfg["environment."+k] = v
+	}
 	req := api.InstancesPost{
 		Name: name, Type: api.InstanceTypeContainer, Start: true,
-		Source: api.InstanceSource{Type: "copy", Source: source, InstanceOnly: true},
-		InstancePut: api.InstancePut{Profiles: []string{}, Devices: devices, Config: map[string]string{
-			labelRole: "instance", labelSite: site.Name, labelOwner: m.owner, labelHash: "",
-		}},
+		Source:      api.InstanceSource{Type: "copy", Source: source, InstanceOnly: true},
+		InstancePut: api.InstancePut{Profiles: []string{}, Devices: devices, Config: cfg},
 	}
 	op, err := m.c.CreateInstance(req)
 	if err == nil {

@@ -370,7 +370,10 @@ func TestIncusInstanceReportsItsDeath(t *testing.T) {
 // Servers of one host share the Incus daemon and so a site's base: four
 // managers (as four servers, or test packages run side by side) starting a
 // site whose base does not exist yet all get an instance, and one base is
-// prepared, none deleted under another's preparation.
+// prepared, none deleted under another's preparation. Each has secrets
+// of its own (as the bundled shop's EVAL_TOKEN, new at every server
+// start): they are no part of the base, and each instance has its own
+// server's.
 func TestManagersOfOneHostShareABase(t *testing.T) {
 	s := site(dockerAlias)
 	s.Name = unique("t-shared")
@@ -390,19 +393,28 @@ func TestManagersOfOneHostShareABase(t *testing.T) {
 			}
 		}
 	})
+	staticTestBinary(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
 		m := connect(t, incusmgr.Config{})
+		// Each server has a secret of its own (as the bundled shop's
+		// EVAL_TOKEN): no part of the base, but in every instance.
+		mine := *s
+		mine.Secrets = map[string]string{"X": "secret-" + strconv.Itoa(i)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			in, err := m.Start(t.Context(), s)
+			in, err := m.Start(t.Context(), &mine)
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			errs[i] = in.Stop(t.Context())
+			res, err := in.(hosting.Execer).Exec(t.Context(), hosting.ExecRequest{Command: []string{"/app/testsite", "exec-say", "hi"}})
+			if want := "hi secret-" + strconv.Itoa(i) + "\n"; err == nil && string(res.Stdout) != want {
+				err = fmt.Errorf("the instance's environment gave %q, want %q", res.Stdout, want)
+			}
+			errs[i] = errors.Join(err, in.Stop(t.Context()))
 		}()
 	}
 	wg.Wait()

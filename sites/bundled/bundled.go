@@ -77,7 +77,7 @@ func Sites(ctx context.Context, o Options) (*Shop, error) {
 			Name:        name,
 			Description: map[string]string{"shopping": "the bundled shop's storefront", "cms": "the bundled shop's admin panel (WebArena's shopping_admin role)"}[name],
 			Ready:       hosting.Probe{Path: "/healthz", TimeoutMs: 30000},
-			Env:         map[string]string{"EVAL_TOKEN": out.EvalToken},
+			Secrets:     map[string]string{"EVAL_TOKEN": out.EvalToken},
 			StartPath:   Roles[name],
 			StateDB:     shop.DBFile,
 		}
