@@ -29,9 +29,10 @@ site: the content times scale with it, pages.content_ms).
 
 --load N measures every strategy twice: on a quiet host (load 0), then
 with N environments stepping beside the measured one (load N). The N run
-in a process of their own (`--load-worker`, with its own copy of the case
-site), on the `webserv` server, so the measured WebServ step shares its
-browser with them; webserv-before and Playwright run beside the same load
+in processes of their own (`--load-worker`, each with its own copy of the
+case site), shared out evenly over the WebServ servers measured (with
+--baseline-bin, N/2 on each), so each build's measured step shares its
+browser with the same number of them; Playwright runs beside the same load
 on the same host. Each of the N resets to a click case and clicks, case
 after case, until the measurement ends. The summary then gives, per
 strategy and load, the share of correct observations and the median and
@@ -204,33 +205,44 @@ async def load_worker(url: str, n: int, factor: float) -> None:
 
 
 @contextlib.contextmanager
-def load(url: str, n: int, factor: float) -> Any:
-    """N environments stepping on the server at url (load_worker, in a process of its own) while the
-    block runs; yields a dict that holds "steps" and "seconds" once it ends."""
+def load(urls: list[str], n: int, factor: float) -> Any:
+    """N environments stepping while the block runs, shared out evenly over the servers at urls (each
+    WebServ build's browser carries the same share, so the builds compare on equal terms), each share in
+    a process of its own (load_worker); yields a dict that holds "steps" and "seconds" once it ends."""
     if n == 0:
         yield {}
         return
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--load-worker", url, "--load", str(n), "--slow", str(factor)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
+    shares = [n // len(urls) + (i < n % len(urls)) for i in range(len(urls))]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, __file__, "--load-worker", url, "--load", str(k), "--slow", str(factor)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for url, k in zip(urls, shares, strict=True)
+        if k > 0
+    ]
     got: dict[str, Any] = {}
     try:
-        line = proc.stdout.readline()
-        if line.strip() != "ready":
-            raise SystemExit(f"the load of {n} environments did not start (it printed {line!r})")
+        for proc in procs:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            if line.strip() != "ready":
+                raise SystemExit(f"the load of {n} environments did not start (it printed {line!r})")
         t0 = time.perf_counter()
         yield got
         got["seconds"] = time.perf_counter() - t0
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=120)
-        got["steps"] = int(out.split()[-1]) if out.split() else 0
+        got["steps"] = 0
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            out, _ = proc.communicate(timeout=120)
+            got["steps"] += int(out.split()[-1]) if out.split() else 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def summarize(
@@ -320,9 +332,12 @@ async def main() -> None:
     binary = find_binary()
     if binary is None:
         raise SystemExit("no webserv binary: run `make build` or set WEBSERV_BIN")
-    servers = {"webserv": LocalServer(binary)}
+    # The load's N environments share the measured server: room for them,
+    # the measured one and a reset's overlap.
+    serve_args = ["--max-envs", str(max(32, args.load + 8))]
+    servers = {"webserv": LocalServer(binary, serve_args)}
     if args.baseline_bin:
-        servers["webserv-before"] = LocalServer(args.baseline_bin)
+        servers["webserv-before"] = LocalServer(args.baseline_bin, serve_args)
     rep["binaries"] = {"webserv": binary, "webserv-before": args.baseline_bin}
     from playwright.async_api import async_playwright
     from tqdm import tqdm
@@ -343,7 +358,7 @@ async def main() -> None:
         async with async_playwright() as pw:
             browser = await benchlib.launch_playwright(pw)
             for level in levels:
-                with load(servers["webserv"].url, level, factor) as rate:
+                with load([s.url for s in servers.values()], level, factor) as rate:
                     for case in cases:
                         url = f"{base}/{case}"
                         # Strategies alternate within each repetition, so a noisy
@@ -459,8 +474,9 @@ async def main() -> None:
                 )
         rate = loaded[args.load]["load_steps_per_s"]
         md.append(
-            f"\nLoad {args.load}: {args.load} environments stepping on the webserv server beside the "
-            f"measured step ({rate:.1f} steps/s in all)."
+            f"\nLoad {args.load}: {args.load} environments stepping beside the measured step, shared out "
+            f"evenly over the WebServ servers measured ({len(servers)}), so each build's browser carries "
+            f"the same share ({rate:.1f} steps/s in all)."
         )
     md.append(
         f"\nServer delays x{factor:g}; WebServ idle window {idle} ms. "
