@@ -3,7 +3,6 @@ package suites
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -32,23 +31,35 @@ const (
 
 var procGroups = []string{procBrowser, procRenderer, procHelpers, procSite, procServer, procOther}
 
-// eachProc calls fn with every process's /proc directory and group.
-func eachProc(fn func(dir, group string)) {
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		pid, _ := strconv.Atoi(filepath.Base(d))
-		if group, ok := groupOf(pid); ok {
-			fn(d, group)
+// ownProcs are this process and its descendants (its browsers, its local
+// sites): a shared machine's other Chromiums and sites are "other".
+func ownProcs(procs []procstat.Process) map[int]bool {
+	self := os.Getpid()
+	parent := make(map[int]int, len(procs))
+	for _, p := range procs {
+		parent[p.PID] = p.Parent
+	}
+	own := map[int]bool{}
+	for _, p := range procs {
+		for q := p.PID; q > 1; q = parent[q] {
+			if q == self {
+				own[p.PID] = true
+				break
+			}
 		}
 	}
+	return own
 }
 
 // groupOf is process pid's group, from its command line (false once it
-// has ended).
-func groupOf(pid int) (string, bool) {
+// has ended); a process not among own is "other".
+func groupOf(pid int, own map[int]bool) (string, bool) {
 	cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
 		return "", false
+	}
+	if !own[pid] {
+		return procOther, true
 	}
 	return procGroup(pid, os.Getpid(), string(bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))), true
 }
@@ -57,8 +68,9 @@ func groupOf(pid int) (string, bool) {
 func procCPU() map[string]float64 {
 	out := map[string]float64{}
 	procs, _ := procstat.Processes() // none: every share reads 0
+	own := ownProcs(procs)
 	for _, p := range procs {
-		if group, ok := groupOf(p.PID); ok {
+		if group, ok := groupOf(p.PID, own); ok {
 			out[group] += float64(p.CPU) / float64(time.Millisecond)
 		}
 	}
@@ -66,24 +78,34 @@ func procCPU() map[string]float64 {
 }
 
 // procPSS sums the proportional set size (shared pages split between the
-// processes that map them) of every process, in bytes, by group: what the
-// browser and the sites hold, whatever else the machine runs.
+// processes that map them) of every process, in bytes, by group: what this
+// run's browsers and sites hold, and apart from them all the rest.
 func procPSS() map[string]float64 {
 	out := map[string]float64{}
-	eachProc(func(d, group string) {
-		b, err := os.ReadFile(d + "/smaps_rollup")
-		if err != nil {
-			return
+	procs, _ := procstat.Processes()
+	own := ownProcs(procs)
+	for _, p := range procs {
+		if group, ok := groupOf(p.PID, own); ok {
+			out[group] += pssOf(p.PID)
 		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
-				kb, _ := strconv.ParseFloat(f[1], 64)
-				out[group] += kb * 1024
-				return
-			}
-		}
-	})
+	}
 	return out
+}
+
+// pssOf is process pid's proportional set size in bytes (0 once it has
+// ended).
+func pssOf(pid int) float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }
 
 func procGroup(pid, self int, cmd string) string {

@@ -590,22 +590,6 @@ func pssUnder(roots []int, keep func(cmd string) bool) float64 {
 	return total
 }
 
-// pssOf is process pid's proportional set size in bytes (0 once gone).
-func pssOf(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
-			var kb float64
-			_, _ = fmt.Sscanf(f[1], "%g", &kb)
-			return kb * 1024
-		}
-	}
-	return 0
-}
-
 // openFDs counts this process's (the server's) open file descriptors.
 func openFDs() int {
 	ents, err := os.ReadDir("/proc/self/fd")
