@@ -211,10 +211,11 @@ func launch(ctx context.Context, log *zap.Logger, opts BrowserOptions, supervise
 // are shell scripts that start the binary as their child), and no reading
 // of /proc tells the browser from a process it has just forked: until
 // that child execs (a zygote, a utility), it has the browser's own command
-// line. On a loaded host that window is long, and a pid taken from it
-// named a zygote, so a kill meant for the browser (a health report's, a
-// test's) ended the zygote instead, and the browser lived on unable to
-// start pages. When Chromium does not answer, proc.pid is the best guess.
+// line. On a loaded host that window is long, and a pid taken in it named
+// such a child (the network service, a zygote), so a kill meant for the
+// browser (a health report's, a test's) ended the child instead, and the
+// browser lived on, without zygotes unable to start pages (wedged.go).
+// When Chromium does not answer, proc.pid is the best guess.
 func browserPID(ctx context.Context, rb *rod.Browser, proc *chromiumProcess) int {
 	info, err := proto.SystemInfoGetProcessInfo{}.Call(rb.Context(ctx))
 	if err == nil {
