@@ -151,8 +151,8 @@ func TestBundledTaskSets(t *testing.T) {
 		if st == nil || st.Variant != "bundled" || st.Name != "bundled-"+s.Name || st.Login == nil || st.Grader == nil {
 			t.Fatalf("%s: task set %+v", s.Name, st)
 		}
-		if st.EvalToken == "" || s.Env["EVAL_TOKEN"] != st.EvalToken {
-			t.Errorf("%s: the set grades with token %q, the site starts with %q", s.Name, st.EvalToken, s.Env["EVAL_TOKEN"])
+		if st.EvalToken == "" || s.Secrets["EVAL_TOKEN"] != st.EvalToken {
+			t.Errorf("%s: the set grades with token %q, the site starts with %q", s.Name, st.EvalToken, s.Secrets["EVAL_TOKEN"])
 		}
 		if fmt.Sprint(st.Roles) != "[shopping shopping_admin]" {
 			t.Errorf("%s: roles %v", s.Name, st.Roles)
