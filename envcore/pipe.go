@@ -65,6 +65,10 @@ func (c *pipeConn) Send(data []byte) error {
 	msg := make([]byte, len(data)+1) // data+NUL in one write
 	copy(msg, data)
 	if _, err := c.toBrowser.Write(msg); err != nil {
+		// The browser's end is gone (it ended): the connection is over,
+		// now, not once the reader gets to its end of file, so the
+		// caller's error is the crash's and not a broken pipe's.
+		c.Close()
 		return fmt.Errorf("write to the browser's DevTools pipe: %w", err)
 	}
 	return nil
