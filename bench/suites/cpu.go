@@ -34,21 +34,29 @@ var procGroups = []string{procBrowser, procRenderer, procHelpers, procSite, proc
 // ownProcs are this process and its descendants (its browsers, its local
 // sites): a shared machine's other Chromiums and sites are "other".
 func ownProcs(procs []procstat.Process) map[int]bool {
-	self := os.Getpid()
+	return under(procs, []int{os.Getpid()})
+}
+
+// under are the processes of procs at or under any of roots.
+func under(procs []procstat.Process, roots []int) map[int]bool {
 	parent := make(map[int]int, len(procs))
 	for _, p := range procs {
 		parent[p.PID] = p.Parent
 	}
-	own := map[int]bool{}
+	root := map[int]bool{}
+	for _, r := range roots {
+		root[r] = true
+	}
+	out := map[int]bool{}
 	for _, p := range procs {
 		for q := p.PID; q > 1; q = parent[q] {
-			if q == self {
-				own[p.PID] = true
+			if root[q] {
+				out[p.PID] = true
 				break
 			}
 		}
 	}
-	return own
+	return out
 }
 
 // groupOf is process pid's group, from its command line (false once it

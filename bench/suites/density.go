@@ -563,29 +563,15 @@ func pssUnder(roots []int, keep func(cmd string) bool) float64 {
 	if err != nil {
 		return 0
 	}
-	parent := make(map[int]int, len(procs))
-	for _, p := range procs {
-		parent[p.PID] = p.Parent
-	}
-	root := map[int]bool{}
-	for _, r := range roots {
-		root[r] = true
-	}
 	total := 0.0
-	for _, p := range procs {
-		for q := p.PID; q > 1; q = parent[q] {
-			if !root[q] {
+	for pid := range under(procs, roots) {
+		if keep != nil {
+			cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if err != nil || !keep(string(cmd)) {
 				continue
 			}
-			if keep != nil {
-				cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
-				if err != nil || !keep(string(cmd)) {
-					break
-				}
-			}
-			total += pssOf(p.PID)
-			break
 		}
+		total += pssOf(pid)
 	}
 	return total
 }

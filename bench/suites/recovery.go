@@ -472,46 +472,8 @@ func recoveryCost(ctx context.Context, o RecoveryOptions, b int, pageURL string)
 	if row.Steps > 0 {
 		row.CPUmsPerStep = ms(after-before) / float64(row.Steps)
 	}
-	row.PSSMiB = treesPSS(roots()) / (1 << 20)
+	row.PSSMiB = pssUnder(roots(), nil) / (1 << 20)
 	return row, nil
-}
-
-// treesPSS is the proportional set size, in bytes, of the processes of
-// the trees rooted at roots.
-func treesPSS(roots []int) float64 {
-	procs, err := procstat.Processes()
-	if err != nil {
-		return 0
-	}
-	parent := map[int]int{}
-	for _, p := range procs {
-		parent[p.PID] = p.Parent
-	}
-	in := map[int]bool{}
-	for _, r := range roots {
-		in[r] = true
-	}
-	sum := 0.0
-	for _, p := range procs {
-		for q := p.PID; q > 1; q = parent[q] {
-			if !in[q] {
-				continue
-			}
-			b, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/smaps_rollup")
-			if err != nil {
-				break
-			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
-					kb, _ := strconv.ParseFloat(f[1], 64)
-					sum += kb * 1024
-					break
-				}
-			}
-			break
-		}
-	}
-	return sum
 }
 
 // isBrowserProcess checks that pid is a Chromium browser process: one
