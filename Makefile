@@ -16,19 +16,29 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-density bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint vulncheck clean
+.PHONY: all setup setup-test venv-run build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-density bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint vulncheck clean
 
 all: build
 
+# What the server and the demo need (Chromium, Go, python3-venv).
 setup:
 	@bash scripts/setup.sh
+
+# The above and what only the tests use (PostgreSQL, MariaDB, Incus).
+setup-test:
+	@bash scripts/setup.sh --all
 
 # -buildvcs=auto: `webserv version` names the commit even where a GOFLAGS
 # default turns VCS stamping off (and builds outside a checkout still work).
 build: setup
 	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/webserv
 
-# The Python package, installed from the repository root as users install it.
+# The Python package, installed from the repository root as users install it:
+# venv-run with no extras (the demo), venv with every extra the tests use.
+venv-run: setup
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check .
+
 venv: setup
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -55,13 +65,13 @@ vulncheck: setup
 # `webserv serve` (bin/webserv) over its WebSocket.
 # The Go and Python suites run side by side (scripts/test.sh), each one's
 # output printed whole when it ends.
-test: lint build
+test: setup-test lint build
 	@bash scripts/test.sh $(GO) $(CURDIR)/$(BIN) $(VENV)/bin/pytest
 
 # The main demo: `webserv serve` on the bundled shop; six environments in
 # parallel solve bundled tasks with their oracle policies, one runs a random
 # policy; rewards, steps and timings are printed.
-run: build venv
+run: build venv-run
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) examples/demo.py
 
 # Extraction time and per-step overhead beyond the idle window (medians).

@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
 # Installs what WebServ needs on Debian 12, as root, and does nothing that is
-# already done. Called by `make setup` (and so by `make test` and `make run`).
+# already done.
 #
-#   - Debian's chromium (rod never downloads a browser) and fonts, so pages
-#     lay out the same on every machine;
-#   - python3 with venv, for the Python package and its tests;
-#   - PostgreSQL, the database of the notes-pg test site (a server per
-#     instance, started by examples/storage-sites/notes/pg.sh), and
-#     MariaDB's server and client programs, notes-mysql's (my.sh);
-#   - Incus with a btrfs pool, for the container backend (incus-setup.sh);
-#   - Go: the go.mod toolchain is fetched through the Go module proxy by any
-#     Go >= 1.21; when no go is on the PATH, Debian's bookworm-backports
-#     golang provides one.
+#   scripts/setup.sh          what the server and the demo need (`make run`):
+#     - Debian's chromium (rod never downloads a browser) and fonts, so pages
+#       lay out the same on every machine;
+#     - python3 with venv, for the Python package;
+#     - Go: the go.mod toolchain is fetched through the Go module proxy by any
+#       Go >= 1.21; when no go is on the PATH, Debian's bookworm-backports
+#       golang provides one.
+#   scripts/setup.sh --all    the above and what the tests also use (`make test`):
+#     - PostgreSQL, the database of the notes-pg test site (a server per
+#       instance, started by examples/storage-sites/notes/pg.sh), and
+#       MariaDB's server and client programs, notes-mysql's (my.sh);
+#     - Incus with a btrfs pool, for the container backend (incus-setup.sh).
 set -euo pipefail
+all=""
+case "${1:-}" in
+  "") ;;
+  --all) all=1 ;;
+  *) echo "setup: unknown argument '$1' (use no argument for the server and demo, --all for the tests too)" >&2; exit 2 ;;
+esac
 
 log() { printf 'setup: %s\n' "$*"; }
 # shellcheck source=scripts/lib.sh
@@ -54,16 +62,18 @@ dpkg -s ca-certificates >/dev/null 2>&1 || pkgs+=(ca-certificates)
 # system-wide pip installs).
 command -v python3 >/dev/null 2>&1 || pkgs+=(python3)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || pkgs+=(python3-venv)
-# The notes-pg test site's database (docs/sites.md, "State that is not one
-# SQLite file"): the server and psql. Its pg.sh runs each instance's server
-# as the postgres user the package makes (PostgreSQL refuses root).
-ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || pkgs+=(postgresql)
-# The notes-mysql test site's database: MariaDB's server and client
-# programs alone (the -core packages: no service, no system database, no
-# account); its my.sh runs a server per instance on a data directory of its
-# own.
-[ -x /usr/sbin/mariadbd ] || pkgs+=(mariadb-server-core)
-command -v mariadb >/dev/null 2>&1 || pkgs+=(mariadb-client-core)
+if [ -n "$all" ]; then
+  # The notes-pg test site's database (docs/sites.md, "State that is not one
+  # SQLite file"): the server and psql. Its pg.sh runs each instance's server
+  # as the postgres user the package makes (PostgreSQL refuses root).
+  ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || pkgs+=(postgresql)
+  # The notes-mysql test site's database: MariaDB's server and client
+  # programs alone (the -core packages: no service, no system database, no
+  # account); its my.sh runs a server per instance on a data directory of its
+  # own.
+  [ -x /usr/sbin/mariadbd ] || pkgs+=(mariadb-server-core)
+  command -v mariadb >/dev/null 2>&1 || pkgs+=(mariadb-client-core)
+fi
 if [ ${#pkgs[@]} -gt 0 ]; then
   apt_install "${pkgs[@]}"
 fi
@@ -95,7 +105,7 @@ fi
 
 # The container backend: incus, incusd running, a btrfs pool. Without it
 # the local backend still works (and the Incus tests fail, they do not skip).
-if ! bash "$(dirname "$0")/incus-setup.sh"; then
+if [ -n "$all" ] && ! bash "$(dirname "$0")/incus-setup.sh"; then
   log "Incus is not available here: sites on the incus backend will not start; the local backend and the open site still work"
 fi
 

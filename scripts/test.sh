@@ -14,6 +14,10 @@ pytest=${3:?pytest}
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+here=$(cd "$(dirname "$0")" && pwd)
+# Each test's wall and CPU seconds (scripts/testcost.py), for the table printed at the end.
+export WEBSERV_TEST_COSTS=$out/costs
+mkdir -p "$WEBSERV_TEST_COSTS"
 
 start=$SECONDS
 # -vet=off: `make lint` has just run the whole of `go vet ./...`, a superset
@@ -30,7 +34,11 @@ start=$SECONDS
 # GOMAXPROCS): tried six at a time on a saturated host (load 55 to 70), the
 # tests' own limits ran out (a site ready within 20 s, an action within
 # 10 s) and two tracker tests failed (2026-11-27).
-"$go" test -vet=off -count=1 -timeout 30m ./server ./envcore ./bench/suites ./incusmgr ./... >"$out/go" 2>&1 &
+{
+  set -o pipefail
+  "$go" test -json -vet=off -count=1 -timeout 30m ./server ./envcore ./bench/suites ./incusmgr ./... 2>&1 |
+    python3 "$here/testcost.py" go "$WEBSERV_TEST_COSTS/go.jsonl"
+} >"$out/go" 2>&1 &
 gopid=$!
 # pytest-xdist: four workers. A work unit is a test module (its module
 # fixtures, like test_ray.py's Ray cluster, are set up once), or a single test
@@ -60,6 +68,7 @@ if ! kill -0 "$gopid" 2>/dev/null; then
 else
   report Python "$pypid" "$out/py"; report Go "$gopid" "$out/go"
 fi
+python3 "$here/testcost.py" table "$WEBSERV_TEST_COSTS" 15
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "=== failed: ${failed[*]} (the output above says which test and why)"
   exit 1

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import html
+import json
 import os
+import resource
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -209,3 +211,54 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     }
     order = sorted(units, key=lambda u: -cost[u])  # stable: equal costs keep collection order
     items[:] = [i for u in order for i in units[u]]
+
+
+# -- what each test costs (make test's cost table: scripts/test.sh, scripts/testcost.py) ---------
+#
+# With $WEBSERV_TEST_COSTS set, each test's wall and CPU seconds (its setup, call and teardown) go
+# to <dir>/py-<worker>.jsonl. CPU is the worker's process tree: the worker, what it reaped, and
+# its live descendants (the servers and browsers its fixtures started). A worker runs one test at
+# a time, so the difference is the test's own.
+
+
+def _tree_cpu() -> float:
+    me = os.getpid()
+    kids: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                rest = f.read().decode(errors="replace").rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        kids.setdefault(int(rest[1]), []).append(int(name))
+        cpu[int(name)] = sum(int(x) for x in rest[11:15]) / tick
+    total, todo = 0.0, list(kids.get(me, ()))
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo.extend(kids.get(pid, ()))
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return total + own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    folder = os.environ.get("WEBSERV_TEST_COSTS")
+    if not folder:
+        return (yield)
+    t0, c0 = time.monotonic(), _tree_cpu()
+    try:
+        return (yield)
+    finally:
+        rec = {"suite": "python", "test": item.nodeid.removeprefix("python/tests/")}
+        rec |= {"wall": round(time.monotonic() - t0, 2), "cpu": round(_tree_cpu() - c0, 2)}
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(Path(folder) / f"py-{worker}.jsonl", "a") as f:
+            f.write(json.dumps(rec) + "\n")
