@@ -49,8 +49,8 @@ lint: venv
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
-	$(VENV)/bin/ruff check python bench examples setup.py
-	$(VENV)/bin/ruff format --check python bench examples setup.py
+	$(VENV)/bin/ruff check python bench examples scripts setup.py
+	$(VENV)/bin/ruff format --check python bench examples scripts setup.py
 	$(VENV)/bin/ty check python/webserv
 	@GO=$(GO) bash scripts/vulncheck.sh
 

@@ -57,11 +57,13 @@ type Config struct {
 	// produces it (HTML, ids, states; screenshots apart). Over it the step
 	// fails like over MaxMemoryMB. Default 16 MiB.
 	MaxObservationBytes int
-	// MaxBusy bounds how long a page's main thread may stay busy without a
+	// MaxBusy bounds the main-thread CPU time a page may spend without a
 	// break between steps (a script in an endless loop started after a
-	// step ended takes a core of the host until the next). Over it the
-	// environment is closed like over MaxMemoryMB; the next step answers
-	// the *ResourceLimitError. During a step the timeouts bound it.
+	// step ended takes a core of the host until the next). It counts CPU
+	// time, not wall time: on a loaded host a page is charged for what it
+	// ran, never for the host's load. Over it the environment is closed
+	// like over MaxMemoryMB; the next step answers the
+	// *ResourceLimitError. During a step the timeouts bound it.
 	// Default 10s.
 	MaxBusy time.Duration
 	// ObserveTimeout bounds reading the observation. A page that takes

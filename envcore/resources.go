@@ -29,8 +29,8 @@ var ErrResourceLimit = errors.New("resource limit")
 type ResourceLimitError struct {
 	// What is "memory" (bytes of the JavaScript heaps and array buffers of
 	// its pages), "dom_nodes" (nodes of a page's renderer), "observation"
-	// (bytes of one observation) or "cpu" (milliseconds a page's main
-	// thread was busy without a break between steps).
+	// (bytes of one observation) or "cpu" (milliseconds of CPU time a
+	// page's main thread used without a break between steps).
 	What  string
 	Used  int64
 	Limit int64
@@ -74,32 +74,38 @@ type usage struct {
 	nodes  int64 // DOM nodes of the largest page's renderer
 }
 
-// spinWatch follows a page's main-thread time between samples.
+// spinWatch follows a page's main thread between samples.
 type spinWatch struct {
-	at   time.Time     // the last sample
-	task time.Duration // the page's task time then (Performance.getMetrics' TaskDuration)
-	run  time.Duration // how long it has been busy without a break
+	at     time.Time     // the last sample
+	task   time.Duration // the page's task time then (Performance.getMetrics' TaskDuration: wall time in tasks)
+	thread time.Duration // the main thread's CPU time then (ThreadTime)
+	run    time.Duration // main-thread CPU time spent since the page last took a break
 }
 
-// busySample records a sample of the page's task time and returns how long
-// the page has been busy without a break: a sample counts as busy when the
-// page ran tasks for 90% of the time since the last.
-func (t *tab) busySample(task time.Duration, now time.Time) time.Duration {
+// busySample records a sample of the page's task and thread times and
+// returns the main-thread CPU time the page has spent without a break: a
+// sample counts as busy when the page ran tasks for 90% of the wall time
+// since the last, and the run it continues grows by the CPU time the thread
+// used, not by the wall time. On a loaded host a spinning page gets a share
+// of a core, and the limit charges it for what it ran, never for the host's
+// load (a page doing a bounded piece of work is not over MaxBusy because
+// other processes slowed it down).
+func (t *tab) busySample(task, thread time.Duration, now time.Time) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	w := &t.spin
 	if !w.at.IsZero() {
 		if wall := now.Sub(w.at); wall > 0 && task-w.task >= wall*9/10 {
-			w.run += wall
+			w.run += max(thread-w.thread, 0)
 		} else {
 			w.run = 0
 		}
 	}
-	w.at, w.task = now, task
+	w.at, w.task, w.thread = now, task, thread
 	return w.run
 }
 
-// busyFor is how long t's page has been busy without a break, as sampled.
+// busyFor is the main-thread CPU time t's page has spent without a break, as sampled.
 func (t *tab) busyFor() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -126,16 +132,20 @@ func (t *tab) sample(ctx context.Context) (usage, error) {
 	if err != nil {
 		return u, fmt.Errorf("read the page's metrics: %w", err)
 	}
+	var task, thread time.Duration
 	for _, x := range m.Metrics {
 		switch x.Name {
-		case "TaskDuration": // seconds
-			t.busySample(time.Duration(x.Value*float64(time.Second)), time.Now())
+		case "TaskDuration": // seconds of wall time in tasks
+			task = time.Duration(x.Value * float64(time.Second))
+		case "ThreadTime": // seconds of the main thread's CPU time
+			thread = time.Duration(x.Value * float64(time.Second))
 		case "Nodes":
 			u.nodes = int64(x.Value)
 		case "JSHeapUsedSize":
 			u.memory = int64(x.Value)
 		}
 	}
+	t.busySample(task, thread, time.Now())
 	hctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	raw, err := t.b.rod.Call(hctx, string(t.session), "Runtime.getHeapUsage", nil)
 	cancel()

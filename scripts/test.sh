@@ -1,73 +1,124 @@
 #!/usr/bin/env bash
 # The test suites of `make test`: Go (every package, real Chromium and
-# incusd) and Python (pytest against a real `webserv serve`), run side by
-# side. Both spend most of their time waiting on browsers, containers and
-# idle windows, so together they take little more than the longer of the
-# two. Each suite's output is printed whole when it ends; the script fails
-# when either does.
+# incusd) and Python (pytest against a real `webserv serve`), in two phases
+# (docs/testing.md):
+#
+#   1. shared: every test not named in scripts/exclusive-tests, the Go and
+#      Python suites side by side, each given a share of the host sized from
+#      its cores (below);
+#   2. exclusive: the tests scripts/exclusive-tests names (those that make
+#      load of their own or measure behaviour under a controlled load), one
+#      at a time with nothing else running.
+#
+# Each part's output is printed whole when it ends, a table of the most
+# expensive tests (scripts/testcost.py) at the end; the script fails when
+# any part does.
 #
 #   scripts/test.sh GO BIN PYTEST
 set -uo pipefail
 go=${1:?go command}
 bin=${2:?webserv binary}
 pytest=${3:?pytest}
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.."
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-here=$(cd "$(dirname "$0")" && pwd)
 # Each test's wall and CPU seconds (scripts/testcost.py), for the table printed at the end.
 export WEBSERV_TEST_COSTS=$out/costs
 mkdir -p "$WEBSERV_TEST_COSTS"
+export WEBSERV_BIN=$bin
+
+# The host's share of each suite in phase 1. A Go package's test binary
+# holds one Chromium (and its fixture servers) and runs -parallel tests in
+# it; a pytest worker holds one `webserv serve` with its Chromium and runs
+# one test at a time. On C cores: Go runs ceil(C/2) packages at once with C
+# tests each, pytest C workers: at C=2, one Go package and two workers, so
+# at most four tests drive browsers at once. Twice that (two packages and
+# four workers, 2026-11-27) put the load average past 50 on 2 cores: the
+# tests' own limits ran out (a tab within 30 s, an observation within 20 s)
+# and Ray's cluster could not start.
+cores=$(nproc)
+gop=$(((cores + 1) / 2))
+workers=$cores
+
+# -- the exclusive list: Go's -run/-skip patterns and the Python modules --------------------------
+declare -A gopkgs=()
+gonames=()
+pymods=()
+while read -r kind where what; do
+  case "$kind" in
+    "" | "#"*) continue ;;
+    go)
+      if [ -z "$what" ] || ! ls "$where"/*_test.go >/dev/null 2>&1; then
+        echo "scripts/exclusive-tests: 'go $where $what': no test package $where" >&2; exit 2
+      fi
+      # The name must be a test of that package and of no other: phase 1
+      # skips it by name in every package.
+      mine=$(grep -hoE "^func ($what)\(t \*testing\.T\)" "$where"/*_test.go | wc -l)
+      others=$(git ls-files '*_test.go' | grep -v "^$where/[^/]*_test.go$" | xargs grep -lE "^func ($what)\(t \*testing\.T\)" 2>/dev/null)
+      if [ "$mine" -eq 0 ] || [ -n "$others" ]; then
+        echo "scripts/exclusive-tests: 'go $where $what' must name tests of $where alone (found $mine there; elsewhere: ${others:-none})" >&2; exit 2
+      fi
+      gopkgs[./$where]=1
+      gonames+=("$what")
+      ;;
+    py)
+      [ -f "python/tests/$where" ] || { echo "scripts/exclusive-tests: 'py $where': no such module in python/tests" >&2; exit 2; }
+      pymods+=("$where")
+      ;;
+    *) echo "scripts/exclusive-tests: unknown kind '$kind' (go or py)" >&2; exit 2 ;;
+  esac
+done <"$here/exclusive-tests"
+gore="^($(IFS='|'; echo "${gonames[*]}"))\$"
+# conftest.py marks these modules' tests `exclusive`.
+export WEBSERV_EXCLUSIVE_MODULES="${pymods[*]}"
 
 start=$SECONDS
-# -vet=off: `make lint` has just run the whole of `go vet ./...`, a superset
-# of the checks `go test` would repeat. Repeated, they cost about 28 CPU-s
-# and 20 s before the first test starts (measured with a cache warmed by
-# lint and build, as here: 41 against 13 CPU-s to build every test binary).
-#
-# Packages are named longest first: go test runs two at a time (-p is the
-# number of cores) in the order given, and `server` takes the longest (alone
-# 214 s, and 140 s since its oracle test plays a wrong sequence per kind of
-# task rather than per task, 2026-11-23). Named in path order it
-# started only after 77 s of other packages, and the suite waited on it
-# alone at the end. Its parallel tests run two at a time (-parallel is
-# GOMAXPROCS): tried six at a time on a saturated host (load 55 to 70), the
-# tests' own limits ran out (a site ready within 20 s, an action within
-# 10 s) and two tracker tests failed (2026-11-27).
-{
-  set -o pipefail
-  "$go" test -json -vet=off -count=1 -timeout 30m ./server ./envcore ./bench/suites ./incusmgr ./... 2>&1 |
-    python3 "$here/testcost.py" go "$WEBSERV_TEST_COSTS/go.jsonl"
-} >"$out/go" 2>&1 &
-gopid=$!
-# pytest-xdist: four workers. A work unit is a test module (its module
-# fixtures, like test_ray.py's Ray cluster, are set up once), or a single test
-# of the heavy modules conftest.py's SPLIT names (test_explore, test_docs,
-# test_miniwob...), so that no worker ends the suite alone on a long module;
-# units go out heaviest first (conftest.py's COST), --no-loadscope-reorder
-# keeping that order. The Python tests mostly wait on Chromium and
-# subprocesses, so four share the two cores well.
-# --durations: the slowest tests, for whoever makes the suite faster next.
-WEBSERV_BIN=$bin "$pytest" -q -n 4 --dist loadscope --no-loadscope-reorder --durations=10 python/tests >"$out/py" 2>&1 &
-pypid=$!
-
-# report prints a finished suite's output and remembers a failure.
 failed=()
+# run NAME FILE CMD...: runs a part, its output to FILE; report prints it.
 report() {
   local name=$1 pid=$2 file=$3
   wait "$pid"
   local rc=$?
-  echo "=== $name tests: exit $rc after $((SECONDS - start)) s"
+  echo "=== $name: exit $rc after $((SECONDS - start)) s"
   cat "$file"
   [ "$rc" -eq 0 ] || failed+=("$name")
 }
+
+gotest() {
+  # -vet=off: `make lint` has just run the whole of `go vet ./...`, a
+  # superset of the checks go test would repeat (about 28 CPU-s).
+  "$go" test -json -vet=off -count=1 -timeout 30m "$@" 2>&1 |
+    python3 "$here/testcost.py" go "$WEBSERV_TEST_COSTS/go.jsonl"
+}
+
+echo "=== phase 1: Go ($gop packages at once, $cores tests each) and Python ($workers workers) side by side"
+# Packages are named longest first: go test starts them in the order given,
+# and `server` takes the longest, so the suite does not wait on it alone at
+# the end.
+WEBSERV_TEST_PHASE=shared gotest -p "$gop" -parallel "$cores" -skip "$gore" ./server ./envcore ./bench/suites ./incusmgr ./... >"$out/go1" &
+gopid=$!
+# pytest-xdist: a work unit is a test module, or a single test of the heavy
+# modules conftest.py's SPLIT names; units go out heaviest first
+# (conftest.py's COST), --no-loadscope-reorder keeping that order.
+"$pytest" -q -p no:cacheprovider -n "$workers" --dist loadscope --no-loadscope-reorder \
+  -m "not exclusive" python/tests >"$out/py1" 2>&1 &
+pypid=$!
 # Whichever ends first is printed first.
 while kill -0 "$gopid" 2>/dev/null && kill -0 "$pypid" 2>/dev/null; do sleep 1; done
 if ! kill -0 "$gopid" 2>/dev/null; then
-  report Go "$gopid" "$out/go"; report Python "$pypid" "$out/py"
+  report "Go tests (phase 1)" "$gopid" "$out/go1"; report "Python tests (phase 1)" "$pypid" "$out/py1"
 else
-  report Python "$pypid" "$out/py"; report Go "$gopid" "$out/go"
+  report "Python tests (phase 1)" "$pypid" "$out/py1"; report "Go tests (phase 1)" "$gopid" "$out/go1"
 fi
+
+echo "=== phase 2: the tests scripts/exclusive-tests names, one at a time"
+WEBSERV_TEST_PHASE=exclusive gotest -p 1 -parallel 1 -run "$gore" "${!gopkgs[@]}" >"$out/go2" &
+report "Go tests (phase 2)" $! "$out/go2"
+"$pytest" -q -p no:cacheprovider -m exclusive python/tests >"$out/py2" 2>&1 &
+report "Python tests (phase 2)" $! "$out/py2"
+
 python3 "$here/testcost.py" table "$WEBSERV_TEST_COSTS" 15
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "=== failed: ${failed[*]} (the output above says which test and why)"

@@ -73,10 +73,11 @@ class GoCosts:
     def __init__(self, out: Path) -> None:
         self.out = out
         self.lock = threading.Lock()
-        self.running: dict[str, set[str]] = defaultdict(set)  # package -> top-level tests running
-        self.started: dict[tuple[str, str], float] = {}
+        # package -> test name (at any level, "A/B") -> "run" or "pause", until it ends
+        self.state: dict[str, dict[str, str]] = defaultdict(dict)
         self.wall: dict[tuple[str, str], float] = defaultdict(float)
         self.cpu: dict[tuple[str, str], float] = defaultdict(float)
+        self.tick = time.monotonic()
         self.last: dict[int, float] = {}  # test binary pid -> its tree's CPU at the last sample
         self.output: dict[tuple[str, str], list[str]] = defaultdict(list)
         self.failed = False
@@ -86,12 +87,28 @@ class GoCosts:
         while not self.done.wait(1.0):
             self.sample_once()
 
+    def active(self, pkg: str) -> set[str]:
+        """The top-level tests of pkg with a test running now: a running test none of whose
+        subtests is running or waiting for its turn (a parent waiting on its parallel subtests is
+        not running, and a paused test waits for a slot)."""
+        st = self.state.get(pkg, {})
+        out = set()
+        for name, s in st.items():
+            if s == "run" and not any(m.startswith(name + "/") for m in st):
+                out.add(name.split("/", 1)[0])
+        return out
+
     def sample_once(self) -> None:
         table = proc_table()
         with self.lock:
+            now = time.monotonic()
+            span, self.tick = now - self.tick, now
             by_name: dict[str, str] = {}
-            for pkg in self.running.keys() | {p for p, _ in self.started}:
+            for pkg in self.state:
                 by_name.setdefault(pkg.rsplit("/", 1)[-1] + ".test", pkg)
+            for pkg in self.state:
+                for top in self.active(pkg):
+                    self.wall[(pkg, top)] += span
             for pid, (_, _, exe) in table.items():
                 pkg = by_name.get(exe)
                 if pkg is None:
@@ -100,10 +117,11 @@ class GoCosts:
                 parent = table.get(table[pid][0])
                 if parent is not None and parent[2] == exe:
                     continue
-                now = tree_cpu(table, pid)
-                delta = now - self.last.get(pid, 0.0)
-                self.last[pid] = now
-                tests = self.running.get(pkg) or {"(setup)"}
+                now_cpu = tree_cpu(table, pid)
+                # A process that leaves the tree alive takes its CPU with it: never below 0.
+                delta = max(now_cpu - self.last.get(pid, 0.0), 0.0)
+                self.last[pid] = now_cpu
+                tests = self.active(pkg) or {"(setup)"}
                 for t in tests:
                     self.cpu[(pkg, t)] += delta / len(tests)
 
@@ -115,19 +133,17 @@ class GoCosts:
         if action == "build-fail":
             self.failed = True
             return
-        top = test.split("/", 1)[0] if test else None
-        key = (pkg, top or "")
         with self.lock:
-            if action == "output":
+            if action == "start":
+                self.state[pkg]  # the package's binary is about to run: its CPU is sampled from now
+            elif action == "output":
                 self.output[(pkg, test or "")].append(ev.get("Output", ""))
-            elif action in ("run", "cont") and top:
-                if top not in self.running[pkg]:
-                    self.running[pkg].add(top)
-                    self.started[key] = time.monotonic()
-            elif action == "pause" and top and test == top:
-                self.stop(pkg, top)
-            elif action in ("pass", "fail", "skip") and top and test == top:
-                self.stop(pkg, top)
+            elif test and action in ("run", "cont"):
+                self.state[pkg][test] = "run"
+            elif test and action == "pause":
+                self.state[pkg][test] = "pause"
+            elif test and action in ("pass", "fail", "skip"):
+                self.state[pkg].pop(test, None)
         if action == "fail" and test:
             self.failed = True
             sys.stdout.write("".join(self.output.pop((pkg, test), [])))
@@ -141,12 +157,6 @@ class GoCosts:
             sys.stdout.write("".join(lines) if action == "fail" else "".join(lines[-1:]))
             sys.stdout.flush()
 
-    def stop(self, pkg: str, top: str) -> None:
-        self.running[pkg].discard(top)
-        t0 = self.started.pop((pkg, top), None)
-        if t0 is not None:
-            self.wall[(pkg, top)] += time.monotonic() - t0
-
     def run(self) -> int:
         sampler = threading.Thread(target=self.sample, daemon=True)
         sampler.start()
@@ -159,6 +169,7 @@ class GoCosts:
             self.event(ev)
         self.done.set()
         sampler.join()
+        self.sample_once()
         with self.out.open("a") as f:
             for key in sorted(self.wall.keys() | self.cpu.keys()):
                 pkg, test = key

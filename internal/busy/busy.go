@@ -20,6 +20,10 @@ import (
 // parent is gone, instead of running tests.
 const spinEnv = "WEBSERV_TEST_SPIN_UNTIL"
 
+// PhaseEnv is set by scripts/test.sh to the phase of `make test` that runs
+// the test binary: "shared" (beside other tests) or "exclusive" (alone).
+const PhaseEnv = "WEBSERV_TEST_PHASE"
+
 // MaxSaturation bounds how long a spinner runs whatever happens to the
 // test that started it.
 const MaxSaturation = 10 * time.Minute
@@ -27,8 +31,16 @@ const MaxSaturation = 10 * time.Minute
 // Saturate keeps n cores busy until t and its subtests end: n processes
 // that spin, each stopping by itself at MaxSaturation or once its parent
 // is gone.
+//
+// A test that saturates the host must run where nothing else competes:
+// under `make test` it is named in scripts/exclusive-tests, which runs it
+// in the exclusive phase, and Saturate fails it in the shared phase
+// (PhaseEnv says which).
 func Saturate(t testing.TB, n int) {
 	t.Helper()
+	if os.Getenv(PhaseEnv) == "shared" {
+		t.Fatalf("this test keeps %d cores busy, but it runs in make test's shared phase beside other tests: name it in scripts/exclusive-tests (docs/testing.md)", n)
+	}
 	until := strconv.FormatInt(time.Now().Add(MaxSaturation).UnixNano(), 10)
 	for i := 0; i < n; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")

@@ -39,7 +39,9 @@ tpl="$root/template-$(cat "$here/seed.sql" | cksum | cut -d' ' -f1)"
     $as "$bin/initdb" -D "$tmp/db" -U postgres --auth=trust --no-sync -E UTF8 --locale=C >/dev/null
     $as "$bin/pg_ctl" -D "$tmp/db" -o "-c listen_addresses= -c unix_socket_directories=@$(basename "$tmp") -F" -w -s start >/dev/null
     $as "$bin/psql" -X -q -h "@$(basename "$tmp")" -U postgres -c "CREATE DATABASE notes" >/dev/null
-    $as "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "@$(basename "$tmp")" -U postgres -d notes -f "$here/seed.sql" >/dev/null
+    # The seed is read by this shell, not by psql as postgres: the checkout may lie under a
+    # directory only root may enter (a private temporary directory).
+    $as "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "@$(basename "$tmp")" -U postgres -d notes <"$here/seed.sql" >/dev/null
     $as "$bin/pg_ctl" -D "$tmp/db" -m fast -w -s stop
     mv "$tmp" "$tpl"
   fi
