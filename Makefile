@@ -16,7 +16,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup setup-test venv-run build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-density bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint vulncheck clean
+.PHONY: all setup setup-test venv-run lint-go lint-py build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-density bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint vulncheck clean
 
 all: build
 
@@ -44,15 +44,22 @@ venv: setup
 	$(PY) -m pip install -q --upgrade pip
 	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q '.[test,bench,ray,miniwob]'
 
-lint: venv
+# lint-go and lint-py share nothing: `make lint` (and `make test`) run them
+# side by side, so that the venv's downloads overlap the Go compiles.
+lint: setup
+	@$(MAKE) --no-print-directory --output-sync=target -j2 lint-go lint-py
+
+lint-go: setup
 	@out=$$($(GOFMT) -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	@GO=$(GO) bash scripts/vulncheck.sh
+
+lint-py: venv
 	$(VENV)/bin/ruff check python bench examples scripts setup.py
 	$(VENV)/bin/ruff format --check python bench examples scripts setup.py
 	$(VENV)/bin/ty check python/webserv
-	@GO=$(GO) bash scripts/vulncheck.sh
 
 # Known vulnerabilities that the code calls and a release fixes fail (the
 # database is built offline from a pinned golang.org/x/vulndb; see
@@ -63,8 +70,8 @@ vulncheck: setup
 # Every test runs against the real Debian Chromium; fuzz seeds in
 # testdata/fuzz run as ordinary tests. The Python suite drives a real
 # `webserv serve` (bin/webserv) over its WebSocket.
-# The Go and Python suites run side by side (scripts/test.sh), each one's
-# output printed whole when it ends.
+# scripts/test.sh runs them in two phases (docs/testing.md) and ends with
+# a table of the most expensive tests.
 test: setup-test lint build
 	@bash scripts/test.sh $(GO) $(CURDIR)/$(BIN) $(VENV)/bin/pytest
 

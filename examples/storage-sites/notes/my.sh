@@ -22,7 +22,8 @@ opts="--innodb-log-file-size=4M --innodb-data-file-path=ibdata1:4M:autoextend --
 
 serve() { # datadir socket
   # shellcheck disable=SC2086
-  /usr/sbin/mariadbd --no-defaults $user --datadir="$1" --socket="$2" --pid-file="$1/mariadbd.pid" --skip-networking $opts &
+  # 9>&-: a server started while the template is built must not inherit its lock.
+  /usr/sbin/mariadbd --no-defaults $user --datadir="$1" --socket="$2" --pid-file="$1/mariadbd.pid" --skip-networking $opts 9>&- &
   srv=$!
   i=0
   until mysql --no-defaults -S "$2" -u root -e "SELECT 1" >/dev/null 2>&1; do
@@ -39,6 +40,9 @@ tpl="$root/template-$(cat "$here/seed-mysql.sql" | cksum | cut -d' ' -f1)"
   flock 9
   if [ ! -d "$tpl" ]; then
     tmp=$(mktemp -d "$root/tmp-XXXXXX")
+    # A build that fails stops its server and leaves nothing behind.
+    srv=""
+    trap '[ -z "$srv" ] || { kill "$srv" 2>/dev/null; wait "$srv" 2>/dev/null; }; rm -rf "$tmp"' EXIT
     # shellcheck disable=SC2086
     mariadb-install-db --no-defaults $user --datadir="$tmp/db" --auth-root-authentication-method=normal --skip-test-db $opts >"$tmp/install.log" 2>&1 ||
       { cat "$tmp/install.log" >&2; exit 1; }
@@ -48,6 +52,7 @@ tpl="$root/template-$(cat "$here/seed-mysql.sql" | cksum | cut -d' ' -f1)"
     kill "$srv"
     wait "$srv" || true
     mv "$tmp" "$tpl"
+    trap - EXIT
   fi
 ) 9>"$root/template.lock"
 

@@ -35,15 +35,20 @@ tpl="$root/template-$(cat "$here/seed.sql" | cksum | cut -d' ' -f1)"
   flock 9
   if [ ! -d "$tpl" ]; then
     tmp=$(mktemp -d "$root/tmp-XXXXXX")
+    # A build that fails stops its server and leaves nothing behind: a server left running
+    # would keep the next start waiting for a template that never comes.
+    trap '$as "$bin/pg_ctl" -D "$tmp/db" -m immediate -w -s stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
     [ -z "$as" ] || chown postgres: "$tmp"
     $as "$bin/initdb" -D "$tmp/db" -U postgres --auth=trust --no-sync -E UTF8 --locale=C >/dev/null
-    $as "$bin/pg_ctl" -D "$tmp/db" -o "-c listen_addresses= -c unix_socket_directories=@$(basename "$tmp") -F" -w -s start >/dev/null
+    # 9>&-: the server must not inherit the template lock (it would hold it while it runs).
+    $as "$bin/pg_ctl" -D "$tmp/db" -o "-c listen_addresses= -c unix_socket_directories=@$(basename "$tmp") -F" -w -s start >/dev/null 9>&-
     $as "$bin/psql" -X -q -h "@$(basename "$tmp")" -U postgres -c "CREATE DATABASE notes" >/dev/null
     # The seed is read by this shell, not by psql as postgres: the checkout may lie under a
     # directory only root may enter (a private temporary directory).
     $as "$bin/psql" -X -q -v ON_ERROR_STOP=1 -h "@$(basename "$tmp")" -U postgres -d notes <"$here/seed.sql" >/dev/null
     $as "$bin/pg_ctl" -D "$tmp/db" -m fast -w -s stop
     mv "$tmp" "$tpl"
+    trap - EXIT
   fi
 ) 9>"$root/template.lock"
 
