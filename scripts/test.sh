@@ -24,8 +24,10 @@ cd "$here/.."
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# Each test's wall and CPU seconds (scripts/testcost.py), for the table printed at the end.
-export WEBSERV_TEST_COSTS=$out/costs
+# Each test's wall and CPU seconds (scripts/testcost.py), for the table printed at the end; kept
+# in bin/test-costs/ (go.jsonl, py-*.jsonl) for whoever wants more than the table.
+export WEBSERV_TEST_COSTS=$PWD/bin/test-costs
+rm -rf "$WEBSERV_TEST_COSTS"
 mkdir -p "$WEBSERV_TEST_COSTS"
 export WEBSERV_BIN=$bin
 
@@ -33,14 +35,16 @@ export WEBSERV_BIN=$bin
 # holds one Chromium (and its fixture servers) and runs -parallel tests in
 # it; a pytest worker holds one `webserv serve` with its Chromium and runs
 # one test at a time. On C cores: Go runs ceil(C/2) packages at once with C
-# tests each, pytest C workers: at C=2, one Go package and two workers, so
-# at most four tests drive browsers at once. Twice that (two packages and
-# four workers, 2026-11-27) put the load average past 50 on 2 cores: the
-# tests' own limits ran out (a tab within 30 s, an observation within 20 s)
-# and Ray's cluster could not start.
+# tests each, pytest C+1 workers (a Python test's process tree is busy
+# about half of its wall time: 714 CPU-s in 1,559 test-seconds,
+# 2026-11-28). At C=2, one Go package with two tests and three workers:
+# five tests drive browsers at once. Eight (two packages of two, four
+# workers, and Ray beside them, 2026-11-27) put the load average past 50 on
+# 2 cores: the tests' own limits ran out (a tab within 30 s, an observation
+# within 20 s) and Ray's cluster could not start.
 cores=$(nproc)
 gop=$(((cores + 1) / 2))
-workers=$cores
+workers=$((cores + 1))
 
 # -- the exclusive list: Go's -run/-skip patterns and the Python modules --------------------------
 declare -A gopkgs=()
