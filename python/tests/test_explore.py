@@ -16,27 +16,13 @@ from typing import Any
 
 import pytest
 from conftest import sites_server
+from explore_checks import assert_instructions_determine_verifiers, sft_rows, tasks_check
 from standin_model import StandInModel
 
 import webserv
 from webserv.explore import ExploreFailed, ExploreOptions, check_tasks, url_matches
 from webserv.explore import __main__ as explore_cli
 from webserv.launcher import LocalServer
-
-SFT_KEYS = {
-    "episode_id",
-    "step",
-    "instruction",
-    "url",
-    "observation",
-    "previous_actions",
-    "action",
-    "episode_reward",
-}
-
-
-def _rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def explore_shop_with_standin(
@@ -62,83 +48,6 @@ def explore_shop_with_standin(
     finally:
         m.stop()
     return r, m
-
-
-def test_model_free_run_makes_demonstrations_and_tasks_whose_oracles_pass(
-    server: str, binary: str, tmp_path: Path
-) -> None:
-    r = asyncio.run(
-        webserv.explore(site="shopping", episodes=2, max_steps=8, k=4, out=tmp_path, server=server)
-    )
-    assert r.stats["episodes"] == 2 and r.stats["mode"] == "model-free"
-    assert r.stats["kept"] >= 1, r.stats
-    assert sum(len(ep.steps) for ep in r.episodes) == r.stats["steps"] > 0
-    rows = _rows(r.demonstrations)
-    assert rows and all(set(row) == SFT_KEYS for row in rows)
-    by_demo: dict[str, list[dict]] = {}
-    for row in rows:
-        by_demo.setdefault(row["episode_id"], []).append(row)
-    assert len(by_demo) == r.stats["kept"]
-    for demo in by_demo.values():
-        assert demo[-1]["action"].startswith("stop(")  # the final stop, added post hoc
-        assert [x["step"] for x in demo] == list(range(len(demo)))
-        assert demo[-1]["previous_actions"] == [x["action"] for x in demo[:-1]]
-    tasks = json.loads(r.tasks.read_text())
-    assert 1 <= len(tasks) == r.stats["tasks"] <= r.stats["kept"]
-    for t in tasks:
-        assert t["sites"] == ["shopping"] and t["start_url"].startswith("__SHOPPING__/")
-        if t["eval"]["eval_types"] == ["url_match"]:
-            assert t["eval"]["reference_url"].startswith("__SHOPPING__/") and t["oracle"][-1] == 'stop("")'
-        elif t["eval"]["eval_types"] == ["state"]:  # what it changed in the shop's database
-            assert t["category"] == "state" and all(c["db"] == "shop.db" for c in t["eval"]["state"])
-        else:  # the one price the page showed, asked for and given in the final stop
-            assert t["eval"]["eval_types"] == ["string_match"], t
-            price = t["eval"]["reference_answers"]["must_include"][0]
-            assert t["oracle"][-1] == f"stop({json.dumps(price)})" and "price" in t["intent"]
-        assert t["intent"] and t["wrong"] == ['stop("")']
-    # Every explored task's oracle reaches its reference page again, in a fresh episode.
-    results = asyncio.run(check_tasks(r.tasks, site="shopping", server=server))
-    assert [x["passed"] for x in results] == [True] * len(tasks), results
-    # And the server loads them: the run wrote a definition serving them, and `webserv tasks check`
-    # (the real command) replays every oracle (reward 1) and wrong sequence (reward 0).
-    definition = json.loads(r.site_definition.read_text())
-    assert r.site_definition == tmp_path / "sites" / "shopping-explored.json"
-    assert definition["tasks"] == ["../tasks.json"] and definition["local"]["command"][1:3] == [
-        "shop",
-        "serve",
-    ]
-    _tasks_check(binary, tmp_path / "sites", len(tasks))
-
-
-def _tasks_check(
-    binary: str, sites: Path, n: int, unverified: int | None = None, *, strict: bool = False
-) -> str:
-    """`webserv tasks check` on the run's definition: every task passes (oracle and solutions 1,
-    wrong and null agents 0); unverified, when given, is how many have no independent solution;
-    strict passes --strict (a task without one fails)."""
-    out = subprocess.run(
-        [
-            binary,
-            "tasks",
-            "check",
-            "--sites",
-            str(sites),
-            "--no-incus",
-            "--instances",
-            str(sites.parent / "inst"),
-            *(["--strict"] if strict else []),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert f"{n} task(s), {n} passed, 0 failed" in out.stdout, out.stdout
-    if unverified is not None:
-        rows = [line for line in out.stdout.splitlines() if line.endswith(("  ok", "  unverified"))]
-        assert sum(r.endswith("unverified") for r in rows) == unverified, out.stdout
-        assert all(r.split()[5] == "1" for r in rows if r.endswith("  ok")), out.stdout  # solution 1
-    return out.stdout
 
 
 def test_url_match_is_gold_in_pred() -> None:
@@ -183,7 +92,7 @@ def test_model_mode_labels_and_prunes_as_the_script_says(server: str, tmp_path: 
     assert "select_option(" in first and "go_back()" in first  # the action grammar
     assert "[categories.clothing-2]" in first  # the observation, with the ids actions name
     assert r.stats["endpoint"][0]["calls"] == 13
-    rows = _rows(r.demonstrations)
+    rows = sft_rows(r.demonstrations)
     assert [x["action"] for x in rows] == [*ACTIONS_1, 'stop("")']
     assert {x["instruction"] for x in rows} == {"Look at the cart, then go home."}
     # It ends on the home page it started on: stopping at once would pass its url_match, so the
@@ -203,7 +112,7 @@ def test_an_endpoint_that_dies_mid_run_loses_no_kept_demonstration(server: str, 
     assert ep.status == "endpoint_error" and ep.pruned_at is None  # never a pruning decision
     assert "unreachable" in ep.error or "503" in ep.error
     assert r.stats["kept"] == 1 and r.stats["pruned_by_step"] == {}
-    assert len({row["episode_id"] for row in _rows(r.demonstrations)}) == 1
+    assert len({row["episode_id"] for row in sft_rows(r.demonstrations)}) == 1
 
 
 def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path) -> None:
@@ -300,9 +209,9 @@ def test_an_answer_the_explorer_gives_becomes_a_string_match_task(
     assert task["category"] == "information" and task["intent"] == "What does the Sierra tee cost?"
     assert task["eval"] == {"eval_types": ["string_match"], "reference_answers": {"must_include": ["$50.99"]}}
     assert task["oracle"] == [*SEARCH_TEE, 'stop("$50.99")']  # the explorer's own stop, not a second one
-    rows = _rows(r.demonstrations)
+    rows = sft_rows(r.demonstrations)
     assert [x["action"] for x in rows] == task["oracle"]
-    _tasks_check(binary, tmp_path / "sites", 1)
+    tasks_check(binary, tmp_path / "sites", 1)
 
 
 def test_model_free_labels_the_one_price_a_page_shows() -> None:
@@ -325,7 +234,7 @@ def test_model_free_labels_the_one_price_a_page_shows() -> None:
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sites"
 
 
-def test_explored_tasks_of_a_users_site_definition_pass_tasks_check(binary: str, tmp_path: Path) -> None:
+def test_explored_tasks_of_a_users_site_definition_passtasks_check(binary: str, tmp_path: Path) -> None:
     """The example tracker (a site definition of the user's kind): explored model-free, its tasks served
     by the definition the run writes (the user's, with the run's tasks) and checked by the server."""
     srv = sites_server(binary, str(EXAMPLE), str(tmp_path))
@@ -359,7 +268,7 @@ def test_explored_tasks_of_a_users_site_definition_pass_tasks_check(binary: str,
     assert definition["name"] == "tracker-explored"  # beside the server's own tracker
     assert definition["local"]["command"][0] == str(EXAMPLE / "tracker" / "app.py")
     assert definition["tasks"] == ["../tasks.json"]
-    _tasks_check(binary, out / "sites", len(tasks))
+    tasks_check(binary, out / "sites", len(tasks))
 
 
 def test_best_of_k_keeps_a_shorter_attempt_that_scores(server: str, binary: str, tmp_path: Path) -> None:
@@ -396,7 +305,7 @@ def test_best_of_k_keeps_a_shorter_attempt_that_scores(server: str, binary: str,
     (task,) = json.loads(r.tasks.read_text())
     assert task["oracle"] == ['click("categories.outdoor-2")', 'stop("")']
     assert task["explored"]["best_of"]["chosen"] == 1 and r.stats["best_of"] == {"k": 2, "replaced": 1}
-    _tasks_check(binary, tmp_path / "sites", 1)
+    tasks_check(binary, tmp_path / "sites", 1)
 
 
 def test_model_free_best_of_k_replays_the_demonstration_with_a_stretch_left_out(
@@ -451,7 +360,7 @@ def test_frontier_episodes_start_from_pages_found_earlier(server: str, binary: s
     assert any(t["explored"]["start"] == "frontier" for t in tasks) or not any(ep.kept for ep in later)
     results = asyncio.run(check_tasks(r.tasks, site="shopping", server=server))
     assert [x["passed"] for x in results] == [True] * len(tasks), results
-    _tasks_check(binary, tmp_path / "sites", len(tasks))
+    tasks_check(binary, tmp_path / "sites", len(tasks))
 
 
 def test_webserv_explore_is_a_command_of_the_binary_and_of_the_console_script(
@@ -544,35 +453,6 @@ def test_live_sites_deny_submit_and_politeness_apply_to_every_explorer(server: s
     assert all(not any("order-now" in a for a in t["oracle"]) for t in tasks)  # refused steps are no oracle
     with pytest.raises(ValueError, match="deny_submit=True"):
         asyncio.run(webserv.explore(site="open", start_url=start, submit_allow=["x"], out=tmp_path))
-
-
-def test_state_tasks_check_what_a_demonstration_changed_in_the_shop(
-    server: str, binary: str, tmp_path: Path
-) -> None:
-    """Model-free on the bundled shop, the explorer completes a form it started (a size for the cart):
-    the row the add-to-cart inserted becomes a state task, checked over the row's stable columns (not
-    its id, session or time), verified by a replay (it holds at the end, not at the start), and graded
-    by the server: oracle 1, `stop("")` at the start 0."""
-    r = asyncio.run(
-        webserv.explore(
-            site="shopping", episodes=2, max_steps=12, k=4, out=tmp_path, server=server, seed=0, concurrency=1
-        )
-    )
-    steps = [s for ep in r.episodes for s in ep.steps if any(c["table"] == "cart_items" for c in s.changes)]
-    assert steps and all("add-to-cart" in s.action for s in steps), r.stats
-    tasks = json.loads(r.tasks.read_text())
-    state = [t for t in tasks if t["category"] == "state"]
-    assert state and r.stats["state"]["tasks"] == len(state) <= r.stats["state"]["verified"], r.stats["state"]
-    for t in state:
-        assert t["intent"].startswith("Add to cart on the ") and t["wrong"] == ['stop("")']
-        (check,) = t["eval"]["state"]
-        assert check["db"] == "shop.db" and check["expect"] == "1"
-        assert check["sql"].startswith('SELECT COUNT(*) FROM "cart_items" WHERE "product_id" = ?')
-        assert not any(w in check["sql"] for w in ('"id"', "session", "_at"))
-        assert any("add-to-cart" in a for a in t["oracle"])
-    results = asyncio.run(check_tasks(r.tasks, site="shopping", server=server))
-    assert [x["passed"] for x in results] == [True] * len(tasks), results
-    _tasks_check(binary, tmp_path / "sites", len(tasks))
 
 
 def test_state_candidates_leave_out_what_changes_from_run_to_run() -> None:
@@ -756,7 +636,7 @@ def test_the_model_labels_a_state_change_it_is_shown_and_the_task_checks_it(
     assert check["sql"].startswith('SELECT COUNT(*) FROM "cart_items" WHERE "product_id" = ?')
     assert "S" in check["args"] and "Pink" in check["args"] and check["expect"] == "1"
     assert task["oracle"] == [*CART_TEE, 'stop("")']
-    _tasks_check(binary, tmp_path / "sites", 1)
+    tasks_check(binary, tmp_path / "sites", 1)
 
 
 def test_a_run_in_which_no_episode_could_run_fails_with_the_reason(
@@ -831,43 +711,6 @@ def test_a_site_without_a_state_database_is_explored_without_state_tasks(binary:
     assert json.loads(r.site_definition.read_text())["name"] == "notes-explored-2"
 
 
-def _assert_instructions_determine_verifiers(tasks: list[dict[str, Any]]) -> None:
-    """What item 3 of issue 46 asks of every emitted task file."""
-    from urllib.parse import parse_qsl, urlparse
-
-    from webserv.explore.instruction import check_values, named, names_nothing
-
-    by_intent: dict[str, str] = {}
-    for t in tasks:
-        assert not names_nothing(t["intent"]), t["intent"]
-        assert "\\u" not in t["intent"], t["intent"]  # names as people write them
-        ev = json.dumps(t["eval"], sort_keys=True)
-        assert by_intent.setdefault(t["intent"], ev) == ev, f"one intent, two verifiers: {t['intent']}"
-        if "url_match" in t["eval"]["eval_types"]:
-            for k, v in parse_qsl(urlparse(t["eval"]["reference_url"]).query, keep_blank_values=True):
-                assert named(v, t["intent"]), f"{t['intent']!r} does not name {k}={v!r} its reference keeps"
-        for c in t["eval"].get("state") or []:
-            for col, v in check_values(c):
-                assert not isinstance(v, str) or not v or named(v, t["intent"]), (t["intent"], col, v)
-
-
-def test_explored_verifiers_check_what_the_instruction_names(
-    server: str, binary: str, tmp_path: Path
-) -> None:
-    """A model-free shop run: url references keep only the query parameters the intent names, state
-    checks' values are named in the intent, no intent names nothing (a search for “”), one verifier per
-    intent; and every task still passes the server's check."""
-    r = asyncio.run(
-        webserv.explore(site="shopping", episodes=6, max_steps=12, k=4, out=tmp_path, server=server, seed=2)
-    )
-    tasks = json.loads(r.tasks.read_text())
-    assert tasks, r.stats
-    _assert_instructions_determine_verifiers(tasks)
-    assert r.stats["intents"]["distinct"] == len(tasks)
-    assert len({row["instruction"] for row in _rows(r.demonstrations)}) >= len(tasks)
-    _tasks_check(binary, tmp_path / "sites", len(tasks))
-
-
 def test_what_the_instruction_names_is_what_the_verifier_keeps() -> None:
     from webserv.explore.instruction import merge_intents, name_constraints, names_nothing, reference_url
     from webserv.explore.modelfree import TrajectoryLabeler
@@ -933,35 +776,6 @@ def test_what_the_instruction_names_is_what_the_verifier_keeps() -> None:
 
     fate = merge_intents([t("A", "/x", 5), t("A", "/y", 1), t("A", "/x", 3), t("B", "/z", 2)])
     assert fate == ["merged", "conflicting", "keep", "keep"]
-
-
-def test_oracles_are_shortened_to_what_the_task_needs(server: str, binary: str, tmp_path: Path) -> None:
-    """A model-free shop run: each demonstration is shortened by replay before it is written; the
-    median oracle is shorter than the explored demonstrations, the rows are the shortened sequence,
-    and every task still passes the server's check (oracle and independent solutions 1, wrong and
-    null agents 0)."""
-    r = asyncio.run(
-        webserv.explore(site="shopping", episodes=4, max_steps=12, k=4, out=tmp_path, server=server, seed=3)
-    )
-    tasks = json.loads(r.tasks.read_text())
-    lengths = r.stats["oracle_length"]
-    assert tasks and lengths["tasks"] == len(tasks) and lengths["replays"] > 0, lengths
-    assert lengths["after_median"] < lengths["before_median"], lengths
-    for t in tasks:
-        assert len(t["oracle"]) - 1 <= t["explored"]["explored_steps"]
-        assert t["explored"]["steps"] == len(t["oracle"]) - 1
-    rows = _rows(r.demonstrations)
-    by_demo: dict[str, list[dict]] = {}
-    for row in rows:
-        by_demo.setdefault(row["episode_id"], []).append(row)
-    oracles = sorted(t["oracle"] for t in tasks)
-    assert all(o in [[x["action"] for x in d] for d in by_demo.values()] for o in oracles)
-    # Independent solutions, found from the intent and the pages: most tasks have one, each earns 1
-    # in the server's check, and the others are unverified there.
-    sols = r.stats["solutions"]
-    assert sols["solved"] >= 1 and sols["solved"] + sols["unverified"] == len(tasks), sols
-    assert sum(1 for t in tasks if t.get("solutions")) == sols["solved"]
-    _tasks_check(binary, tmp_path / "sites", len(tasks), unverified=sols["unverified"])
 
 
 def test_shortening_drops_what_changed_nothing_then_what_a_replay_does_without() -> None:
@@ -1078,8 +892,8 @@ def test_a_site_whose_state_is_files_or_a_database_is_explored_into_tasks_that_p
         table = "files" if site == "notes-files" else "notes"
         assert check["db"] == "@state" and f'FROM "{table}"' in check["sql"], check
         assert check["args"][0] in t["intent"] and check["expect"] == "1", (t["intent"], check)
-    _assert_instructions_determine_verifiers(tasks)
-    _tasks_check(binary, tmp_path / "run" / "sites", len(tasks), unverified=0, strict=True)
+    assert_instructions_determine_verifiers(tasks)
+    tasks_check(binary, tmp_path / "run" / "sites", len(tasks), unverified=0, strict=True)
 
 
 def test_a_changed_files_check_names_what_it_holds() -> None:
