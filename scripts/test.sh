@@ -80,7 +80,7 @@ export WEBSERV_EXCLUSIVE_MODULES="${pymods[*]}"
 
 start=$SECONDS
 failed=()
-# run NAME FILE CMD...: runs a part, its output to FILE; report prints it.
+# report NAME PID FILE: waits for a part, prints its output (FILE), remembers a failure.
 report() {
   local name=$1 pid=$2 file=$3
   wait "$pid"
