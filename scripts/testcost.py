@@ -53,18 +53,23 @@ def proc_table() -> dict[int, tuple[int, float, str]]:
     return out
 
 
-def tree_cpu(table: dict[int, tuple[int, float, str]], root: int) -> float:
-    """CPU seconds of root's process tree: live processes and what they reaped."""
+def tree(table: dict[int, tuple[int, float, str]], root: int) -> dict[int, float]:
+    """CPU seconds (its own and what it reaped) of root and of each of its live descendants."""
     kids: dict[int, list[int]] = defaultdict(list)
     for pid, (ppid, _, _) in table.items():
         kids[ppid].append(pid)
-    total, todo = 0.0, [root]
+    out, todo = {}, [root]
     while todo:
         pid = todo.pop()
         if pid in table:
-            total += table[pid][1]
+            out[pid] = table[pid][1]
         todo.extend(kids.get(pid, ()))
-    return total
+    return out
+
+
+def tree_cpu(table: dict[int, tuple[int, float, str]], root: int) -> float:
+    """CPU seconds of root's process tree: live processes and what they reaped."""
+    return sum(tree(table, root).values())
 
 
 class GoCosts:

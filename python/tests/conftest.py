@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import importlib.util
 import json
 import os
 import resource
@@ -114,6 +115,11 @@ def spare_server(binary: str) -> Iterator[LocalServer]:
 
 
 REPO = Path(__file__).resolve().parents[2]
+# scripts/testcost.py: the /proc reading that make test's cost table and the hook below share.
+_spec = importlib.util.spec_from_file_location("testcost", REPO / "scripts" / "testcost.py")
+assert _spec is not None and _spec.loader is not None
+testcost = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(testcost)
 
 
 # -- how pytest-xdist shares the tests out (`--dist loadscope`, scripts/test.sh) -----------------
@@ -227,25 +233,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _tree() -> dict[int, float]:
     """CPU seconds (its own and what it reaped) of each live descendant of this process."""
-    kids: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                rest = f.read().decode(errors="replace").rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        kids.setdefault(int(rest[1]), []).append(int(name))
-        cpu[int(name)] = sum(int(x) for x in rest[11:15]) / tick
-    out: dict[int, float] = {}
-    todo = list(kids.get(os.getpid(), ()))
-    while todo:
-        pid = todo.pop()
-        out[pid] = cpu.get(pid, 0.0)
-        todo.extend(kids.get(pid, ()))
+    out = testcost.tree(testcost.proc_table(), os.getpid())
+    out.pop(os.getpid(), None)
     return out
 
 
