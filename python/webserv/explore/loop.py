@@ -45,6 +45,7 @@ from .trajectory import (
     ends_episode,
     obs_text,
 )
+from .turnstile import Turnstile
 
 DEFAULT_PERSONAS = [
     "a hiker preparing for a rainy weekend trip who wants a waterproof jacket",
@@ -116,6 +117,9 @@ class _Run:
     start_path: str = "/"  # a site definition's start_path
     # make's record for the exploration episodes (raw=True), None when not recorded.
     record: dict[str, Any] | None = None
+    # The order the episodes' explorer calls go in, for an explorer that keeps state across episodes
+    # (turnstile.py); None: each episode asks as soon as it is ready.
+    order: Turnstile | None = None
 
     def reset_options(self, start_url: str | None = None) -> dict[str, Any]:
         options: dict[str, Any] = {"goal": "Explore the site."}
@@ -226,7 +230,11 @@ async def _run_episode(run: _Run, index: int, persona: str) -> Episode:
     seen: set[str] = set()
     try:
         for t in range(1, run.max_steps + 1):
-            action = await run.explorer.act(obs, ep)
+            if run.order is None:
+                action = await run.explorer.act(obs, ep)
+            else:
+                async with run.order.turn(index):
+                    action = await run.explorer.act(obs, ep)
             nxt, _, terminated, truncated, info = await env.step(action)
             err = nxt.get("last_action_error") or ""
             ep.steps.append(_step(obs, action, nxt))
@@ -864,6 +872,8 @@ async def explore(options: ExploreOptions | None = None, /, **keywords: Any) -> 
             )
             run.state = site != "open"
             run.record = record
+            if getattr(explorer, "shares_state", False):
+                run.order = Turnstile()
             run.start_path = start_path(site_definition_file)
             # The sites the server has: the definition the run writes takes a name none of them has.
             taken = [str(x.get("name")) for x in (await client.request("sites")).get("sites") or []]
@@ -873,10 +883,19 @@ async def explore(options: ExploreOptions | None = None, /, **keywords: Any) -> 
 
             async def worker() -> None:
                 # at_once workers take the episodes in order, until none is left or the time is up.
+                # The explorer's turns (run.order): an episode enters at the round its
+                # predecessor on this worker left at, with no wait between the two.
+                rnd = 1
                 for i in todo:
                     if deadline is not None and time.monotonic() >= deadline:
                         return
-                    done[i] = await _run_episode(run, i, assigned[i])
+                    if run.order is not None:
+                        run.order.enter(i, rnd)
+                    try:
+                        done[i] = await _run_episode(run, i, assigned[i])
+                    finally:
+                        if run.order is not None:
+                            rnd = await run.order.leave(i)
 
             try:
                 await asyncio.gather(*(worker() for _ in range(at_once)))

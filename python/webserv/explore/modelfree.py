@@ -42,8 +42,12 @@ def _say(s: str) -> str:
 class NoveltyExplorer:
     """Picks, of the grammar's actions on the page's elements, the least tried (ties: a seeded RNG).
 
-    The counts are shared by every episode of a run (one instance), so episodes spread over the site.
+    The counts are shared by every episode of a run (one instance), so episodes spread over the site;
+    ``shares_state`` has the run consult it in a fixed order (turnstile.py), so that a seed gives the
+    same episodes however long each step takes.
     """
+
+    shares_state = True
 
     def __init__(self, seed: int = 0):
         self.rng = random.Random(seed)
