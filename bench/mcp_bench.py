@@ -139,12 +139,14 @@ def plot(res: dict[str, Any], path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--idle-ms", type=int, default=500)
+    ap.add_argument("--idle-ms", type=int, help="the idle window (default 500; --smoke: 100)")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--out", default=str(REPO / "bench" / "results"))
     args = ap.parse_args()
     if args.smoke:
         args.rounds = 1
+    if args.idle_ms is None:
+        args.idle_ms = 100 if args.smoke else 500
     binary = find_binary()
     if binary is None:
         sys.exit("no webserv binary: run `make build` or set WEBSERV_BIN")

@@ -16,7 +16,8 @@ the BPE tokenizer shipped as tokenizer.json in the `anthropic` package
 BrowserGym runs with its defaults on Debian's Chromium (no browser
 download): its open-ended task's slow_mo of 1000 ms (Playwright waits 1 s
 after each of its operations: BrowserGym's ~1 s per action), then a 0.5 s
-pre-observation delay and domcontentloaded.
+pre-observation delay and domcontentloaded. --smoke (one episode each, to
+check that the bench runs) sets slow_mo to 0; the report says which.
 Results: bench/results/peer.{json,md,png}.
 """
 
@@ -103,7 +104,9 @@ class LostStep(RuntimeError):
     """A BrowserGym episode whose page is not where the script expects it."""
 
 
-def browsergym_episodes(base: str, tok: Any, tries: int = 3) -> tuple[list[dict[str, Any]], int]:
+def browsergym_episodes(
+    base: str, tok: Any, slow_mo: int | None, tries: int = 3
+) -> tuple[list[dict[str, Any]], int]:
     """One complete BrowserGym episode, and how many attempts were lost first.
 
     BrowserGym returns from a step without waiting for the page the step
@@ -113,7 +116,7 @@ def browsergym_episodes(base: str, tok: Any, tries: int = 3) -> tuple[list[dict[
     """
     for lost in range(tries):
         try:
-            return browsergym_episode(base, tok), lost
+            return browsergym_episode(base, tok, slow_mo), lost
         except LostStep as e:
             print(f"BrowserGym episode lost: {e}", file=sys.stderr)
             if lost == tries - 1:
@@ -121,7 +124,8 @@ def browsergym_episodes(base: str, tok: Any, tries: int = 3) -> tuple[list[dict[
     raise AssertionError("unreachable")
 
 
-def browsergym_episode(base: str, tok: Any) -> list[dict[str, Any]]:
+def browsergym_episode(base: str, tok: Any, slow_mo: int | None) -> list[dict[str, Any]]:
+    """slow_mo None: the task's own (1000 ms)."""
     from browsergym.core.env import BrowserEnv
     from browsergym.core.task import OpenEndedTask
     from browsergym.utils.obs import flatten_axtree_to_str, flatten_dom_to_str, prune_html
@@ -132,6 +136,7 @@ def browsergym_episode(base: str, tok: Any) -> list[dict[str, Any]]:
         task_kwargs={"start_url": base + "/"},
         headless=True,
         pw_chromium_kwargs={"executable_path": benchlib.chromium_executable()},
+        **({} if slow_mo is None else {"slow_mo": slow_mo}),
     )
     rows = []
     try:
@@ -234,6 +239,7 @@ async def main() -> None:
     ap.add_argument("--out", default="bench/results")
     args = ap.parse_args()
     episodes = 1 if args.smoke else args.episodes
+    slow_mo = 0 if args.smoke else None
     binary = find_binary()
     if binary is None:
         sys.exit("no webserv binary: run make build or set WEBSERV_BIN")
@@ -251,7 +257,7 @@ async def main() -> None:
             async with webserv.AsyncClient() as client:
                 for _ in tqdm(range(episodes), desc="peer episodes", file=sys.stderr):
                     # Alternate so neither system always runs on a warmer machine.
-                    rows, lost = await asyncio.to_thread(browsergym_episodes, base, tok)
+                    rows, lost = await asyncio.to_thread(browsergym_episodes, base, tok, slow_mo)
                     bg_rows += rows
                     bg_lost += lost
                     ws_rows += await webserv_episode(client, base, tok)
@@ -279,6 +285,7 @@ async def main() -> None:
         tokenizer="anthropic 0.38.0 tokenizer.json (BPE, read with HF tokenizers)",
         episodes=episodes,
         browsergym_lost_episodes=bg_lost,
+        browsergym_slow_mo_ms=1000 if slow_mo is None else slow_mo,
         browsergym=bg,
         webserv=ws,
         ratios=ratios,

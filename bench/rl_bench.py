@@ -116,7 +116,7 @@ def main() -> None:
         "--incus", action="store_true", help="host the site on Incus (needs the webserv-bench image)"
     )
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--idle-ms", type=int, default=500)
+    ap.add_argument("--idle-ms", type=int, help="the idle window (default 500; --smoke: 100)")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--warm-contexts", type=int, default=8, help="browser contexts the server keeps ready")
     ap.add_argument(
@@ -135,6 +135,8 @@ def main() -> None:
         args.out = str(ROOT / "bench" / "results" / ("rl-incus.json" if args.incus else "rl.json"))
     if args.smoke:
         args.reps, args.pause = 1, 0.5
+    if args.idle_ms is None:
+        args.idle_ms = 100 if args.smoke else 500
     binary = find_binary()
     if binary is None:
         sys.exit("no webserv binary: run `make build` or set WEBSERV_BIN")

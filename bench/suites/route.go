@@ -232,7 +232,7 @@ func Route(ctx context.Context, o RouteOptions) (*RouteReport, error) {
 	def(&o.Requests, 2000, 200)
 	def(&o.Rounds, 5, 1)
 	def(&o.N, 16, 2)
-	def(&o.IdleMs, 500, 500)
+	def(&o.IdleMs, 500, 100)
 	if o.Run <= 0 {
 		o.Run = 20 * time.Second
 		if o.Smoke {
