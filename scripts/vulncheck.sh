@@ -18,7 +18,6 @@ set -euo pipefail
 
 GO=${GO:-go}
 VULNDB_VERSION=v0.0.0-20261105234957-e22db6528018
-GOVULNCHECK_VERSION=v1.9.0
 
 cd "$(dirname "$0")/.."
 export GOTOOLCHAIN=${GOTOOLCHAIN:-auto}
@@ -44,7 +43,10 @@ if [ ! -f "$db/index/db.json" ]; then
   fi
 fi
 
-if ! $GO run golang.org/x/vuln/cmd/govulncheck@"$GOVULNCHECK_VERSION" -db "file://$db" -format json ./... >"$tmp/govulncheck.json"; then
+# govulncheck's version is tools/go.mod's (`make tools` builds it into
+# bin/tools beside staticcheck; built here when missing or stale).
+$GO build -C tools -o ../bin/tools/ golang.org/x/vuln/cmd/govulncheck
+if ! bin/tools/govulncheck -db "file://$db" -format json ./... >"$tmp/govulncheck.json"; then
   echo "vulncheck: govulncheck could not scan the module (its error is above)" >&2
   exit 1
 fi
