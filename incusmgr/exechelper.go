@@ -19,8 +19,11 @@ package incusmgr
 // that the manager reads on the host once the exec operation has ended:
 // nothing is read while the command runs, so nothing can be cut short.
 // The executable must be statically linked (CGO_ENABLED=0, as `make
-// build` and `make test` build it) to run in any image; a dynamically
-// linked one, or a remote Incus, falls back to the websocket exec.
+// build` and `make test` build it) to run in any image. A process whose
+// own executable is dynamically linked names one that is in
+// Config.ExecHelper (incusmgr/internal/exechelper, built with
+// CGO_ENABLED=0: what the tests do under a plain `go test`); without one,
+// or with a remote Incus, commands fall back to the websocket exec.
 
 import (
 	"context"
@@ -132,12 +135,17 @@ func helperRun(prefix string, timeout time.Duration, max int, command []string) 
 	return res
 }
 
-// helperExecutable is this process's executable when it can serve as the
-// helper (statically linked), else "" with the reason.
-func helperExecutable() (string, string) {
-	exe, err := os.Executable()
+// helperExecutable is exe, as an absolute path, when it can serve as the
+// helper (a statically linked executable file), else "" with the reason.
+func helperExecutable(exe string) (string, string) {
+	exe, err := filepath.Abs(exe)
 	if err != nil {
 		return "", err.Error()
+	}
+	if st, err := os.Stat(exe); err != nil {
+		return "", err.Error()
+	} else if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
+		return "", exe + " is not an executable file"
 	}
 	f, err := elf.Open(exe)
 	if err != nil {

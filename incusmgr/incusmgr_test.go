@@ -173,6 +173,9 @@ func site(alias string) *hosting.Site {
 
 func connect(t *testing.T, cfg incusmgr.Config) *incusmgr.Manager {
 	t.Helper()
+	if cfg.ExecHelper == "" && cfg.Remote == "" {
+		cfg.ExecHelper = execHelper(t)
+	}
 	m, err := incusmgr.Connect(t.Context(), nil, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -393,7 +396,6 @@ func TestManagersOfOneHostShareABase(t *testing.T) {
 			}
 		}
 	})
-	staticTestBinary(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
@@ -438,9 +440,11 @@ func TestManagersOfOneHostShareABase(t *testing.T) {
 	}
 }
 
-// staticTestBinary fails t unless this test binary can serve as the exec
-// helper inside containers (a statically linked executable).
-func staticTestBinary(t *testing.T) {
+// execHelper is the exec helper the tests' managers mount into
+// containers: "" (the default: this test binary) when the test binary is
+// statically linked, as under make test; else, as under a plain go test
+// with cgo, incusmgr/internal/exechelper built with CGO_ENABLED=0.
+func execHelper(t *testing.T) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -453,7 +457,28 @@ func staticTestBinary(t *testing.T) {
 	defer f.Close()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			t.Fatalf("%s is dynamically linked, so containers' commands cannot run through the exec helper: run go test with CGO_ENABLED=0 (make test does)", exe)
+			return hostingtest.BuildStatic(t, "incusmgr/internal/exechelper", filepath.Join(t.TempDir(), "exechelper"))
+		}
+	}
+	return ""
+}
+
+// An exec helper that cannot run in a container (dynamically linked, not
+// an executable, missing) is refused when the manager connects, saying
+// what to build; it is not left to fail inside every container.
+func TestABadExecHelperIsRefused(t *testing.T) {
+	notExec := filepath.Join(t.TempDir(), "helper")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/bin/true":                     "is dynamically linked",
+		notExec:                         "is not an executable file",
+		filepath.Join(t.TempDir(), "x"): "no such file",
+	} {
+		_, err := incusmgr.Connect(t.Context(), nil, incusmgr.Config{ExecHelper: path})
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+			t.Errorf("ExecHelper %s: %v, want an error saying %q and what to build", path, err, want)
 		}
 	}
 }
@@ -462,7 +487,6 @@ func staticTestBinary(t *testing.T) {
 // the exec helper, stopped when t ends.
 func helpedInstance(t *testing.T) hosting.Execer {
 	t.Helper()
-	staticTestBinary(t)
 	in, err := connect(t, incusmgr.Config{}).Start(t.Context(), site(dockerAlias))
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,14 @@ type Config struct {
 	// Warm is how many started, ready instances to keep per site, so
 	// Start and Reset rarely wait for a container to boot.
 	Warm int
+	// ExecHelper is the statically linked executable mounted into
+	// containers to run their commands (exechelper.go): one that links this
+	// package, such as the webserv binary or incusmgr/internal/exechelper
+	// built with CGO_ENABLED=0. Default: this process's executable when it
+	// is statically linked; else commands stream over Incus's exec
+	// websockets (with a warning). A path given that cannot serve is an
+	// error of Connect.
+	ExecHelper string
 }
 
 // Manager runs site instances as Incus containers cloned copy-on-write
@@ -86,9 +94,23 @@ func Connect(ctx context.Context, log *zap.Logger, cfg Config) (*Manager, error)
 		warm: map[string]chan *container{}, instances: map[string]*Instance{},
 		closing: make(chan struct{}),
 	}
-	if cfg.Remote == "" {
+	switch {
+	case cfg.Remote != "" && cfg.ExecHelper != "":
+		return nil, fmt.Errorf("incus: ExecHelper %s: a remote Incus cannot mount a file of this host; leave ExecHelper empty with Remote", cfg.ExecHelper)
+	case cfg.ExecHelper != "":
 		var why string
-		if m.helper, why = helperExecutable(); m.helper == "" {
+		if m.helper, why = helperExecutable(cfg.ExecHelper); m.helper == "" {
+			return nil, fmt.Errorf("incus: ExecHelper cannot run commands in containers: %s; build it with CGO_ENABLED=0 (go build -o PATH ./incusmgr/internal/exechelper), or leave ExecHelper empty", why)
+		}
+	case cfg.Remote == "":
+		exe, err := os.Executable()
+		why := ""
+		if err != nil {
+			why = err.Error()
+		} else {
+			m.helper, why = helperExecutable(exe)
+		}
+		if m.helper == "" {
 			log.Warn("commands in containers will stream their output over Incus's exec websockets, which can lose it on a loaded host", zap.String("why", why))
 		}
 	}
