@@ -42,7 +42,7 @@ venv-run: setup
 venv: setup
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q '.[test,bench,ray,miniwob]'
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q '.[test,bench,ray,miniwob,yaml]'
 
 # lint-go and lint-py share nothing: `make lint` (and `make test`) run them
 # side by side, so that the venv's downloads overlap the Go compiles.

@@ -50,7 +50,7 @@ def _read(path: Path) -> dict[str, Any]:
             import yaml  # optional: only YAML definitions need it
         except ImportError as e:
             raise ValueError(
-                f"site definition {path}: reading YAML needs PyYAML (pip install pyyaml), "
+                f"site definition {path}: reading YAML needs PyYAML (pip install 'webserv[yaml]'), "
                 "or give the definition as JSON"
             ) from e
         data = yaml.safe_load(text)
