@@ -45,7 +45,9 @@ def _read(path: Path) -> Any:
         try:
             import yaml
         except ImportError as e:
-            raise ValueError(f"--tasks {path}: reading YAML needs PyYAML (pip install 'webserv[yaml]')") from e
+            raise ValueError(
+                f"--tasks {path}: reading YAML needs PyYAML (pip install 'webserv[yaml]')"
+            ) from e
         return yaml.safe_load(text)
     return json.loads(text)
 
