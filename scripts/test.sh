@@ -5,10 +5,12 @@
 #
 #   1. shared: every test not named in scripts/exclusive-tests, the Go and
 #      Python suites side by side, each given a share of the host sized from
-#      its cores (below);
-#   2. exclusive: the tests scripts/exclusive-tests names (those that make
-#      load of their own or measure behaviour under a controlled load), one
-#      at a time with nothing else running.
+#      its cores (below); the Python modules the list names (Ray's
+#      clusters) run once the other Python tests are done, alone on the
+#      Python side, while Go's shared tests finish;
+#   2. exclusive: the Go tests the list names (those that make load of
+#      their own or measure behaviour under a controlled load), one at a
+#      time with nothing else running.
 #
 # Each part's output is printed whole when it ends, a table of the most
 # expensive tests (scripts/testcost.py) at the end; the script fails when
@@ -97,31 +99,51 @@ gotest() {
     python3 "$here/testcost.py" go "$WEBSERV_TEST_COSTS/go.jsonl"
 }
 
-echo "=== phase 1: Go ($gop packages at once, $cores tests each) and Python ($workers workers) side by side"
+echo "=== phase 1: Go ($gop packages at once, $cores tests each) and Python ($workers workers) side by side; then Python's listed modules"
 # Packages are named longest first: go test starts them in the order given,
 # and `server` takes the longest, so the suite does not wait on it alone at
 # the end.
 WEBSERV_TEST_PHASE=shared gotest -p "$gop" -parallel "$cores" -skip "$gore" ./server ./envcore ./bench/suites ./incusmgr ./... >"$out/go1" &
 gopid=$!
-# pytest-xdist: a work unit is a test module, or a single test of the heavy
-# modules conftest.py's SPLIT names; units go out heaviest first
+# The Python side, in a subshell: the shared tests on the workers, then the
+# modules the list names (one pytest, -m exclusive: nothing else of
+# Python's beside a Ray cluster), while Go's shared tests finish beside
+# them (a tail of the Go packages' last tests that leaves a core idle:
+# about 90 s, 2026-11-28). Each part's exit status goes to a file for
+# report. pytest-xdist: a work unit is a test module, or a single test of
+# the heavy modules conftest.py's SPLIT names; units go out heaviest first
 # (conftest.py's COST), --no-loadscope-reorder keeping that order.
-"$pytest" -q -p no:cacheprovider -n "$workers" --dist loadscope --no-loadscope-reorder \
-  -m "not exclusive" python/tests >"$out/py1" 2>&1 &
+(
+  "$pytest" -q -p no:cacheprovider -n "$workers" --dist loadscope --no-loadscope-reorder \
+    -m "not exclusive" python/tests >"$out/py1" 2>&1
+  echo $? >"$out/py1.rc"
+  echo "(ended after $((SECONDS - start)) s)" >>"$out/py1"
+  "$pytest" -q -p no:cacheprovider -m exclusive python/tests >"$out/py2" 2>&1
+  echo $? >"$out/py2.rc"
+  echo "(ended after $((SECONDS - start)) s)" >>"$out/py2"
+) &
 pypid=$!
-# Whichever ends first is printed first.
+# Whichever side ends first is printed first.
 while kill -0 "$gopid" 2>/dev/null && kill -0 "$pypid" 2>/dev/null; do sleep 1; done
+pyside() {
+  wait "$pypid"
+  local name part
+  for part in 1 2; do
+    name="Python tests ($([ $part = 1 ] && echo "phase 1" || echo "phase 1, then alone: the Ray clusters"))"
+    echo "=== $name: exit $(cat "$out/py$part.rc" 2>/dev/null || echo "none (did not run)")"
+    cat "$out/py$part" 2>/dev/null
+    [ "$(cat "$out/py$part.rc" 2>/dev/null)" = 0 ] || failed+=("$name")
+  done
+}
 if ! kill -0 "$gopid" 2>/dev/null; then
-  report "Go tests (phase 1)" "$gopid" "$out/go1"; report "Python tests (phase 1)" "$pypid" "$out/py1"
+  report "Go tests (phase 1)" "$gopid" "$out/go1"; pyside
 else
-  report "Python tests (phase 1)" "$pypid" "$out/py1"; report "Go tests (phase 1)" "$gopid" "$out/go1"
+  pyside; report "Go tests (phase 1)" "$gopid" "$out/go1"
 fi
 
-echo "=== phase 2: the tests scripts/exclusive-tests names, one at a time"
+echo "=== phase 2: the Go tests scripts/exclusive-tests names, one at a time"
 WEBSERV_TEST_PHASE=exclusive gotest -p 1 -parallel 1 -run "$gore" "${!gopkgs[@]}" >"$out/go2" &
 report "Go tests (phase 2)" $! "$out/go2"
-"$pytest" -q -p no:cacheprovider -m exclusive python/tests >"$out/py2" 2>&1 &
-report "Python tests (phase 2)" $! "$out/py2"
 
 python3 "$here/testcost.py" table "$WEBSERV_TEST_COSTS" 15
 if [ "${#failed[@]}" -gt 0 ]; then

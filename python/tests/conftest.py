@@ -206,8 +206,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # make test's phase 2 (scripts/test.sh, scripts/exclusive-tests): these modules make load of
-    # their own, so they run alone, after everything else (-m exclusive), and not beside it.
+    # scripts/exclusive-tests' py modules (scripts/test.sh): they make load of their own (Ray's
+    # clusters), so they run after the other Python tests, by one pytest (-m exclusive).
     exclusive = set(os.environ.get("WEBSERV_EXCLUSIVE_MODULES", "").split())
     for item in items:
         if item.path.name in exclusive:
