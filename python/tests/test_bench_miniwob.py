@@ -10,18 +10,19 @@ from benchrun import run_suite
 
 def test_miniwob_bench_smoke(binary: str, tmp_path: Path) -> None:
     rep = run_suite("miniwob_bench.py", binary, tmp_path)
-    # Both systems seed the page alike and grade alike.
+    # Both systems seed the page alike (the goal comes from the seed alone) and grade alike where
+    # both played without an action error: BrowserGym's click gives up after its own 500 ms
+    # whatever its Playwright timeout, and a loaded host can run that out (the peer's timing,
+    # not a disagreement; the report counts such pairs as not compared).
     pairs = rep["agreement"]
-    assert pairs and all(p["same_goal"] and p["same_reward"] for p in pairs), [
-        (
-            p["task"],
-            p["seed"],
-            p["same_goal"],
-            {s: (p[s]["reward"], p[s]["errors"]) for s in ("webserv", "browsergym")},
-        )
+    assert pairs and all(p["same_goal"] for p in pairs), [(p["task"], p["seed"]) for p in pairs]
+    assert all(p["compared"] == (not p["webserv"]["errors"] and not p["browsergym"]["errors"]) for p in pairs)
+    assert all(p["same_reward"] for p in pairs if p["compared"]), [
+        (p["task"], p["seed"], {s: (p[s]["reward"], p[s]["errors"]) for s in ("webserv", "browsergym")})
         for p in pairs
     ]
-    assert all(p["webserv"]["reward"] == 1.0 for p in pairs)
+    # WebServ's side, ours, holds under any load: every episode solved without an error.
+    assert all(p["webserv"]["reward"] == 1.0 and not p["webserv"]["errors"] for p in pairs)
     for name in ("webserv", "browsergym"):
         for run in rep["throughput"][name]:
             assert run["steps"] > 0 and run["steps_per_s"] > 0 and run["cpu_ms_per_step"] > 0, (name, run)
