@@ -7,6 +7,11 @@
 //
 //	go run ./internal/vulncheck govulncheck.json
 //
+// With "index", it writes the database govulncheck reads from a directory
+// of OSV entries (Index):
+//
+//	go run ./internal/vulncheck index OSV_DIR OUT_DIR
+//
 // Exit status: 0 clean (warnings allowed), 1 an upgrade is needed, 2 the
 // input could not be read.
 package main
@@ -19,6 +24,17 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "index" {
+		if len(os.Args) != 4 {
+			fmt.Fprintf(os.Stderr, "vulncheck: usage: vulncheck index OSV_DIR OUT_DIR\n")
+			os.Exit(2)
+		}
+		if err := Index(os.Args[2], os.Args[3]); err != nil {
+			fmt.Fprintf(os.Stderr, "vulncheck: %v\n", err)
+			os.Exit(2)
+		}
+		return
+	}
 	in := io.Reader(os.Stdin)
 	if len(os.Args) > 1 {
 		f, err := os.Open(os.Args[1])
