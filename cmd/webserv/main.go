@@ -38,6 +38,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/webserv-rl/webserv/internal/logs"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/shop"
 )
@@ -55,7 +56,7 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	log, err := newLogger(logLevel)
+	log, err := logs.New(logLevel)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -118,16 +119,6 @@ func main() {
 // logLevel is the level of the command's logger: info unless a
 // command's --log-level changes it (serve, mcp) once its flags are read.
 var logLevel = zap.NewAtomicLevelAt(zap.InfoLevel)
-
-// newLogger is the command's logger: human-readable lines on stderr at
-// level, with stack traces for errors only (zap's development logger adds
-// them to every warning, a page of noise per refused request).
-func newLogger(level zap.AtomicLevel) (*zap.Logger, error) {
-	cfg := zap.NewDevelopmentConfig()
-	cfg.Development = false
-	cfg.Level = level
-	return cfg.Build(zap.AddStacktrace(zap.ErrorLevel))
-}
 
 // logLevelFlag adds --log-level to fs, setting logLevel when parsed.
 func logLevelFlag(fs *flag.FlagSet) {

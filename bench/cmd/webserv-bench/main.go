@@ -14,13 +14,17 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/webserv-rl/webserv/internal/logs"
+
 	"github.com/webserv-rl/webserv/sites/shop"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log, err := zap.NewDevelopment()
+	// The server's own logger (internal/logs), so that a suite measures the
+	// server as it runs in production.
+	log, err := logs.New(zap.NewAtomicLevelAt(zap.InfoLevel))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
