@@ -411,13 +411,12 @@ def test_the_same_seed_gives_the_same_episode_seeds_and_compare_pairs_them(tmp_p
 
 
 def test_replies_specs_and_options_are_read_or_refused_with_the_reason(binary: str, tmp_path: Path) -> None:
-    names = list(by_name())
-    assert parse_action('I will search.\nAction: fill("search", "mug")', names) == 'fill("search", "mug")'
-    assert parse_action('```\nAction: stop("42")\n```', names) == 'stop("42")'
+    assert parse_action('I will search.\nAction: fill("search", "mug")') == 'fill("search", "mug")'
+    assert parse_action('```\nAction: stop("42")\n```') == 'stop("42")'
     with pytest.raises(Malformed, match="not an action"):
-        parse_action('Action: fly("moon")', names)
+        parse_action('Action: fly("moon")')
     with pytest.raises(Malformed, match="last line"):
-        parse_action("I think the answer is 42.", names)
+        parse_action("I think the answer is 42.")
     listed = [{"id": f"shopping.{i}", "site": "shopping"} for i in range(5)] + [
         {"id": "cms.1", "site": "cms"},
         {"id": "verified.shopping.2", "site": "shopping"},

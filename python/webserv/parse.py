@@ -86,6 +86,8 @@ def parse_action(
 
 
 def _tool_call(call: Mapping[str, Any], table: Mapping[str, ActionDoc]) -> str:
+    if not isinstance(call, Mapping):
+        raise TypeError(f"a tool call is a mapping like OpenAI's message.tool_calls items, not {call!r}")
     fn = call.get("function")
     if not isinstance(fn, Mapping):
         fn = call
