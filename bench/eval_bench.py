@@ -40,7 +40,7 @@ from benchlib import header, write  # noqa: E402
 from standin_model import StandInModel  # noqa: E402
 
 import webserv  # noqa: E402
-from webserv.eval import OBSERVATIONS  # noqa: E402
+from webserv.eval import OBSERVATIONS, EvalOptions  # noqa: E402
 from webserv.launcher import LocalServer, find_binary  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -90,15 +90,17 @@ async def arm(
     repeats = math.ceil(episodes / len(chosen))
     t0 = time.monotonic()
     res = await webserv.evaluate(
-        model=model.url,
-        model_name="standin",
-        tasks=",".join(str(t["id"]) for t in chosen),
-        out=out,
-        parallel=parallel,
-        max_steps=max(len(t["oracle"]) for t in chosen) + 2,
-        repeats=repeats,
-        server=url,
-        observation=observation,
+        EvalOptions(
+            model=model.url,
+            model_name="standin",
+            tasks=",".join(str(t["id"]) for t in chosen),
+            out=out,
+            parallel=parallel,
+            max_steps=max(len(t["oracle"]) for t in chosen) + 2,
+            repeats=repeats,
+            server=url,
+            observation=observation,
+        )
     )
     wall = time.monotonic() - t0
     scored = [r for r in res.rows if r["status"] == "scored"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import base64
+import dataclasses
 import io
 import json
 import os
@@ -27,7 +28,7 @@ from standin_model import StandInModel, images_of, text_of
 
 import webserv
 from webserv.actions import by_name
-from webserv.eval import compare, console, evaluate, load_prompts, parse_action, read_rows
+from webserv.eval import EvalOptions, compare, console, evaluate, load_prompts, parse_action, read_rows
 from webserv.eval.__main__ import main as eval_main
 from webserv.eval.agent import Malformed
 from webserv.eval.stats import paired, wilson
@@ -102,7 +103,7 @@ def run(**kw: Any) -> webserv.eval.EvalResult:
     kw.setdefault("parallel", 2)
     kw.setdefault("model_name", "standin")
     kw.setdefault("model_backoff", 0.05)
-    return asyncio.run(evaluate(**kw))
+    return asyncio.run(evaluate(EvalOptions(**kw)))
 
 
 def test_the_oracle_stand_in_solves_every_task_in_its_oracle_steps_and_the_report_shows_it(
@@ -411,13 +412,12 @@ def test_the_same_seed_gives_the_same_episode_seeds_and_compare_pairs_them(tmp_p
 
 
 def test_replies_specs_and_options_are_read_or_refused_with_the_reason(binary: str, tmp_path: Path) -> None:
-    names = list(by_name())
-    assert parse_action('I will search.\nAction: fill("search", "mug")', names) == 'fill("search", "mug")'
-    assert parse_action('```\nAction: stop("42")\n```', names) == 'stop("42")'
+    assert parse_action('I will search.\nAction: fill("search", "mug")') == 'fill("search", "mug")'
+    assert parse_action('```\nAction: stop("42")\n```') == 'stop("42")'
     with pytest.raises(Malformed, match="not an action"):
-        parse_action('Action: fly("moon")', names)
+        parse_action('Action: fly("moon")')
     with pytest.raises(Malformed, match="last line"):
-        parse_action("I think the answer is 42.", names)
+        parse_action("I think the answer is 42.")
     listed = [{"id": f"shopping.{i}", "site": "shopping"} for i in range(5)] + [
         {"id": "cms.1", "site": "cms"},
         {"id": "verified.shopping.2", "site": "shopping"},
@@ -459,6 +459,21 @@ def test_replies_specs_and_options_are_read_or_refused_with_the_reason(binary: s
     )
     assert out.returncode == 2 and "usage: webserv eval" in out.stderr
     assert "--paralel (did you mean --parallel?)" in out.stderr
+
+
+def test_the_options_are_one_value_keywords_override_and_a_misspelt_one_is_refused(tmp_path: Path) -> None:
+    base = EvalOptions(model="http://127.0.0.1:9/v1", model_name="m", tasks="shopping.0", out=tmp_path)
+    assert EvalOptions.of(base, parallel=8) == dataclasses.replace(base, parallel=8)
+    assert EvalOptions.of(model="u", model_name="m", tasks="t").parallel == 4
+    with pytest.raises(TypeError, match=r"evaluate has no argument 'paralel' \(did you mean 'parallel'\?\)"):
+        asyncio.run(evaluate(base, paralel=8))
+    with pytest.raises(TypeError, match="evaluate needs model_name, tasks"):
+        asyncio.run(evaluate(model="http://127.0.0.1:9/v1"))
+    with pytest.raises(ValueError, match="parallel, max_steps and repeats must be >= 1"):
+        asyncio.run(evaluate(base, parallel=0))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        base.parallel = 2  # ty: ignore[invalid-assignment]
+    assert not any(tmp_path.iterdir())  # refused before anything is written
 
 
 def test_a_site_definitions_tasks_run_on_a_server_the_run_starts(

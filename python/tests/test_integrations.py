@@ -10,7 +10,7 @@ import pytest
 
 import webserv
 from webserv.integrations.trl import web_environment
-from webserv.integrations.verl import ClientSource, WebAgentLoop, WebTool, client_of
+from webserv.integrations.verl import ClientSource, WebAgentLoop, WebTool, client_of, parse_action
 from webserv.launcher import LocalServer
 
 
@@ -214,6 +214,16 @@ def test_one_verl_loop_masks_tokens_and_mixes_on_a_server(server: str) -> None:
         assert all(a in turns for a in actions)  # the turns are what was run
     assert [t["action"] for t in outs[0]["trajectory"]] == ["noop()", 'stop("no idea")']
     assert "I look first." in bytes(outs[0]["response_ids"]).decode()
+
+
+def test_a_verl_turn_is_read_by_the_one_grammar_and_an_unreadable_one_is_sent_as_written() -> None:
+    assert parse_action('Let me search.\n```\nfill("q", "tee")\n```') == 'fill("q", "tee")'
+    assert parse_action('thinking...\nclick("buy")') == 'click("buy")'
+    assert parse_action('I will buy it.\nAction: click("buy")') == 'click("buy")'
+    # No action: the line where it should be goes to the server, whose error the model reads next.
+    assert parse_action("Action: stop [42]") == "stop [42]"
+    assert parse_action("I am not sure.") == "I am not sure."
+    assert parse_action(" \n") == "noop()"
 
 
 def test_verl_clients_are_one_per_source_and_event_loop() -> None:

@@ -57,6 +57,15 @@ class Reply:
     attempts: int = 1
     raw: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """The first choice's tool calls (OpenAI's ``message.tool_calls``), [] when it made none."""
+        try:
+            calls = self.raw["choices"][0]["message"].get("tool_calls")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return []
+        return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
 
 @dataclass
 class ModelStats:

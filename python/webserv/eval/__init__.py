@@ -1,13 +1,14 @@
 """Benchmarking a model: the reference agent over a task set, in parallel, with results that survive
 faults and a report with confidence intervals (docs/eval.md).
 
-    result = await webserv.evaluate(model="http://127.0.0.1:8000/v1", model_name="qwen",
-                                    tasks="shopping.0-19", parallel=8, out="run1")
+    result = await webserv.evaluate(EvalOptions(model="http://127.0.0.1:8000/v1", model_name="qwen",
+                                                tasks="shopping.0-19", parallel=8, out="run1"))
     result.summary["overall"]["success_rate"], result.report
 
 or ``webserv eval --model URL --model-name NAME --tasks shopping.0-19 --out run1``.
 """
 
+from ..parse import parse_action
 from .agent import (
     NOOP,
     OBSERVATIONS,
@@ -16,10 +17,10 @@ from .agent import (
     Malformed,
     Observation,
     load_prompts,
-    parse_action,
     tool_schema,
 )
 from .compare import compare
+from .options import EvalOptions
 from .report import console, summarize
 from .run import EvalResult, episode_seed, evaluate, latest, read_rows
 
@@ -28,6 +29,7 @@ __all__ = [
     "OBSERVATIONS",
     "Agent",
     "AgentConfig",
+    "EvalOptions",
     "EvalResult",
     "Malformed",
     "Observation",

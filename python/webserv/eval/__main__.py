@@ -15,6 +15,7 @@ from ..options import OptionParser
 from .agent import OBSERVATIONS, observation
 from .compare import compare
 from .compare import console as compare_console
+from .options import EvalOptions
 from .report import console
 from .run import evaluate
 
@@ -105,28 +106,30 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = asyncio.run(
             evaluate(
-                model=a.model,
-                model_name=a.model_name,
-                tasks=a.tasks,
-                out=a.out,
-                parallel=a.parallel,
-                max_steps=a.max_steps,
-                repeats=a.repeats,
-                seed=a.seed,
-                resume=a.resume,
-                server=a.server,
-                observation=a.observation,
-                tools=a.tools,
-                prompts=a.prompts,
-                temperature=a.temperature,
-                max_tokens=a.max_tokens,
-                malformed_retries=a.malformed_retries,
-                episode_retries=a.episode_retries,
-                model_timeout=a.model_timeout,
-                model_retries=a.model_retries,
-                stop_after=a.stop_after,
-                screenshots=a.screenshots,
-                quiet=a.quiet or a.json,
+                EvalOptions(
+                    model=a.model,
+                    model_name=a.model_name,
+                    tasks=a.tasks,
+                    out=a.out,
+                    parallel=a.parallel,
+                    max_steps=a.max_steps,
+                    repeats=a.repeats,
+                    seed=a.seed,
+                    resume=a.resume,
+                    server=a.server,
+                    observation=a.observation,
+                    tools=a.tools,
+                    prompts=a.prompts,
+                    temperature=a.temperature,
+                    max_tokens=a.max_tokens,
+                    malformed_retries=a.malformed_retries,
+                    episode_retries=a.episode_retries,
+                    model_timeout=a.model_timeout,
+                    model_retries=a.model_retries,
+                    stop_after=a.stop_after,
+                    screenshots=a.screenshots,
+                    quiet=a.quiet or a.json,
+                )
             )
         )
     except (ValueError, OSError, WebServError, ModelError) as e:

@@ -5,8 +5,10 @@ op), then one user message with the goal, the previous actions with their errors
 the ``observation`` setting shows it (``OBSERVATIONS``: the accessibility tree, the pruned HTML,
 the accessibility tree with a screenshot, or a set-of-marks screenshot with the list of its
 marks; a picture goes as an OpenAI ``image_url`` content part holding a data URL). The reply's
-last line is ``Action: <call>``; with ``tools=True`` the endpoint is offered one OpenAI tool per action of the
-same table and the reply is a tool call. A reply without a usable action is asked again with the
+last line is ``Action: <call>``; with ``tools=True`` the endpoint is offered one OpenAI tool per
+action of the same table and the reply is a tool call. ``webserv.parse.parse_action`` reads the
+action (the first tool call, else the last ``Action:`` line, the last line, the last code block).
+A reply without a usable action is asked again with the
 reason (``malformed_retries`` times); after that the step is the agent's mistake: the harness
 sends ``noop()`` and the next prompt shows why the reply was not an action, as a real environment
 shows a failed action.
@@ -21,10 +23,9 @@ from __future__ import annotations
 
 import base64
 import difflib
-import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import Any
 
 from ..actions import ActionDoc
 from ..models import ChatModel, Reply
+from ..parse import ActionParseError, parse_action
 
 
 @dataclass(frozen=True)
@@ -97,11 +99,8 @@ PROMPT_FIELDS: dict[str, tuple[str, ...]] = {
 #: What the harness sends for a step whose replies held no action.
 NOOP = "noop()"
 
-_CALL = re.compile(r"^\s*([a-z_]+)\s*\(.*\)\s*$", re.S)
-
-
-class Malformed(Exception):
-    """A reply without a usable action; the message says why, for the model to read."""
+#: A reply without a usable action; the message says why, for the model to read (``webserv.parse``).
+Malformed = ActionParseError
 
 
 def load_prompts(prompts_dir: str | Path | None = None) -> dict[str, str]:
@@ -149,56 +148,6 @@ def tool_schema(doc: ActionDoc) -> dict[str, Any]:
         "type": "function",
         "function": {"name": doc.name, "description": doc.description, "parameters": params},
     }
-
-
-def parse_action(text: str, names: Sequence[str]) -> str:
-    """The action of a text reply: its last ``Action:`` line (else its last line that is a call
-    of one of ``names``). Raises ``Malformed`` saying what is wrong."""
-    lines = [
-        ln.strip().strip("`").strip() for ln in text.strip().splitlines() if ln.strip().strip("`").strip()
-    ]
-    if not lines:
-        raise Malformed('the reply was empty; end it with a line like Action: click("add-to-cart")')
-    tagged = [ln for ln in lines if ln.lower().startswith("action:")]
-    candidates = [tagged[-1][len("action:") :].strip()] if tagged else [lines[-1]]
-    for cand in candidates:
-        m = _CALL.match(cand)
-        if not m:
-            break
-        if m.group(1) not in names:
-            raise Malformed(f"{m.group(1)!r} is not an action; the actions are {', '.join(names)}")
-        return cand
-    raise Malformed(
-        f"its last line {lines[-1][:120]!r} is not an action; "
-        'end the reply with a line like Action: click("add-to-cart")'
-    )
-
-
-def tool_action(reply: Reply, table: Mapping[str, ActionDoc]) -> str | None:
-    """The action of a reply's first tool call, None when it made none. Raises ``Malformed`` for
-    a call of an unknown tool or with arguments that do not fit."""
-    try:
-        calls = reply.raw["choices"][0]["message"].get("tool_calls") or []
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return None
-    if not calls:
-        return None
-    fn = calls[0].get("function") or {}
-    name = str(fn.get("name", ""))
-    doc = table.get(name)
-    if doc is None:
-        raise Malformed(f"there is no tool {name!r}; the tools are {', '.join(table)}")
-    raw_args = fn.get("arguments") or "{}"
-    try:
-        args = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
-    except ValueError as e:
-        raise Malformed(f"the arguments of {name} are not JSON ({str(raw_args)[:120]!r}): {e}") from e
-    if not isinstance(args, dict):
-        raise Malformed(f"the arguments of {name} must be a JSON object, got {str(raw_args)[:120]!r}")
-    try:
-        return doc.call(args)
-    except ValueError as e:
-        raise Malformed(str(e)) from e
 
 
 @dataclass
@@ -332,7 +281,6 @@ class Agent:
             params["tools"] = self.cfg.tool_list()
         if self.seed is not None:
             params["seed"] = self.seed
-        names = list(self.cfg.table)
         reason = ""
         for attempt in range(self.cfg.malformed_retries + 1):
             t = time.monotonic()
@@ -340,10 +288,9 @@ class Agent:
             self.usage.model_seconds += time.monotonic() - t
             self.usage.add(reply)
             try:
-                action = tool_action(reply, self.cfg.table) if self.cfg.tools else None
-                if action is None:
-                    action = parse_action(reply.text, names)
-            except Malformed as e:
+                calls = reply.tool_calls if self.cfg.tools else None
+                action = parse_action(reply.text, calls, table=self.cfg.table)
+            except ActionParseError as e:
                 reason = str(e)
                 self.usage.malformed += 1
                 if attempt < self.cfg.malformed_retries:

@@ -21,6 +21,7 @@ from ..launcher import LocalServer, find_binary, missing_binary_message
 from ..models import ChatModel, ModelError
 from .agent import Agent, AgentConfig, load_prompts
 from .agent import observation as observation_of
+from .options import EvalOptions
 from .report import summarize, write_report
 from .tasks import plan as plan_tasks
 from .tasks import select, task_set
@@ -183,33 +184,7 @@ def _http_of(ws_url: str) -> str:
     return re.sub(r"^ws", "http", ws_url).removesuffix("/v1/ws")
 
 
-async def evaluate(
-    *,
-    model: str,
-    model_name: str,
-    tasks: str,
-    out: str | Path = "eval-out",
-    parallel: int = 4,
-    max_steps: int = 30,
-    repeats: int = 1,
-    seed: int = 0,
-    resume: bool = False,
-    server: str | None = None,
-    observation: str = "axtree",
-    tools: bool = False,
-    prompts: str | Path | None = None,
-    temperature: float | None = 0.0,
-    max_tokens: int | None = None,
-    malformed_retries: int = 2,
-    episode_retries: int = 2,
-    model_timeout: float = 120.0,
-    model_retries: int = 3,
-    model_backoff: float = 1.0,
-    stop_after: int = 5,
-    screenshots: bool = False,
-    api_key: str | None = None,
-    quiet: bool = True,
-) -> EvalResult:
+async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> EvalResult:
     """Runs the reference agent on ``model`` (an OpenAI-compatible API root and the name it serves)
     over the tasks of ``tasks`` (a spec: ``shopping``, ``shopping.0-19``, ``cms.3,cms.4``, a site
     definition or task file; docs/eval.md), each ``repeats`` times, ``parallel`` episodes at once,
@@ -223,34 +198,35 @@ async def evaluate(
     after ``stop_after`` episodes in a row lost to the endpoint, no more start (they are counted
     apart as not run). ``resume=True`` continues a run in ``out``: episodes already scored are
     kept, the others run.
+
+    The settings are ``EvalOptions``'s fields (each documented there): one ``EvalOptions``,
+    keywords, or both (keywords over the options); a keyword that is not an option is refused
+    (``TypeError``) naming the nearest.
     """
-    if parallel < 1 or max_steps < 1 or repeats < 1 or episode_retries < 0 or malformed_retries < 0:
-        raise ValueError(
-            "parallel, max_steps and repeats must be >= 1, episode_retries and malformed_retries >= 0 "
-            f"(got {parallel}, {max_steps}, {repeats}, {episode_retries}, {malformed_retries})"
-        )
-    shown = observation_of(observation)
-    out_dir = Path(out)
+    o = EvalOptions.of(options, **keywords)
+    o.check()
+    shown = observation_of(o.observation)
+    out_dir = Path(o.out)
     await asyncio.to_thread(out_dir.mkdir, parents=True, exist_ok=True)
     config = {
-        "model": model,
-        "model_name": model_name,
-        "tasks": tasks,
-        "max_steps": max_steps,
-        "repeats": repeats,
-        "seed": seed,
-        "observation": observation,
-        "tools": tools,
-        "temperature": temperature,
-        "prompts": str(prompts) if prompts else None,
+        "model": o.model,
+        "model_name": o.model_name,
+        "tasks": o.tasks,
+        "max_steps": o.max_steps,
+        "repeats": o.repeats,
+        "seed": o.seed,
+        "observation": o.observation,
+        "tools": o.tools,
+        "temperature": o.temperature,
+        "prompts": str(o.prompts) if o.prompts else None,
     }
     previous = read_rows(out_dir)
-    if previous and not resume:
+    if previous and not o.resume:
         raise ValueError(
             f"{out_dir / RESULTS} already has {len(previous)} episode(s): resume=True (--resume) "
             "continues that run, or give another out directory"
         )
-    if resume and (out_dir / RUN).exists():
+    if o.resume and (out_dir / RUN).exists():
         before = json.loads((out_dir / RUN).read_text())
         diff = [k for k in _SAME_ON_RESUME if before.get(k) != config[k]]
         if diff:
@@ -259,28 +235,28 @@ async def evaluate(
                 + ", ".join(f"{k} ({before.get(k)!r}, now {config[k]!r})" for k in diff)
                 + ": its episodes would not compare; give another out directory"
             )
-    prompt_texts = load_prompts(prompts)
+    prompt_texts = load_prompts(o.prompts)
     chat = ChatModel(
-        model,
-        model_name,
-        api_key=api_key,
-        timeout_s=model_timeout,
-        retries=model_retries,
-        backoff_s=model_backoff,
-        temperature=temperature,
-        max_tokens=max_tokens,
+        o.model,
+        o.model_name,
+        api_key=o.api_key,
+        timeout_s=o.model_timeout,
+        retries=o.model_retries,
+        backoff_s=o.model_backoff,
+        temperature=o.temperature,
+        max_tokens=o.max_tokens,
     )
-    p = plan_tasks(tasks, out_dir)
+    p = plan_tasks(o.tasks, out_dir)
     own: LocalServer | None = None
-    record: dict[str, Any] = {"screenshots": screenshots}
-    url = server or os.environ.get("WEBSERV_URL")
+    record: dict[str, Any] = {"screenshots": o.screenshots}
+    url = o.server or os.environ.get("WEBSERV_URL")
     if url is None:
         binary = find_binary()
         if binary is None:
             raise ValueError(missing_binary_message())
         traj = (out_dir / "trajectories").resolve()
         traj.mkdir(parents=True, exist_ok=True)
-        args = ["--trajectories", str(traj), "--max-envs", str(max(32, parallel))]
+        args = ["--trajectories", str(traj), "--max-envs", str(max(32, o.parallel))]
         if p.sites_dir is not None:
             args += ["--sites", str(p.sites_dir)]
         own = await asyncio.to_thread(LocalServer, binary, args)
@@ -313,13 +289,13 @@ async def evaluate(
                 prompt_texts,
                 table,
                 str(reply.get("describe") or "\n".join(d.signature() for d in table.values())),
-                tools=tools,
+                tools=o.tools,
                 observation=shown,
-                max_steps=max_steps,
-                malformed_retries=malformed_retries,
+                max_steps=o.max_steps,
+                malformed_retries=o.malformed_retries,
             )
             make_args: dict[str, Any] = {
-                "max_steps": max_steps,
+                "max_steps": o.max_steps,
                 "observe": dict(shown.observe),
                 "record": record,
             }
@@ -328,9 +304,9 @@ async def evaluate(
                 cfg,
                 out_dir,
                 make_args,
-                seed,
-                episode_retries,
-                max(1, stop_after),
+                o.seed,
+                o.episode_retries,
+                max(1, o.stop_after),
                 record_root,
             )
             if own is None:
@@ -342,17 +318,17 @@ async def evaluate(
             config["tasks_resolved"] = [str(t["id"]) for t in chosen]
             (out_dir / RUN).write_text(json.dumps(config, indent=1) + "\n")
             done = {(r["task"], int(r["repeat"])) for r in latest(previous) if r.get("status") == SCORED}
-            todo = [(t, k) for k in range(repeats) for t in chosen if (str(t["id"]), k) not in done]
+            todo = [(t, k) for k in range(o.repeats) for t in chosen if (str(t["id"]), k) not in done]
             queue = iter(todo)
 
             async def worker() -> None:
                 for t, k in queue:
                     row = await _episode(run, t, k)
                     await run.write(row)
-                    if not quiet:
+                    if not o.quiet:
                         _progress(row)
 
-            workers = [asyncio.ensure_future(worker()) for _ in range(min(parallel, max(1, len(todo))))]
+            workers = [asyncio.ensure_future(worker()) for _ in range(min(o.parallel, max(1, len(todo))))]
             try:
                 await asyncio.gather(*workers)
             finally:
@@ -363,7 +339,7 @@ async def evaluate(
         if own is not None:
             await asyncio.to_thread(own.stop)
     rows = latest(read_rows(out_dir))
-    keys = {(str(t["id"]), k) for k in range(repeats) for t in chosen}
+    keys = {(str(t["id"]), k) for k in range(o.repeats) for t in chosen}
     rows = [r for r in rows if (r["task"], int(r["repeat"])) in keys]
     summary = summarize(rows, config, seconds=time.monotonic() - t0, stopped=run.stopped)
     report = write_report(out_dir, rows, summary)

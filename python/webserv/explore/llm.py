@@ -13,7 +13,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..actions import by_name
 from ..models import ChatModel
+from ..parse import ActionParseError, parse_action
 from .state import describe
 from .trajectory import Episode, Label, MalformedOutput, obs_text
 
@@ -65,10 +67,9 @@ search terms, options and values the result depends on).
 Answer on the last line: Score: 1 (accomplished) or Score: 0 (not accomplished)""",
 }
 
-ACTION_RE = re.compile(
-    r"(click|type|fill|select_option|hover|press|scroll|go_back|go_forward|goto|clear|focus|dblclick"
-    r"|stop|send_msg_to_user)\(.*\)"
-)
+#: The call names an explorer's action may use: the table's, and ``type`` (the server's other
+#: name of ``fill``), which ``ACTIONS`` shows.
+NAMES = (*by_name(), "type")
 
 
 def load_prompts(prompts_dir: str | Path | None) -> dict[str, str]:
@@ -103,13 +104,13 @@ def _steps(episode: Episode) -> str:
     )
 
 
-def parse_action(text: str) -> str:
-    for line in reversed(text.strip().splitlines()):
-        line = line.strip().strip("`").removeprefix("Action:").strip()
-        m = ACTION_RE.search(line)
-        if m:
-            return m.group(0)
-    raise MalformedOutput(f"no action in the explorer's reply {text[-200:]!r}")
+def next_action(text: str) -> str:
+    """The action of the explorer's reply (``webserv.parse``'s grammar); raises ``MalformedOutput``
+    when it has none."""
+    try:
+        return parse_action(text, names=NAMES)
+    except ActionParseError as e:
+        raise MalformedOutput(f"no action in the explorer's reply ({e}): {text[-200:]!r}") from e
 
 
 def parse_instruction(text: str) -> str:
@@ -153,7 +154,7 @@ async def _next_action(
         history="\n".join(s.action for s in episode.steps) or "none",
         **extra,
     )
-    return await _ask(model, p, parse_action, retries)
+    return await _ask(model, p, next_action, retries)
 
 
 class ModelExplorer:

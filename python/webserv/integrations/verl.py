@@ -49,14 +49,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-from .. import rollout
+from .. import parse, rollout
 from ..client import AsyncClient, AsyncEnv, Obs
 from ..errors import InfrastructureError
 from ..mixing import Demonstration, Demonstrations, Mix, Source, member_options
@@ -68,16 +67,15 @@ Policy = Callable[[Obs, list[dict[str, Any]]], Awaitable[str]]
 #: Keywords verl's AgentLoopWorker passes to an agent loop that this loop has no use for.
 _VERL_KEYWORDS = ("trainer_config", "processor", "dataset_cls", "dataset_config")
 
-_FENCED = re.compile(r"```(?:\w+)?\s*\n?(.*?)```", re.DOTALL)
-
 
 def parse_action(text: str) -> str:
-    """The action in a model's turn: its last fenced code block, else its last non-empty line."""
-    blocks = _FENCED.findall(text)
-    if blocks:
-        text = blocks[-1]
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else "noop()"
+    """The action of a model's turn, by ``webserv.parse``'s grammar. A turn without one is sent as
+    written (the line where the action should be, ``ActionParseError.candidate``), so that the
+    server's error for it is what the model reads on the next page; an empty turn is ``noop()``."""
+    try:
+        return parse.parse_action(text)
+    except parse.ActionParseError as e:
+        return e.candidate or "noop()"
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,10 @@ Then dataset rows with ``agent_name: webserv`` run here. A row's
 ``extra_info`` gives the task (``task_id``, or ``start_url`` and ``goal``)
 and its ``uid`` is the group key, so a GRPO group's ``rollout.n`` members
 start from one snapshot on one server. Each turn, the model's text is
-parsed for one action (the last fenced block, else the last line) and the
-page that follows is appended as a user message, its tokens masked out
-(``response_mask`` 0). The episode's reward is ``reward_score``.
+parsed for one action (``webserv.parse``'s grammar: an ``Action:`` line,
+the last line, the last fenced block) and the page that follows is
+appended as a user message, its tokens masked out (``response_mask`` 0).
+The episode's reward is ``reward_score``.
 
 A failure of the environment is never scored: the loop raises the
 ``InfrastructureError`` by default (verl fails the step), or with
