@@ -219,14 +219,8 @@ func (s *Server) dreamEpisode(ctx context.Context, x *session, a *resetArgs, cau
 	x.dream.SetGrader(grade, gradeNote)
 	first := x.dream.Reset(obs)
 	x.episode, x.started, x.steps, x.over, x.failed, x.grade = ep, time.Now(), 0, "", nil, 0
-	info := map[string]any{"dreamed": true, "cause": cause, "step": 0, "site": DreamSite, "model": x.dream.Model().Name(),
-		"max_dream_steps": x.dream.MaxSteps(), "elapsed_s": 0.0}
-	if ep.TaskID != "" {
-		info["task_id"] = ep.TaskID
-	}
-	if gradeNote != "" {
-		info["reward_note"] = gradeNote
-	}
+	info := StepInfo{Cause: cause, Site: DreamSite, TaskID: ep.TaskID,
+		Info: &dream.Info{Dreamed: true, Model: x.dream.Model().Name(), MaxDreamSteps: x.dream.MaxSteps(), RewardNote: gradeNote}}
 	return &EpisodeReply{Env: x.id, Obs: first, Info: info}, nil
 }
 
@@ -341,17 +335,17 @@ func (s *Server) dreamStep(ctx context.Context, x *session, a *stepArgs) (*StepR
 	}
 	x.steps++
 	x.over = x.dream.Over()
-	st.Info["site"], st.Info["elapsed_s"] = DreamSite, time.Since(x.started).Seconds()
-	if end, ok := st.Info["dream_end"].(string); ok {
-		st.Info["end_reason"] = end // the same names as a real episode's (endreason.go)
+	info := StepInfo{Step: st.Count, ElapsedS: time.Since(x.started).Seconds(), Site: DreamSite, TaskID: x.episode.TaskID,
+		ActionError: st.ActionError, ActionErrorCode: st.ActionErrorCode, EvalError: st.Info.NotGraded(),
+		EndReason: st.Info.DreamEnd, // the same names as a real episode's (endreason.go)
+		Info:      &st.Info}
+	if st.Stop != nil {
+		info.Stopped = &Stopped{Answer: st.Stop.Answer, Infeasible: st.Stop.Infeasible}
 	}
-	if st.Info["reward_source"] == dream.RewardTask {
-		st.Info["grade"] = st.Reward
+	if st.Info.RewardSource == dream.RewardTask {
+		info.Graded = &Graded{Grade: st.Reward}
 	}
-	if x.episode.TaskID != "" {
-		st.Info["task_id"] = x.episode.TaskID
-	}
-	return &StepReply{Obs: st.Obs, Reward: dreamReward(st.Reward), Terminated: st.Terminated, Truncated: st.Truncated, Info: st.Info}, nil
+	return &StepReply{Obs: st.Obs, Reward: dreamReward(st.Reward), Terminated: st.Terminated, Truncated: st.Truncated, Info: info}, nil
 }
 
 // dreamModels caches the memory models dreams are made with, by their
@@ -414,8 +408,7 @@ func (d *dreamModels) observed(ctx context.Context, s *Server, task string) (tra
 	if y, err := s.session(r.Env); err == nil {
 		s.closeSession(y, "a dream's start was observed")
 	}
-	tid, _ := r.Info["task_id"].(string)
-	ep := Episode{Goal: r.Obs.Goal, TaskID: tid}
+	ep := Episode{Goal: r.Obs.Goal, TaskID: r.Info.TaskID}
 	d.mu.Lock()
 	if d.starts == nil {
 		d.starts = map[string]dreamObserved{}
