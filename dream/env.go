@@ -129,7 +129,57 @@ type Step struct {
 	Reward     float64
 	Terminated bool
 	Truncated  bool
-	Info       map[string]any
+	// Count is the dream's steps so far, this one included.
+	Count int
+	// ActionError is why the action failed (a refused action, or the
+	// error the model predicted); ActionErrorCode is bad_action for a
+	// refused one, "" for a predicted one.
+	ActionError, ActionErrorCode string
+	// Stop is the agent's answer when it ended the dream (stop or
+	// report_infeasible).
+	Stop *Stop
+	// Info is what the dream reports of itself.
+	Info Info
+}
+
+// Stop is how the agent ended a dream.
+type Stop struct {
+	Answer     string
+	Infeasible bool
+}
+
+// Info is a dream's own part of a step's info, with its wire names: the
+// server puts it beside what every step reports (server.StepInfo).
+type Info struct {
+	// Dreamed is always true: the observation is a world model's.
+	Dreamed bool `json:"dreamed"`
+	// Model is the world model's name.
+	Model string `json:"model"`
+	// MaxDreamSteps is the dream's length.
+	MaxDreamSteps int `json:"max_dream_steps"`
+	// DreamEnd is why the dream ended (EndAgent, EndModel, EndMaxSteps,
+	// EndUnseen), on the step that ended it.
+	DreamEnd string `json:"dream_end,omitempty"`
+	// RewardSource is where the last step's reward came from (RewardTask,
+	// RewardRecorded, RewardJudge, RewardNone, RewardNotGraded), and
+	// RewardNote why, when that is not the task's grader.
+	RewardSource string `json:"reward_source,omitempty"`
+	RewardNote   string `json:"reward_note,omitempty"`
+	// JudgeReasoning is the judge's reasoning for its reward.
+	JudgeReasoning string `json:"judge_reasoning,omitempty"`
+	// ModelReasoning is the world model's reasoning for its prediction.
+	ModelReasoning string `json:"model_reasoning,omitempty"`
+	// ModelNote says why the model could not go on.
+	ModelNote string `json:"model_note,omitempty"`
+}
+
+// NotGraded is why the step has no reward ("" when it has one): the
+// task's grade exists but the dream cannot compute it.
+func (i Info) NotGraded() string {
+	if i.RewardSource == RewardNotGraded {
+		return i.RewardNote
+	}
+	return ""
 }
 
 // Action is an action as an agent sent it: a string, parsed here, or an
@@ -165,7 +215,7 @@ func (e *Env) Step(ctx context.Context, act Action) (Step, error) {
 		obs.Dialogs, obs.BlockedTabs = nil, 0
 		e.obs = obs
 		st := e.result(0, false, "")
-		st.Info["action_error"], st.Info["action_error_code"] = obs.LastActionError, "bad_action"
+		st.ActionError, st.ActionErrorCode = obs.LastActionError, "bad_action"
 		return e.truncate(ctx, st), nil
 	}
 	if a.Type == envcore.Terminate {
@@ -175,7 +225,7 @@ func (e *Env) Step(ctx context.Context, act Action) (Step, error) {
 		obs.Dialogs, obs.BlockedTabs = nil, 0
 		e.obs = obs
 		st := e.result(0, true, EndAgent)
-		st.Info["answer"], st.Info["infeasible"] = a.Answer, a.Infeasible
+		st.Stop = &Stop{Answer: a.Answer, Infeasible: a.Infeasible}
 		e.grade(ctx, &st, a.Answer, true)
 		return st, nil
 	}
@@ -191,8 +241,8 @@ func (e *Env) Step(ctx context.Context, act Action) (Step, error) {
 		// that bootstraps values does not read it as the task's end.
 		e.steps++
 		st := e.result(0, false, "")
-		e.over, st.Truncated, st.Info["dream_end"] = "truncated", true, EndUnseen
-		st.Info["model_note"] = "the memory model never saw this action in this state: the dream ends here, truncated (Dyna-Q's table has no entry)"
+		e.over, st.Truncated, st.Info.DreamEnd = "truncated", true, EndUnseen
+		st.Info.ModelNote = "the memory model never saw this action in this state: the dream ends here, truncated (Dyna-Q's table has no entry)"
 		e.grade(ctx, &st, "", false)
 		return st, nil
 	}
@@ -210,10 +260,10 @@ func (e *Env) Step(ctx context.Context, act Action) (Step, error) {
 	}
 	st := e.result(0, p.Terminal, end)
 	if p.Reasoning != "" {
-		st.Info["model_reasoning"] = p.Reasoning
+		st.Info.ModelReasoning = p.Reasoning
 	}
 	if next.LastActionError != "" {
-		st.Info["action_error"] = next.LastActionError
+		st.ActionError = next.LastActionError
 	}
 	if p.Terminal {
 		e.grade(ctx, &st, "", false)
@@ -252,12 +302,11 @@ func (e *Env) next(p Prediction) (trajectory.Observation, error) {
 
 // result is a step's reply with the dream's info.
 func (e *Env) result(reward float64, terminated bool, end string) Step {
-	st := Step{Obs: e.obs, Reward: reward, Terminated: terminated, Info: map[string]any{
-		"dreamed": true, "step": e.steps, "max_dream_steps": e.cfg.MaxSteps, "model": e.cfg.Model.Name(),
-	}}
+	st := Step{Obs: e.obs, Reward: reward, Terminated: terminated, Count: e.steps,
+		Info: Info{Dreamed: true, MaxDreamSteps: e.cfg.MaxSteps, Model: e.cfg.Model.Name()}}
 	if terminated {
 		e.over = "terminated"
-		st.Info["dream_end"] = end
+		st.Info.DreamEnd = end
 	}
 	return st
 }
@@ -269,7 +318,7 @@ func (e *Env) truncate(ctx context.Context, st Step) Step {
 	}
 	e.over = "truncated"
 	st.Truncated = true
-	st.Info["dream_end"] = EndMaxSteps
+	st.Info.DreamEnd = EndMaxSteps
 	e.grade(ctx, &st, "", false)
 	return st
 }
@@ -296,32 +345,31 @@ func (e *Env) grade(ctx context.Context, st *Step, answer string, stopped bool) 
 	default:
 		r, err := e.cfg.Grade(ctx, e.obs, answer)
 		if err == nil {
-			st.Reward, st.Info["reward_source"] = r, RewardTask
+			st.Reward, st.Info.RewardSource = r, RewardTask
 			return
 		}
 		why, unknown = err, true
 	}
 	if rc, ok := e.cfg.Model.(Recaller); ok && stopped {
 		if r, ok := rc.Recall(e.start.Goal, e.start, e.actions); ok {
-			st.Reward, st.Info["reward_source"] = r, RewardRecorded
-			st.Info["reward_note"] = "the dream followed a recorded real episode step for step: its real reward"
+			st.Reward, st.Info.RewardSource = r, RewardRecorded
+			st.Info.RewardNote = "the dream followed a recorded real episode step for step: its real reward"
 			return
 		}
 	}
 	if e.cfg.Judge != nil {
 		r, reason, err := e.cfg.Judge.Assess(ctx, e.obs, answer)
 		if err == nil {
-			st.Reward, st.Info["reward_source"], st.Info["judge_reasoning"] = r, RewardJudge, reason
+			st.Reward, st.Info.RewardSource, st.Info.JudgeReasoning = r, RewardJudge, reason
 			return
 		}
 		why = fmt.Errorf("%v; the judge failed too: %w", why, err)
 	}
 	if unknown {
-		st.Reward, st.Info["reward_source"] = math.NaN(), RewardNotGraded
-		st.Info["reward_note"] = fmt.Sprintf("not graded: %v (%s)", why, hint)
-		st.Info["eval_error"] = st.Info["reward_note"]
+		st.Reward, st.Info.RewardSource = math.NaN(), RewardNotGraded
+		st.Info.RewardNote = fmt.Sprintf("not graded: %v (%s)", why, hint)
 		return
 	}
-	st.Reward, st.Info["reward_source"] = 0, RewardNone
-	st.Info["reward_note"] = fmt.Sprintf("reward 0: %v (%s)", why, hint)
+	st.Reward, st.Info.RewardSource = 0, RewardNone
+	st.Info.RewardNote = fmt.Sprintf("reward 0: %v (%s)", why, hint)
 }

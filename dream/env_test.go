@@ -65,17 +65,17 @@ func TestDreamSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st.Obs.URL != "http://shop/cart" || st.Obs.Title != "Cart" || st.Obs.LastAction != `click("pa")` || st.Obs.Goal != start.Goal ||
-		st.Obs.HTML != start.HTML || st.Info["dreamed"] != true || st.Info["model_reasoning"] != "the page goes on" || st.Terminated || st.Truncated {
+		st.Obs.HTML != start.HTML || !st.Info.Dreamed || st.Info.ModelReasoning != "the page goes on" || st.Terminated || st.Truncated {
 		t.Errorf("a dreamed step: %+v", st)
 	}
 	st, err = e.Step(ctx, dream.Action{Text: `click(`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if asked.Load() != 1 || st.Obs.LastActionError == "" || st.Info["action_error_code"] != "bad_action" {
+	if asked.Load() != 1 || st.Obs.LastActionError == "" || st.ActionErrorCode != "bad_action" {
 		t.Errorf("a refused action: the model was asked %d times; %+v", asked.Load(), st)
 	}
-	if !st.Truncated || st.Info["dream_end"] != dream.EndMaxSteps || e.Over() != "truncated" {
+	if !st.Truncated || st.Info.DreamEnd != dream.EndMaxSteps || e.Over() != "truncated" {
 		t.Errorf("the dream's second step of two did not truncate it: %+v", st.Info)
 	}
 	if _, err := e.Step(ctx, dream.Action{Text: "noop()"}); err == nil {
@@ -90,7 +90,7 @@ func TestDreamSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Terminated || st.Reward != 1 || st.Info["reward_source"] != dream.RewardTask || st.Info["answer"] != "2" || asked.Load() != 2 {
+	if !st.Terminated || st.Reward != 1 || st.Info.RewardSource != dream.RewardTask || (st.Stop == nil || st.Stop.Answer != "2") || asked.Load() != 2 {
 		t.Errorf("a stop on the right page with the right answer: %+v (model asked %d times)", st, asked.Load())
 	}
 }
@@ -102,7 +102,7 @@ func TestDreamModelEndsAndFails(t *testing.T) {
 	e, _ := endpointEnv(t, `{"delta": {}, "terminal": true}`, 5, nil)
 	e.Reset(page("http://shop/", "lamp"))
 	st, err := e.Step(ctx, dream.Action{Text: `click("pa")`})
-	if err != nil || !st.Terminated || st.Info["dream_end"] != dream.EndModel || st.Info["reward_source"] != dream.RewardNone {
+	if err != nil || !st.Terminated || st.Info.DreamEnd != dream.EndModel || st.Info.RewardSource != dream.RewardNone {
 		t.Errorf("a terminal answer: %+v, %v", st, err)
 	}
 

@@ -58,19 +58,19 @@ func TestDreamFollowingARecordedEpisodeCarriesItsRealReward(t *testing.T) {
 		}
 		return st
 	}
-	if st := run(`click("lamp")`, `click("buy")`, `stop( "bought" )`); st.Reward != 1 || st.Info["reward_source"] != dream.RewardRecorded {
-		t.Errorf("the recorded path: reward %v from %v, want 1 recorded", st.Reward, st.Info["reward_source"])
+	if st := run(`click("lamp")`, `click("buy")`, `stop( "bought" )`); st.Reward != 1 || st.Info.RewardSource != dream.RewardRecorded {
+		t.Errorf("the recorded path: reward %v from %v, want 1 recorded", st.Reward, st.Info.RewardSource)
 	}
-	if st := run(`click("lamp")`, `stop("no")`); st.Reward != 0 || st.Info["reward_source"] != dream.RewardRecorded {
-		t.Errorf("the recorded failure: reward %v from %v, want 0 recorded", st.Reward, st.Info["reward_source"])
+	if st := run(`click("lamp")`, `stop("no")`); st.Reward != 0 || st.Info.RewardSource != dream.RewardRecorded {
+		t.Errorf("the recorded failure: reward %v from %v, want 0 recorded", st.Reward, st.Info.RewardSource)
 	}
 	for name, path := range map[string][]string{
 		"another answer":      {`click("lamp")`, `click("buy")`, `stop("sold")`},
 		"a path left":         {`click("lamp")`, `stop("bought")`},
 		"recordings disagree": {`click("lamp")`, `stop("maybe")`},
 	} {
-		if st := run(path...); !math.IsNaN(st.Reward) || st.Info["reward_source"] != dream.RewardNotGraded {
-			t.Errorf("%s: reward %v from %v, want not graded", name, st.Reward, st.Info["reward_source"])
+		if st := run(path...); !math.IsNaN(st.Reward) || st.Info.RewardSource != dream.RewardNotGraded {
+			t.Errorf("%s: reward %v from %v, want not graded", name, st.Reward, st.Info.RewardSource)
 		}
 	}
 	// Another goal from the same start is another task: nothing recalled.
@@ -82,8 +82,8 @@ func TestDreamFollowingARecordedEpisodeCarriesItsRealReward(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Terminated && st.Info["reward_source"] != dream.RewardNotGraded {
-			t.Errorf("another goal: reward from %v, want not graded", st.Info["reward_source"])
+		if st.Terminated && st.Info.RewardSource != dream.RewardNotGraded {
+			t.Errorf("another goal: reward from %v, want not graded", st.Info.RewardSource)
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/dream"
-	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/trajectory"
 )
 
@@ -103,11 +102,10 @@ func (s *Server) makeDream(ctx context.Context, c call, a *makeArgs) (*EpisodeRe
 	if err != nil {
 		return nil, err
 	}
-	x.site, x.dream = DreamSite, de
+	d := &dreamEngine{env: de, start: a.Start, judge: judge}
+	x.site, x.engine = DreamSite, d
 	x.spec = MakeSpec{Site: DreamSite, Task: a.Task, TaskSet: a.TaskSet, Goal: a.Goal}
-	x.dreamStart = a.Start
-	x.dreamJudge = judge
-	res, err := s.dreamEpisode(ctx, x, &a.resetArgs, CauseMake)
+	res, err := d.reset(ctx, s, x, &a.resetArgs, CauseMake)
 	if err != nil {
 		s.closeSession(x, "make failed: "+err.Error())
 		return nil, err
@@ -185,9 +183,18 @@ func (s *Server) dreamPath(what, p string) (string, error) {
 	return full, nil
 }
 
-// dreamEpisode starts a dream episode: from make's start, or from the
-// reset's options (task, goal).
-func (s *Server) dreamEpisode(ctx context.Context, x *session, a *resetArgs, cause string) (*EpisodeReply, error) {
+// dreamEngine is a dream environment's engine: its world-model episode
+// in place of a browser and a site instance, where it starts, and its
+// judge.
+type dreamEngine struct {
+	env   *dream.Env
+	start *dreamStartArgs
+	judge *dream.Judge
+}
+
+// reset starts a dream episode: from make's start, or from the reset's
+// options (task, goal).
+func (d *dreamEngine) reset(ctx context.Context, s *Server, x *session, a *resetArgs, cause string) (*EpisodeReply, error) {
 	if a.Options.GroupKey != "" {
 		return nil, badArgs("reset.options.group_key does not apply to a dream environment")
 	}
@@ -197,12 +204,12 @@ func (s *Server) dreamEpisode(ctx context.Context, x *session, a *resetArgs, cau
 	if a.Options.StartURL != "" {
 		return nil, badArgs("reset.options.start_url does not apply to a dream environment: it starts from a real observation (make's start, or options.task)")
 	}
-	start := x.dreamStart
+	start := d.start
 	task := x.spec.Task
 	if a.Options.Task != "" {
 		start, task = nil, a.Options.Task
 	}
-	obs, ep, err := s.dreamStartObs(ctx, x, start, task)
+	obs, ep, err := s.dreamStartObs(ctx, d.env.Model(), start, task)
 	if err != nil {
 		return nil, err
 	}
@@ -215,18 +222,12 @@ func (s *Server) dreamEpisode(ctx context.Context, x *session, a *resetArgs, cau
 		ep.Goal = x.spec.Goal
 	}
 	obs.Goal = ep.Goal
-	grade, gradeNote := s.dreamGrader(ep.TaskID, x.dreamJudge)
-	x.dream.SetGrader(grade, gradeNote)
-	first := x.dream.Reset(obs)
+	grade, gradeNote := s.dreamGrader(ep.TaskID, d.judge)
+	d.env.SetGrader(grade, gradeNote)
+	first := d.env.Reset(obs)
 	x.episode, x.started, x.steps, x.over, x.failed, x.grade = ep, time.Now(), 0, "", nil, 0
-	info := map[string]any{"dreamed": true, "cause": cause, "step": 0, "site": DreamSite, "model": x.dream.Model().Name(),
-		"max_dream_steps": x.dream.MaxSteps(), "elapsed_s": 0.0}
-	if ep.TaskID != "" {
-		info["task_id"] = ep.TaskID
-	}
-	if gradeNote != "" {
-		info["reward_note"] = gradeNote
-	}
+	info := StepInfo{Cause: cause, Site: DreamSite, TaskID: ep.TaskID,
+		Info: &dream.Info{Dreamed: true, Model: d.env.Model().Name(), MaxDreamSteps: d.env.MaxSteps(), RewardNote: gradeNote}}
 	return &EpisodeReply{Env: x.id, Obs: first, Info: info}, nil
 }
 
@@ -234,7 +235,7 @@ func (s *Server) dreamEpisode(ctx context.Context, x *session, a *resetArgs, cau
 // episode it belongs to (its goal and task): a recorded episode's step,
 // a live environment's current observation, or a task's first
 // observation (recorded, else observed once by a real environment).
-func (s *Server) dreamStartObs(ctx context.Context, x *session, st *dreamStartArgs, task string) (trajectory.Observation, Episode, error) {
+func (s *Server) dreamStartObs(ctx context.Context, model dream.Model, st *dreamStartArgs, task string) (trajectory.Observation, Episode, error) {
 	switch {
 	case st != nil && st.Episode != "":
 		if st.Env != "" || st.Task != "" {
@@ -277,7 +278,7 @@ func (s *Server) dreamStartObs(ctx context.Context, x *session, st *dreamStartAr
 	if task == "" {
 		return trajectory.Observation{}, Episode{}, badArgs(`a dream starts from a real observation: give make.start {episode: path, step: n}, {env: id} or {task: id}, or make.task`)
 	}
-	if m, ok := x.dream.Model().(*dream.Memory); ok {
+	if m, ok := model.(*dream.Memory); ok {
 		if obs, ok := m.Start(task); ok {
 			return obs, Episode{Goal: obs.Goal, TaskID: task}, nil
 		}
@@ -285,40 +286,27 @@ func (s *Server) dreamStartObs(ctx context.Context, x *session, st *dreamStartAr
 	return s.dreams.observed(ctx, s, task)
 }
 
-// liveStart is a live environment's current observation and episode,
-// read on its own worker.
+// liveStart is a live environment's current observation and episode:
+// its observe op (through submit, admitted and counted, on its worker),
+// and its episode read in the same job.
 func (s *Server) liveStart(ctx context.Context, id string) (trajectory.Observation, Episode, error) {
 	y, err := s.session(id)
 	if err != nil {
 		return trajectory.Observation{}, Episode{}, err
 	}
-	type got struct {
-		obs trajectory.Observation
-		ep  Episode
-		err error
+	var ep Episode
+	req := typedOp("observe", call{x: y}, &observeArgs{Observe: &observeSpec{AXTree: true}})
+	req.ctx = ctx
+	req.then = func(x *session) { ep = x.episode }
+	r, err := opResult[*ObserveReply](s, req)
+	if err != nil {
+		return trajectory.Observation{}, Episode{}, fmt.Errorf("make.start.env: observing environment %s: %w", id, err)
 	}
-	ch := make(chan got, 1)
-	ok := y.enqueue(func() {
-		if y.dream != nil {
-			ch <- got{obs: y.dream.Obs(), ep: y.episode}
-			return
-		}
-		obs, err := y.env.Observe(ctx, envcore.ObserveOptions{AXTree: true})
-		ch <- got{obs: wireObs(obs, y), ep: y.episode, err: err}
-	})
-	if !ok {
-		return trajectory.Observation{}, Episode{}, errorf(CodeUnknownEnv, false, "make.start.env: environment %s was closed", id)
-	}
-	select {
-	case g := <-ch:
-		return g.obs, Episode{Goal: g.ep.Goal, TaskID: g.ep.TaskID}, g.err
-	case <-ctx.Done():
-		return trajectory.Observation{}, Episode{}, errorf(CodeTimeout, true, "make.start.env: environment %s did not answer before the request's deadline", id)
-	}
+	return r.Obs, Episode{Goal: ep.Goal, TaskID: ep.TaskID}, nil
 }
 
-// dreamStep takes one dreamed step.
-func (s *Server) dreamStep(ctx context.Context, x *session, a *stepArgs) (*StepReply, error) {
+// step takes one dreamed step.
+func (d *dreamEngine) step(ctx context.Context, _ *Server, x *session, a *stepArgs) (*StepReply, error) {
 	if x.over != "" {
 		return nil, errorf(CodeEpisodeOver, false, "the episode is over (%s): call reset to start a new one", x.over)
 	}
@@ -332,7 +320,7 @@ func (s *Server) dreamStep(ctx context.Context, x *session, a *stepArgs) (*StepR
 	if a.Action.p.OK() {
 		act.Decoded = &a.Action.p.Action
 	}
-	st, err := x.dream.Step(ctx, act)
+	st, err := d.env.Step(ctx, act)
 	if err != nil {
 		if dream.IsModelError(err) {
 			return nil, errorf(CodeBackend, true, "%v; the step was not taken and the dream goes on: retry it, or fix the world model", err)
@@ -340,18 +328,37 @@ func (s *Server) dreamStep(ctx context.Context, x *session, a *stepArgs) (*StepR
 		return nil, errorf(CodeInternal, false, "%v", err)
 	}
 	x.steps++
-	x.over = x.dream.Over()
-	st.Info["site"], st.Info["elapsed_s"] = DreamSite, time.Since(x.started).Seconds()
-	if end, ok := st.Info["dream_end"].(string); ok {
-		st.Info["end_reason"] = end // the same names as a real episode's (endreason.go)
+	x.over = d.env.Over()
+	info := StepInfo{Step: st.Count, ElapsedS: time.Since(x.started).Seconds(), Site: DreamSite, TaskID: x.episode.TaskID,
+		ActionError: st.ActionError, ActionErrorCode: st.ActionErrorCode, EvalError: st.Info.NotGraded(),
+		EndReason: st.Info.DreamEnd, // the same names as a real episode's (endreason.go)
+		Info:      &st.Info}
+	if st.Stop != nil {
+		info.Stopped = &Stopped{Answer: st.Stop.Answer, Infeasible: st.Stop.Infeasible}
 	}
-	if st.Info["reward_source"] == dream.RewardTask {
-		st.Info["grade"] = st.Reward
+	if st.Info.RewardSource == dream.RewardTask {
+		info.Graded = &Graded{Grade: st.Reward}
 	}
-	if x.episode.TaskID != "" {
-		st.Info["task_id"] = x.episode.TaskID
+	return &StepReply{Obs: st.Obs, Reward: dreamReward(st.Reward), Terminated: st.Terminated, Truncated: st.Truncated, Info: info}, nil
+}
+
+// observe is the dream's current observation.
+func (d *dreamEngine) observe(_ context.Context, s *Server, _ *session, a *observeArgs) (*ObserveReply, error) {
+	if _, err := a.Observe.options(s.tokens); err != nil {
+		return nil, err
 	}
-	return &StepReply{Obs: st.Obs, Reward: dreamReward(st.Reward), Terminated: st.Terminated, Truncated: st.Truncated, Info: st.Info}, nil
+	if err := dreamObserve(a.Observe, "observe"); err != nil {
+		return nil, err
+	}
+	return &ObserveReply{Obs: d.env.Obs()}, nil
+}
+
+// site refuses op: a dream has no site.
+func (d *dreamEngine) site(_ *session, op, hint string) (Instance, error) {
+	if hint != "" {
+		hint = ": " + hint
+	}
+	return nil, errorf(CodeNotSupported, false, "%s is not supported by a dream environment, which has no site%s", op, hint)
 }
 
 // dreamModels caches the memory models dreams are made with, by their
@@ -414,8 +421,7 @@ func (d *dreamModels) observed(ctx context.Context, s *Server, task string) (tra
 	if y, err := s.session(r.Env); err == nil {
 		s.closeSession(y, "a dream's start was observed")
 	}
-	tid, _ := r.Info["task_id"].(string)
-	ep := Episode{Goal: r.Obs.Goal, TaskID: tid}
+	ep := Episode{Goal: r.Obs.Goal, TaskID: r.Info.TaskID}
 	d.mu.Lock()
 	if d.starts == nil {
 		d.starts = map[string]dreamObserved{}

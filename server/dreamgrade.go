@@ -73,9 +73,9 @@ func (p dreamPage) Eval(context.Context, string, any) error { return errNoPage }
 // dreamReward is a dreamed step's reward as the protocol sends it: the
 // number, or null when the dream is not graded (dream.RewardNotGraded:
 // NaN, which JSON cannot carry), as a real step whose grading failed.
-func dreamReward(r float64) any {
+func dreamReward(r float64) *float64 {
 	if math.IsNaN(r) {
 		return nil
 	}
-	return r
+	return rewardOf(r)
 }

@@ -28,9 +28,9 @@ type Observation = trajectory.Observation
 // EpisodeReply is the reply of every op that begins an episode: make,
 // reset, restore, and each environment of a fork.
 type EpisodeReply struct {
-	Env  string         `json:"env,omitempty"`
-	Obs  Observation    `json:"obs"`
-	Info map[string]any `json:"info"`
+	Env  string      `json:"env,omitempty"`
+	Obs  Observation `json:"obs"`
+	Info StepInfo    `json:"info"`
 }
 
 // ObserveReply is the reply of observe.
@@ -53,11 +53,11 @@ type ForkReply struct {
 
 // StepReply is the reply of step.
 type StepReply struct {
-	Obs        Observation    `json:"obs"`
-	Reward     any            `json:"reward"` // a number, or nil when grading failed (info.eval_error says why)
-	Terminated bool           `json:"terminated"`
-	Truncated  bool           `json:"truncated"`
-	Info       map[string]any `json:"info"`
+	Obs        Observation `json:"obs"`
+	Reward     *float64    `json:"reward"` // nil (null) when the step was not graded (info.eval_error says why)
+	Terminated bool        `json:"terminated"`
+	Truncated  bool        `json:"truncated"`
+	Info       StepInfo    `json:"info"`
 }
 
 // Observer is told of every episode, step and close of every environment:
@@ -129,8 +129,8 @@ func (s *Server) start(ctx context.Context, x *session, cause string, inst Insta
 func (x *session) reply(ep Episode, obs envcore.Observation, info envcore.StepInfo) func() *EpisodeReply {
 	return func() *EpisodeReply {
 		r := &EpisodeReply{Env: x.id, Info: wireInfo(info, x)}
-		r.Info["obs_stats"] = obs.Stats
-		reportRefusals(x, &obs, r.Info)
+		r.Info.ObsStats = &obs.Stats
+		reportRefusals(x, &obs, &r.Info)
 		r.Obs = Observation{Observation: obs, Goal: ep.Goal}
 		return r
 	}
@@ -193,7 +193,7 @@ func (s *Server) begin(x *session, cause string, ep Episode, reply func() *Episo
 		x.net.TakeUnreachable() // the last episode's
 	}
 	r := reply()
-	r.Info["cause"] = cause
+	r.Info.Cause = cause
 	s.notify(func(o Observer) {
 		o.Began(EpisodeEvent{Env: x.id, Site: x.site, Cause: cause, Episode: ep, Reply: r, Time: time.Now(), record: x.limits.record, trace: x.trace,
 			live: ui.Options{Approve: x.limits.approve, PreviewMS: int(x.limits.preview.Milliseconds())}})

@@ -173,7 +173,7 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 		// on an instance of its own.
 		res, e := s.episode(ctx, x, opts, cause)
 		if res != nil {
-			res.Info["group_role"] = "member"
+			res.Info.GroupRole = "member"
 		}
 		return res, e
 	}
@@ -185,7 +185,7 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 			return nil, e
 		}
 		res := s.begin(x, CauseGroup, g.episode, x.reply(g.episode, obs, info))
-		res.Info["group_role"] = "member"
+		res.Info.GroupRole = "member"
 		return res, nil
 	}
 	x.prepared = func() {
@@ -209,12 +209,8 @@ func (s *Server) groupEpisode(ctx context.Context, x *session, key string, opts 
 		}
 	}
 	return s.begin(x, CauseGroup, g.episode, func() *EpisodeReply {
-		r := &EpisodeReply{Env: x.id, Obs: g.reply.Obs, Info: make(map[string]any, len(g.reply.Info)+1)}
-		for k, v := range g.reply.Info {
-			r.Info[k] = v
-		}
-		r.Info["group_role"] = "member"
-		r.Info["preparing"] = true
+		r := &EpisodeReply{Env: x.id, Obs: g.reply.Obs, Info: g.reply.Info}
+		r.Info.GroupRole, r.Info.Preparing = "member", true
 		return r
 	}), nil
 }
@@ -263,7 +259,7 @@ func (s *Server) leadGroup(ctx context.Context, x *session, g *group) func(*Epis
 			g.failed.Store(true)
 			return res, e
 		}
-		res.Info["group_role"] = "leader"
+		res.Info.GroupRole = "leader"
 		g.episode = x.episode
 		sn, ok := x.inst.(Snapshotter)
 		if !ok {

@@ -67,7 +67,7 @@ func (s *Server) siteDown(x *session, why string) *Error {
 // episode's trajectory: the recording says the infrastructure ended it.
 func (s *Server) stepFailed(x *session, a *stepArgs, err error) {
 	we := wireError(err)
-	if we == nil || we.Fault != FaultInfrastructure || x.dream != nil {
+	if we == nil || we.Fault != FaultInfrastructure {
 		return
 	}
 	s.notify(func(o Observer) {

@@ -1,6 +1,10 @@
 package server
 
-import "github.com/webserv-rl/webserv/trajectory"
+import (
+	"encoding/json"
+
+	"github.com/webserv-rl/webserv/trajectory"
+)
 
 // The trajectory lines of the observer events: what the recorder writes
 // and what the live view shows.
@@ -15,7 +19,7 @@ func headLine(ev EpisodeEvent, episode int) trajectory.Line {
 // resetLine is the first observation of ev's episode.
 func resetLine(ev EpisodeEvent) trajectory.Line {
 	obs := ev.Reply.Obs
-	return trajectory.Line{Kind: trajectory.KindReset, Obs: &obs, Info: ev.Reply.Info, Time: ev.Time}
+	return trajectory.Line{Kind: trajectory.KindReset, Obs: &obs, Info: ev.Reply.Info.line(), Time: ev.Time}
 }
 
 // stepLine is the step line of ev.
@@ -29,9 +33,20 @@ func stepLine(ev StepEvent) trajectory.Line {
 		return l // a step that answered an error: no observation
 	}
 	obs := res.Obs
-	l.Obs, l.Terminated, l.Truncated, l.Info = &obs, res.Terminated, res.Truncated, res.Info
-	if f, ok := res.Reward.(float64); ok {
-		l.Reward = &f
-	}
+	l.Obs, l.Terminated, l.Truncated, l.Info, l.Reward = &obs, res.Terminated, res.Truncated, res.Info.line(), res.Reward
 	return l
+}
+
+// line is info as a trajectory line holds it: the JSON object the reply's
+// info is, as the line's file has it and readers of the file decode it.
+func (i *StepInfo) line() map[string]any {
+	raw, err := json.Marshal(i)
+	if err != nil {
+		return map[string]any{"record_error": "the step's info could not be written: " + err.Error()}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return map[string]any{"record_error": "the step's info could not be written: " + err.Error()}
+	}
+	return m
 }

@@ -691,17 +691,17 @@ func (m *mcpSession) result(a map[string]any, obs Observation, st mcpState, step
 	if step != nil {
 		sc["reward"], sc["terminated"], sc["truncated"], sc["info"] = step.Reward, step.Terminated, step.Truncated, step.Info
 		sc["action"] = obs.LastAction
-		if g, ok := step.Info["grading"]; ok {
-			sc["grading"] = g
+		if g := step.Info.Graded; g != nil && g.Grading != nil {
+			sc["grading"] = g.Grading
 		}
 		if step.Terminated || step.Truncated {
 			over := "terminated"
 			if step.Truncated {
 				over = "truncated"
 			}
-			reward := fmt.Sprint(step.Reward)
-			if step.Reward == nil {
-				reward = fmt.Sprintf("none (grading failed: %v)", step.Info["eval_error"])
+			reward := fmt.Sprintf("none (grading failed: %s)", step.Info.EvalError)
+			if step.Reward != nil {
+				reward = fmt.Sprint(*step.Reward)
 			}
 			head = append(head, fmt.Sprintf("The episode is over (%s). Reward: %s.", over, reward))
 		}

@@ -59,29 +59,26 @@ func openPolicy(start string, allow []string) netroute.Policy {
 }
 
 // reportRefusals puts what the environment's policy refused since the last
-// reply into info["refused"] (times as RFC 3339 text, so info stays plain
-// data in any client); a refused navigation of the page becomes the
+// reply into info.Refused; a refused navigation of the page becomes the
 // observation's last_action_error, with code refused, when the action had
 // no error or only the browser's view of the same refusal (a navigation
 // that failed: net::ERR_ABORTED and the like).
-func reportRefusals(x *session, obs *envcore.Observation, info map[string]any) {
+func reportRefusals(x *session, obs *envcore.Observation, info *StepInfo) {
 	refs := x.net.Refused()
 	if len(refs) == 0 {
 		return
 	}
-	wire := make([]map[string]any, len(refs))
+	info.Refused = make([]Refusal, len(refs))
 	for i, r := range refs {
-		wire[i] = map[string]any{"url": r.URL, "method": r.Method, "reason": r.Reason, "navigation": r.Navigation,
-			"time": r.Time.UTC().Format(time.RFC3339Nano)}
+		info.Refused[i] = Refusal{URL: r.URL, Method: r.Method, Reason: r.Reason, Navigation: r.Navigation, Time: r.Time.UTC().Format(time.RFC3339Nano)}
 	}
-	info["refused"] = wire
-	if obs.LastActionError != "" && info["action_error_code"] != "navigation" {
+	if obs.LastActionError != "" && info.ActionErrorCode != "navigation" {
 		return
 	}
 	for _, r := range refs {
 		if r.Navigation {
 			obs.LastActionError = fmt.Sprintf("navigation to %s was refused: %s", r.URL, r.Reason)
-			info["action_error"], info["action_error_code"] = obs.LastActionError, "refused"
+			info.ActionError, info.ActionErrorCode = obs.LastActionError, "refused"
 			return
 		}
 	}

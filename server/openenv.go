@@ -192,7 +192,7 @@ func (s *Server) openEnvHandle(x *session, xp **session, defaults map[string]any
 
 // openEnvObs is the observation with the step's info folded in (OpenEnv's
 // observation carries what gymnasium's info would).
-func openEnvObs(o Observation, info map[string]any) map[string]any {
+func openEnvObs(o Observation, info StepInfo) map[string]any {
 	b, _ := json.Marshal(o)
 	var obs map[string]any
 	_ = json.Unmarshal(b, &obs)

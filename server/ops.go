@@ -92,44 +92,13 @@ func opTable() []op {
 		})),
 		opFor("make", "creates an environment and starts its first episode", false, (*Server).makeEnv),
 		opFor("reset", "starts a new episode", true, func(s *Server, ctx context.Context, c call, a *resetArgs) (*EpisodeReply, error) {
-			if c.x.dream != nil {
-				return s.dreamEpisode(ctx, c.x, a, CauseReset)
-			}
-			return s.startEpisode(ctx, c.x, a, CauseReset)
+			return c.x.engine.reset(ctx, s, c.x, a, CauseReset)
 		}),
 		opFor("step", "runs one action and returns once what it caused has settled", true, func(s *Server, ctx context.Context, c call, a *stepArgs) (*StepReply, error) {
-			if c.x.dream != nil {
-				return s.dreamStep(ctx, c.x, a)
-			}
-			res, err := s.step(ctx, c.x, a)
-			if err != nil {
-				s.stepFailed(c.x, a, err)
-			}
-			return res, err
+			return c.x.engine.step(ctx, s, c.x, a)
 		}),
 		idem(opFor("observe", "the current observation, without acting", true, func(s *Server, ctx context.Context, c call, a *observeArgs) (*ObserveReply, error) {
-			x := c.x
-			opts, err := a.Observe.options(s.tokens)
-			if err != nil {
-				return nil, err
-			}
-			if x.dream != nil {
-				if err := dreamObserve(a.Observe, "observe"); err != nil {
-					return nil, err
-				}
-				return &ObserveReply{Obs: x.dream.Obs()}, nil
-			}
-			if x.down == nil {
-				x.down = s.siteHealth(ctx, x, false)
-			}
-			if x.down != nil {
-				return nil, x.down // no observation of a dead site to act on
-			}
-			obs, err := x.env.Observe(ctx, keepBudget(opts, x.env))
-			if err != nil {
-				return nil, err
-			}
-			return &ObserveReply{Obs: wireObs(obs, x)}, nil
+			return c.x.engine.observe(ctx, s, c.x, a)
 		})),
 		opFor("close", "closes the environment and its site instance", true, func(s *Server, _ context.Context, c call, _ *noArgs) (map[string]any, error) {
 			s.closeSession(c.x, "closed by the client")
@@ -205,10 +174,11 @@ func idempotentOps() []string {
 
 // snapshotter is x's instance's snapshot support, or why it has none.
 func snapshotter(x *session, op string) (Snapshotter, error) {
-	if x.dream != nil {
-		return nil, errorf(CodeNotSupported, false, "%s is not supported by a dream environment, which has no site: start a dream at any recorded step with make's start {episode, step} instead", op)
+	inst, err := x.engine.site(x, op, "start a dream at any recorded step with make's start {episode, step} instead")
+	if err != nil {
+		return nil, err
 	}
-	sn, ok := x.inst.(Snapshotter)
+	sn, ok := inst.(Snapshotter)
 	if !ok {
 		return nil, errorf(CodeNotSupported, false, "%s is not supported by the %s site's backend; it needs a hosting backend with snapshots (local or incus)", op, x.site)
 	}

@@ -83,16 +83,16 @@ func (r *recorder) Began(ev EpisodeEvent) {
 	if err != nil {
 		r.log.Warn("trajectory file", zap.String("env", ev.Env), zap.Error(err))
 		tf.failed = fmt.Sprintf("the episode is not recorded: %v", err)
-		ev.Reply.Info["record_error"] = tf.failed
+		ev.Reply.Info.RecordError = tf.failed
 		return
 	}
 	tf.w = w
-	if !r.write(tf, ev.Env, headLine(ev, tf.episode), ev.Reply.Info) {
+	if !r.write(tf, ev.Env, headLine(ev, tf.episode), &ev.Reply.Info) {
 		// Not even the head is on disk: no file that says nothing.
 		_ = os.Remove(w.Path())
 		return
 	}
-	r.write(tf, ev.Env, resetLine(ev), ev.Reply.Info)
+	r.write(tf, ev.Env, resetLine(ev), &ev.Reply.Info)
 }
 
 // Stepped writes a step line.
@@ -103,9 +103,9 @@ func (r *recorder) Stepped(ev StepEvent) {
 	if tf == nil {
 		return
 	}
-	var info map[string]any
+	var info *StepInfo
 	if ev.Reply != nil {
-		info = ev.Reply.Info
+		info = &ev.Reply.Info
 	}
 	r.write(tf, ev.Env, stepLine(ev), info)
 }
@@ -125,10 +125,10 @@ func (r *recorder) Closed(ev ClosedEvent) {
 // readable, later ones are not attempted, and the reply's info (when the
 // reply is still being built) says so in record_error, so the client
 // knows this episode is not on disk.
-func (r *recorder) write(tf *trajectoryFile, env string, l trajectory.Line, info map[string]any) bool {
+func (r *recorder) write(tf *trajectoryFile, env string, l trajectory.Line, info *StepInfo) bool {
 	if tf.w == nil {
 		if tf.failed != "" && info != nil {
-			info["record_error"] = tf.failed
+			info.RecordError = tf.failed
 		}
 		return false
 	}
@@ -136,7 +136,7 @@ func (r *recorder) write(tf *trajectoryFile, env string, l trajectory.Line, info
 		r.log.Warn("trajectory write failed; the episode's recording stops here", zap.String("env", env), zap.Error(err))
 		tf.failed = fmt.Sprintf("the episode's recording stopped: %v", err)
 		if info != nil {
-			info["record_error"] = tf.failed
+			info.RecordError = tf.failed
 		}
 		tf.close()
 		return false

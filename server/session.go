@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/webserv-rl/webserv/dream"
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/netroute"
 )
@@ -57,11 +56,9 @@ type session struct {
 	// down is the site_down error of an episode whose site instance or
 	// route died (health.go): its steps answer it until a reset.
 	down *Error
-	// A dream environment's (dream.go): its world-model episode in place
-	// of env and inst, where it starts, and its judge.
-	dream      *dream.Env
-	dreamStart *dreamStartArgs
-	dreamJudge *dream.Judge
+	// engine is what the environment does on its ops: a real browser
+	// (liveEngine), or a dream (dreamEngine) with no env or inst.
+	engine engine
 	// The group whose members may still fork this (leader's) instance's
 	// snapshot: its next reset or close waits for them (group.lent).
 	lending atomic.Pointer[group]
@@ -191,7 +188,7 @@ func (s *Server) reserve(owner *conn) (*session, error) {
 		e.RetryAfter = 5
 		return nil, e
 	}
-	x := &session{id: newID(), jobs: make(chan func(), 64), done: make(chan struct{})}
+	x := &session{id: newID(), jobs: make(chan func(), 64), done: make(chan struct{}), engine: liveEngine{}}
 	x.owner.Store(owner)
 	x.touch()
 	s.sessions[x.id] = x

@@ -85,10 +85,11 @@ func (q *stateQueries) decodeWire(v any, path string) error {
 // stateDB is x's site's state database and the instance to read it in,
 // or why there is none.
 func stateDB(x *session) (string, StateDBInstance, error) {
-	if x.dream != nil {
-		return "", nil, errorf(CodeNotSupported, false, "state_diff is not supported by a dream environment, which has no site")
+	inst, err := x.engine.site(x, "state_diff", "")
+	if err != nil {
+		return "", nil, err
 	}
-	in, ok := x.inst.(StateDBInstance)
+	in, ok := inst.(StateDBInstance)
 	if !ok || in.StateDB() == "" || in.Execer() == nil {
 		return "", nil, errorf(CodeNotSupported, false, "state_diff is not supported on site %s: it needs a hosted site that declares its state (state_db: a SQLite file, or state: its files or PostgreSQL database, in its definition, docs/sites.md)", x.site)
 	}

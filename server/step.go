@@ -95,12 +95,10 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 	if !info.Settled {
 		s.metrics.notSettled.Inc()
 	}
-	var reward any = 0.0
+	reward := rewardOf(0)
 	var evalErr string
-	var scores map[string]float64
-	var grading any
-	var grade *float64
-	var taskEnd *tasks.Result // the task's own word on the episode's end, and its info
+	var graded *Graded
+	var taskEnd *tasks.Result // the task's own word on the episode's end, and its report
 	if ev := x.episode.Evaluate; ev != nil && x.down != nil {
 		// The site instance died: the browser shows an error page, and a
 		// grade of it would score the infrastructure's failure.
@@ -115,9 +113,9 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 		case res != nil:
 			// The reward is the change in the grade since the last one, so
 			// that an episode's rewards add up to its final grade.
-			g := res.Reward
-			reward, scores, grading, grade, taskEnd = g-x.grade, res.Scores, res.Grading, &g, res
-			x.grade = g
+			reward, taskEnd = rewardOf(res.Reward-x.grade), res
+			graded = &Graded{Grade: res.Reward, Scores: res.Scores, Grading: res.Grading}
+			x.grade = res.Reward
 		}
 	}
 	end := endOf(x, info, taskEnd)
@@ -129,36 +127,15 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 		x.over = "truncated"
 	}
 	wi := wireInfo(info, x)
-	wi["obs_stats"] = obs.Stats
-	reportRefusals(x, &obs, wi)
-	if evalErr != "" {
-		wi["eval_error"] = evalErr
-	}
-	if grade != nil {
-		wi["grade"] = *grade
-	}
-	if end != "" {
-		wi["end_reason"] = string(end)
-	}
-	if scores != nil {
-		wi["scores"] = scores
-	}
-	if grading != nil {
-		wi["grading"] = grading
-	}
+	wi.ObsStats = &obs.Stats
+	reportRefusals(x, &obs, &wi)
+	wi.EvalError, wi.Graded, wi.EndReason = evalErr, graded, string(end)
 	if taskEnd != nil {
-		for k, v := range taskEnd.Info {
-			wi[k] = v
-		}
+		wi.MiniWoB = taskEnd.MiniWoB
 	}
-	if review != nil {
-		wi["review"] = review
-	}
-	if target != nil {
-		wi["target_box"] = target
-	}
+	wi.Review, wi.TargetBox = review, target
 	if x.down != nil {
-		wi["site_down"] = x.down.Message
+		wi.SiteDown = x.down.Message
 	}
 	res := &StepReply{Obs: wireObs(obs, x), Reward: reward, Terminated: terminated, Truncated: truncated, Info: wi}
 	s.notify(func(o Observer) {
@@ -193,33 +170,21 @@ func wireObs(obs envcore.Observation, x *session) Observation {
 	return Observation{Observation: obs, Goal: x.episode.Goal}
 }
 
-func wireInfo(info envcore.StepInfo, x *session) map[string]any {
+// wireInfo is what a real environment's step or first observation
+// reports of itself.
+func wireInfo(info envcore.StepInfo, x *session) StepInfo {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	m := map[string]any{
-		"action_ms": ms(info.Action), "settle_ms": ms(info.Settle), "extract_ms": ms(info.Extract),
-		"settled": info.Settled, "attempts": info.Attempts, "step": x.steps,
-		"elapsed_s": time.Since(x.started).Seconds(), "site": x.site,
-	}
-	if info.SettleReason != "" {
-		m["settle_reason"] = info.SettleReason
-	}
-	if info.SettleError != "" {
-		m["settle_error"] = info.SettleError
-	}
-	if len(info.Pending) > 0 {
-		m["pending"] = info.Pending
-	}
-	if info.ActionError != "" {
-		m["action_error"], m["action_error_code"] = info.ActionError, info.ActionErrorCode
-	}
+	wi := StepInfo{Step: x.steps, ElapsedS: time.Since(x.started).Seconds(), Site: x.site,
+		Settling: &Settling{ActionMs: ms(info.Action), SettleMs: ms(info.Settle), ExtractMs: ms(info.Extract),
+			Settled: info.Settled, Attempts: info.Attempts, SettleReason: info.SettleReason, SettleError: info.SettleError, Pending: info.Pending},
+		ActionError: info.ActionError, ActionErrorCode: info.ActionErrorCode}
 	if info.Terminated {
-		m["answer"], m["infeasible"] = info.Answer, info.Infeasible
+		wi.Stopped = &Stopped{Answer: info.Answer, Infeasible: info.Infeasible}
 	}
 	if x.episode.TaskID != "" {
-		m["task_id"] = x.episode.TaskID
-		m["task_set"], m["variant"] = x.episode.TaskSet, x.episode.Variant
+		wi.TaskID, wi.TaskOf = x.episode.TaskID, &TaskOf{TaskSet: x.episode.TaskSet, Variant: x.episode.Variant}
 	}
-	return m
+	return wi
 }
 
 // actionOf reads a structured action strictly: a key envcore.Action does

@@ -316,7 +316,7 @@ func (s *Server) playTask(ctx context.Context, site, id string, a *checkAgent) (
 		if err != nil {
 			return fail("step %d %s: %v", k+1, act, err)
 		}
-		if e, ok := r.Info["action_error"]; ok && e != "" && a.next == nil {
+		if e := r.Info.ActionError; e != "" && a.next == nil {
 			return fail("step %d %s failed: %v", k+1, act, e)
 		}
 		last, o = r, &r.Obs
@@ -330,17 +330,16 @@ func (s *Server) playTask(ctx context.Context, site, id string, a *checkAgent) (
 	if last == nil || !last.Terminated {
 		return fail("the last action must end the episode (stop(\"answer\"))")
 	}
-	if e, ok := last.Info["eval_error"]; ok {
-		return math.NaN(), playProblem{graded: fmt.Sprint(e)}
+	if e := last.Info.EvalError; e != "" {
+		return math.NaN(), playProblem{graded: e}
 	}
-	if g, ok := last.Info["grade"].(float64); ok {
+	if g, ok := last.Info.GradeOf(); ok {
 		return g, playProblem{}
 	}
-	reward, ok := last.Reward.(float64)
-	if !ok {
-		return fail("no reward (%v)", last.Reward)
+	if last.Reward == nil {
+		return fail("no reward")
 	}
-	return reward, playProblem{}
+	return *last.Reward, playProblem{}
 }
 
 // FormatTaskChecks writes the check loop's table and, under it, each

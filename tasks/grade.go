@@ -37,16 +37,16 @@ type Result struct {
 	Scores map[string]float64 `json:"scores"`
 	// Grading, when set, is what re-grades the episode offline (info.grading
 	// in the step reply and the trajectory): WebArena-Verified's request.
-	Grading any `json:"grading,omitempty"`
+	Grading *VerifiedGrading `json:"grading,omitempty"`
 	// Done says the task itself ended the episode (a page that runs its own
 	// episodes, like MiniWoB's, said it is done): the step is terminated.
 	Done bool `json:"done,omitempty"`
 	// TimeLimit says the task's own time limit ended the episode (MiniWoB's
 	// page timer): the step is truncated, not terminated.
 	TimeLimit bool `json:"time_limit,omitempty"`
-	// Info is added to the step's info under its keys (what the task
-	// reports beside the reward, like MiniWoB's raw reward).
-	Info map[string]any `json:"info,omitempty"`
+	// MiniWoB is what a MiniWoB page reports beside the reward (its own
+	// figures): the step's info.miniwob.
+	MiniWoB *MiniWoBReport `json:"miniwob,omitempty"`
 }
 
 // Grade scores a task after the agent stopped with answer. sites maps each

@@ -39,7 +39,7 @@ func (st *TaskSet) verifiedEpisode(ep *server.Episode, t *tasks.Task, origins ma
 		if err != nil {
 			return nil, err
 		}
-		return &tasks.Result{Reward: res.Score, Scores: res.Scores(), Grading: tasks.VerifiedGrading{Evaluator: "webarena-verified " + g.Hello().Version,
+		return &tasks.Result{Reward: res.Score, Scores: res.Scores(), Grading: &tasks.VerifiedGrading{Evaluator: "webarena-verified " + g.Hello().Version,
 			TaskID: req.TaskID, Task: req.Task, Environments: envs}}, nil
 	}
 }

@@ -54,17 +54,16 @@ func Episode(origin, name string, seed *int64) (server.Episode, error) {
 // reward is positive, else 0; the episode is over when the page says done,
 // or at once, with reward 0, when the page is no longer the task's
 // (start). WebServ departs in one place: an episode that MiniWoB's own
-// time limit ended is truncated, not terminated. info["miniwob"] has
+// time limit ended is truncated, not terminated. Result.MiniWoB has
 // MiniWoB's own figures.
 func Grade(st State, start string, pageSeed int64) *tasks.Result {
-	info := map[string]any{"page_seed": pageSeed}
-	res := &tasks.Result{Info: map[string]any{"miniwob": info}}
+	res := &tasks.Result{MiniWoB: &tasks.MiniWoBReport{PageSeed: pageSeed}}
 	if !st.Task || st.URL != start {
-		info["error"] = fmt.Sprintf("the page is no longer the task's (%s is at %s): the episode ends with reward 0, as in BrowserGym", start, st.URL)
+		res.MiniWoB.Error = fmt.Sprintf("the page is no longer the task's (%s is at %s): the episode ends with reward 0, as in BrowserGym", start, st.URL)
 		res.Done = true
 		return res
 	}
-	info["raw_reward"], info["reward"], info["reason"], info["done"] = st.RawReward, st.Reward, st.Reason, st.Done
+	res.MiniWoB.MiniWoBFigures = &tasks.MiniWoBFigures{RawReward: st.RawReward, Reward: st.Reward, Reason: st.Reason, Done: st.Done}
 	if st.RawReward > 0 {
 		res.Reward = 1
 	}

@@ -30,9 +30,13 @@ func TestGradeFollowsBrowserGymsMiniWoBRule(t *testing.T) {
 		{"not a task page", State{URL: "http://elsewhere.test/"}, 0, true, false, nil},
 	} {
 		res := Grade(c.st, start, 5)
-		info := res.Info["miniwob"].(map[string]any)
-		if res.Reward != c.reward || res.Done != c.done || res.TimeLimit != c.truncated || info["raw_reward"] != c.infoReward || info["page_seed"] != int64(5) {
-			t.Errorf("%s: got reward %v done %v time limit %v info %v", c.name, res.Reward, res.Done, res.TimeLimit, info)
+		info := res.MiniWoB
+		var raw any
+		if info.MiniWoBFigures != nil {
+			raw = info.RawReward
+		}
+		if res.Reward != c.reward || res.Done != c.done || res.TimeLimit != c.truncated || raw != c.infoReward || info.PageSeed != 5 || (raw == nil) == (info.Error == "") {
+			t.Errorf("%s: got reward %v done %v time limit %v info %+v", c.name, res.Reward, res.Done, res.TimeLimit, info)
 		}
 	}
 }
