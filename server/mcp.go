@@ -170,9 +170,10 @@ func (t mcpTool) schema() (*jsonschema.Schema, error) {
 		if err != nil {
 			return nil, err
 		}
-		props["view"].Enum = []any{}
-		for _, v := range envcore.TextViews {
-			props["view"].Enum = append(props["view"].Enum, v)
+		if v := props["view"]; v != nil {
+			for _, name := range envcore.TextViews {
+				v.Enum = append(v.Enum, name)
+			}
 		}
 		maps.Copy(s.Properties, props)
 	}

@@ -98,7 +98,11 @@ func checkProjection(t *testing.T, tool string, p *mcpArgs) {
 			continue
 		}
 		if ps := props[n]; ps == nil || ps.Type != jsonTypeOf(ft) || ps.Description == "" {
-			t.Errorf("%s: %s's schema is %+v; want type %q (its Go type is %s) and a description (the field's jsonschema tag)", tool, n, ps, jsonTypeOf(ft), ft)
+			var typ, desc string
+			if ps != nil {
+				typ, desc = ps.Type, ps.Description
+			}
+			t.Errorf("%s: %s has type %q, description %q; want type %q (its Go type is %s) and a description (the field's jsonschema tag)", tool, n, typ, desc, jsonTypeOf(ft), ft)
 		}
 	}
 }
