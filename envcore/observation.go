@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/webserv-rl/webserv/inject"
 )
@@ -223,6 +224,9 @@ type ObserveOptions struct {
 	Counter   TokenCounter `json:"-"`
 }
 
+// TextViews are the values of ObserveOptions.View ("" is "axtree").
+var TextViews = []string{"axtree", "html"}
+
 // Validate checks the options' values.
 func (o ObserveOptions) Validate() error {
 	switch o.Format {
@@ -239,9 +243,7 @@ func (o ObserveOptions) Validate() error {
 	if o.MaxTokens < 0 || (o.MaxTokens > 0 && o.MaxTokens < MinTokenBudget) {
 		return fmt.Errorf("max_tokens must be %d or more (0: no budget), got %d", MinTokenBudget, o.MaxTokens)
 	}
-	switch o.View {
-	case "", "axtree", "html":
-	default:
+	if o.View != "" && !slices.Contains(TextViews, o.View) {
 		return fmt.Errorf("view must be \"axtree\" or \"html\", got %q", o.View)
 	}
 	if o.MaxTokens > 0 && o.View == "html" && o.AXTree {

@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
@@ -44,52 +47,76 @@ import (
 // the session that owns it; the SDK's clients negotiate down.
 var mcpSessionVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
-// The observation options every tool that returns an observation takes.
-var mcpViewArgs = []envcore.ActionArg{
-	{Name: "view", Type: envcore.ArgString, Doc: `how the page is shown: "axtree" (the accessibility tree, the default) or "html"`},
-	{Name: "screenshot", Type: envcore.ArgBoolean, Doc: "also return a screenshot of the viewport as an image"},
-}
-
-// mcpTool is one tool: its arguments (the schema and the check read
+// mcpTool is one tool: its arguments (the schema and the decoding read
 // them) and what it does.
 type mcpTool struct {
 	name, doc string
-	args      []envcore.ActionArg
-	// observes: the tool returns an observation, and takes mcpViewArgs.
+	// args are a control tool's arguments: a projection of its op's
+	// (mcpargs.go).
+	args *mcpArgs
+	// action is an action tool's action: its arguments are the action's.
+	action *envcore.ActionDoc
+	// observes: the tool returns an observation, and takes the view
+	// options (mcpView).
 	observes bool
-	run      func(m *mcpSession, a map[string]any) (*mcp.CallToolResult, error)
+	run      func(m *mcpSession, c *mcpCall) (*mcp.CallToolResult, error)
+}
+
+// mcpCall is a tool call's arguments, decoded.
+type mcpCall struct {
+	// args are a control tool's, a *T of its args type; an action tool's
+	// own arguments, as sent.
+	args any
+	// view is the observe map of the ops the tool runs, from the view
+	// options (nil for a tool that does not observe).
+	view *observeSpec
+	// raw are the arguments as sent, checked.
+	raw map[string]any
+}
+
+// controlTool is a tool whose arguments p projects from its op's args
+// type T; run gets them decoded.
+func controlTool[T any](name, doc string, observes bool, p *mcpArgs, run func(m *mcpSession, a *T, c *mcpCall) (*mcp.CallToolResult, error)) mcpTool {
+	if p.typ != reflect.TypeFor[T]() {
+		panic(fmt.Sprintf("server: MCP tool %s runs on %s but its arguments are %s", name, reflect.TypeFor[T](), p.typ))
+	}
+	return mcpTool{name: name, doc: doc, args: p, observes: observes,
+		run: func(m *mcpSession, c *mcpCall) (*mcp.CallToolResult, error) { return run(m, c.args.(*T), c) }}
+}
+
+// attachArgs are the attach tool's, which runs no op with arguments: it
+// takes over an environment, named as a request names its env.
+type attachArgs struct {
+	Env string `json:"env" jsonschema:"the environment's id (env-...)"`
 }
 
 // mcpControl are the tools besides the actions.
 var mcpControl = []mcpTool{
-	{name: "reset", observes: true, run: (*mcpSession).reset,
-		doc: "Start a new episode: of a task (task, like \"shopping.0\"), on a site (site, at its start page or start_url), or on any page (start_url). Without arguments, the session's task or site again. Returns the first observation; the goal is in the result and in the task tool.",
-		args: []envcore.ActionArg{
-			{Name: "task", Type: envcore.ArgString, Doc: "a task id, like \"shopping.0\" (its site is made if site is not given)"},
-			{Name: "site", Type: envcore.ArgString, Doc: "a site this server hosts (resources webserv://sites/NAME describe them)"},
-			{Name: "start_url", Type: envcore.ArgString, Doc: "the page to start at"},
-			{Name: "goal", Type: envcore.ArgString, Doc: "the goal, for an episode without a task"},
-			{Name: "seed", Type: envcore.ArgInteger, Doc: "seeds the site's task sampler"},
-		}},
-	{name: "observe", observes: true, run: (*mcpSession).observe,
-		doc: "The current observation, without acting."},
-	{name: "task", run: (*mcpSession).task,
-		doc: "The episode's goal, task id and site."},
-	{name: "snapshot", run: (*mcpSession).snapshot,
-		doc:  "Save the site's and the browser's state under a name, to restore or fork later.",
-		args: []envcore.ActionArg{{Name: "name", Type: envcore.ArgString, Doc: "the snapshot's name (letters, digits, - and _)", Required: true}}},
-	{name: "restore", observes: true, run: (*mcpSession).restore,
-		doc:  "Return to a snapshot, as a new episode.",
-		args: []envcore.ActionArg{{Name: "name", Type: envcore.ArgString, Doc: "the snapshot's name", Required: true}}},
-	{name: "fork", run: (*mcpSession).fork,
-		doc: "Make n new environments, each on its own copy of a snapshot (taken now when name is not given). Returns their ids: another MCP session takes one over with attach; this session goes on in its own.",
-		args: []envcore.ActionArg{
-			{Name: "n", Type: envcore.ArgInteger, Doc: "how many environments (default 1)"},
-			{Name: "name", Type: envcore.ArgString, Doc: "the snapshot to fork (a new one when not given)"},
-		}},
-	{name: "attach", observes: true, run: (*mcpSession).attach,
-		doc:  "Go on in an environment of this server, like one fork made: this session then owns it and acts on it.",
-		args: []envcore.ActionArg{{Name: "env", Type: envcore.ArgString, Doc: "the environment's id (env-...)", Required: true}}},
+	controlTool("reset", "Start a new episode: of a task (task, like \"shopping.0\"), on a site (site, at its start page or start_url), or on any page (start_url). Without arguments, the session's task or site again. Returns the first observation; the goal is in the result and in the task tool.",
+		true, argsOf("make", makeArgs{}, []string{
+			// The session's defaults fill these (MCPDefaults).
+			"max_steps", "evaluate_every_step", "record", "approve", "observe",
+			// The server's defaults: a model does not tune its environment.
+			"sites", "task_set", "allow", "politeness", "viewport", "state_diff",
+			"idle_ms", "settle_timeout_ms", "long_request_ms", "action_timeout_ms",
+			"episode_timeout_ms", "step_timeout_ms", "approve_timeout_ms", "preview_ms",
+			// reset's options are make's task, start_url and goal here.
+			"options",
+			// A dream is a trainer's environment, not a page a model visits.
+			"world_model", "start", "max_dream_steps", "judge",
+		}, nil), (*mcpSession).reset),
+	controlTool("observe", "The current observation, without acting.",
+		true, argsOf("observe", observeArgs{}, []string{"observe"}, nil), (*mcpSession).observe), // the view options are its observe
+	controlTool("task", "The episode's goal, task id and site.",
+		false, argsOf("", noArgs{}, nil, nil), (*mcpSession).task),
+	controlTool("snapshot", "Save the site's and the browser's state under a name, to restore or fork later.",
+		false, argsOf("snapshot", snapshotArgs{}, nil, []string{"name"}), (*mcpSession).snapshot),
+	controlTool("restore", "Return to a snapshot, as a new episode.",
+		true, argsOf("restore", snapshotArgs{}, nil, []string{"name"}), (*mcpSession).restore),
+	controlTool("fork", "Make n new environments, each on its own copy of a snapshot (taken now when name is not given). Returns their ids: another MCP session takes one over with attach; this session goes on in its own.",
+		false, argsOf("fork", forkArgs{N: 1}, nil, nil), (*mcpSession).fork),
+	controlTool("attach", "Go on in an environment of this server, like one fork made: this session then owns it and acts on it.",
+		true, argsOf("", attachArgs{}, nil, []string{"env"}), (*mcpSession).attach),
 }
 
 // mcpTools are the control tools and one tool per action.
@@ -97,60 +124,113 @@ var mcpTools = func() []mcpTool {
 	tools := slices.Clone(mcpControl)
 	for _, d := range envcore.Actions() {
 		tools = append(tools, mcpTool{name: d.Name, doc: d.Description + " Call form: " + d.Example + ".",
-			args: d.Args, observes: true, run: actionTool(d)})
+			action: &d, observes: true, run: actionTool(d)})
 	}
 	return tools
 }()
 
-// toolArgs are t's arguments, the view options included.
-func (t mcpTool) toolArgs() []envcore.ActionArg {
+// ownNames are the names of t's own arguments (the view options aside).
+func (t mcpTool) ownNames() []string {
+	if t.args != nil {
+		return t.args.names()
+	}
+	names := make([]string, len(t.action.Args))
+	for i, a := range t.action.Args {
+		names[i] = a.Name
+	}
+	return names
+}
+
+// schema is t's input schema: a control tool's from its args type, an
+// action tool's from the action's, the view options from the observe
+// map's; no other keys allowed.
+func (t mcpTool) schema() (*jsonschema.Schema, error) {
+	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}, AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
+	if t.args != nil {
+		props, err := t.args.schema()
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(s.Properties, props)
+		s.Required = slices.Clone(t.args.required)
+	} else {
+		for _, a := range t.action.Args {
+			p := &jsonschema.Schema{Type: a.Type, Description: a.Doc}
+			if a.Type == envcore.ArgArray {
+				p.Items = &jsonschema.Schema{Type: "string"}
+			}
+			s.Properties[a.Name] = p
+			if a.Required {
+				s.Required = append(s.Required, a.Name)
+			}
+		}
+	}
 	if t.observes {
-		return append(slices.Clone(t.args), mcpViewArgs...)
+		props, err := mcpView.schema()
+		if err != nil {
+			return nil, err
+		}
+		if v := props["view"]; v != nil {
+			for _, name := range envcore.TextViews {
+				v.Enum = append(v.Enum, name)
+			}
+		}
+		maps.Copy(s.Properties, props)
 	}
-	return t.args
+	return s, nil
 }
 
-// schema is t's input schema: JSON-schema types from its arguments, no
-// other keys allowed.
-func (t mcpTool) schema() map[string]any {
-	props := map[string]any{}
-	required := []string{}
-	for _, a := range t.toolArgs() {
-		p := map[string]any{"type": a.Type, "description": a.Doc}
-		if a.Type == envcore.ArgArray {
-			p["items"] = map[string]any{"type": "string"}
+// decode checks and decodes a call's arguments: a control tool's as the
+// op's are (decode.go), an action tool's against the action's, the view
+// options as the observe map; an unknown, missing or mistyped argument is
+// refused, naming it and what the tool takes.
+func (t mcpTool) decode(s *Server, a map[string]any) (*mcpCall, error) {
+	own, view, err := splitArgs(a, t.ownNames(), t.observes, t.unknown)
+	if err != nil {
+		return nil, err
+	}
+	c := &mcpCall{raw: a, args: own}
+	if t.args != nil {
+		if c.args, err = t.args.decode(t.name, own); err != nil {
+			return nil, err
 		}
-		if a.Name == "view" {
-			p["enum"] = []string{"axtree", "html"}
+	} else if err := checkActionArgs(t.name, t.action.Args, own); err != nil {
+		return nil, err
+	}
+	if t.observes {
+		v, err := mcpView.decode(t.name, view)
+		if err != nil {
+			return nil, err
 		}
-		props[a.Name] = p
-		if a.Required {
-			required = append(required, a.Name)
+		spec := v.(*observeSpec)
+		if _, err := spec.options(s.tokens); err != nil { // the ops' check of the observe map
+			return nil, err
+		}
+		c.view = &observeSpec{AXTree: true, Screenshot: spec.Screenshot}
+		if spec.View == "html" { // under a budget, the HTML view is the one pruned
+			c.view = &observeSpec{View: spec.View, Screenshot: spec.Screenshot}
 		}
 	}
-	return map[string]any{"type": "object", "properties": props, "required": required, "additionalProperties": false}
+	return c, nil
 }
 
-// check refuses an unknown, missing or mistyped argument, naming it.
-func (t mcpTool) check(a map[string]any) error {
-	spec := t.toolArgs()
-	for k := range a {
-		if !slices.ContainsFunc(spec, func(s envcore.ActionArg) bool { return s.Name == k }) {
-			names := make([]string, len(spec))
-			for i, s := range spec {
-				names[i] = s.Name
-			}
-			if len(names) == 0 {
-				return badArgs(fmt.Sprintf("%s: unknown argument %s; %s takes no arguments", t.name, k, t.name))
-			}
-			return badArgs(fmt.Sprintf("%s: unknown argument %s; %s takes %s", t.name, k, t.name, strings.Join(names, ", ")))
-		}
+// unknown refuses key, which t does not take: a control tool as the op
+// refuses it (unknownKey), an action tool in its own words.
+func (t mcpTool) unknown(key string, valid []string) error {
+	if t.args != nil {
+		return unknownKey(t.name, key, valid)
 	}
+	return badArgs(fmt.Sprintf("%s: unknown argument %s; %s takes %s", t.name, quoteKey(key), t.name, strings.Join(valid, ", ")))
+}
+
+// checkActionArgs refuses a missing or mistyped argument of an action's
+// (the action's Build checks the rest).
+func checkActionArgs(tool string, spec []envcore.ActionArg, a map[string]any) error {
 	for _, s := range spec {
 		v, ok := a[s.Name]
 		if !ok || v == nil {
 			if s.Required {
-				return badArgs(fmt.Sprintf("%s needs %s (%s: %s)", t.name, s.Name, s.Type, s.Doc))
+				return badArgs(fmt.Sprintf("%s needs %s (%s: %s)", tool, s.Name, s.Type, s.Doc))
 			}
 			continue
 		}
@@ -169,11 +249,8 @@ func (t mcpTool) check(a map[string]any) error {
 			good = true // the action's Call checks its own
 		}
 		if !good {
-			return badArgs(fmt.Sprintf("%s: %s must be %s, got %s", t.name, s.Name, s.Type, typeName(v)))
+			return badArgs(fmt.Sprintf("%s: %s must be %s, got %s", tool, s.Name, s.Type, typeName(v)))
 		}
-	}
-	if v, ok := a["view"].(string); ok && v != "axtree" && v != "html" {
-		return badArgs(fmt.Sprintf(`%s: view must be "axtree" or "html", got %q`, t.name, v))
 	}
 	return nil
 }
@@ -274,7 +351,11 @@ func (s *Server) newMCPFront(stdio *MCPDefaults) *mcpFront {
 		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}},
 	})
 	for _, t := range mcpTools {
-		f.server.AddTool(&mcp.Tool{Name: t.name, Description: t.doc, InputSchema: t.schema()}, f.toolHandler(t))
+		schema, err := t.schema()
+		if err != nil {
+			panic(fmt.Sprintf("server: MCP tool %s: %v", t.name, err)) // mcpargs_test.go fails first
+		}
+		f.server.AddTool(&mcp.Tool{Name: t.name, Description: t.doc, InputSchema: schema}, f.toolHandler(t))
 	}
 	f.server.AddResource(&mcp.Resource{URI: "webserv://task", Name: "task", MIMEType: "text/plain",
 		Description: "the goal of this session's current episode"}, f.readTask)
@@ -363,12 +444,13 @@ func (f *mcpFront) toolHandler(t mcpTool) mcp.ToolHandler {
 		if a == nil {
 			a = map[string]any{}
 		}
-		if err := t.check(a); err != nil {
+		c, err := t.decode(f.s, a)
+		if err != nil {
 			return f.s.mcpError(err), nil
 		}
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		res, err := t.run(m, a)
+		res, err := t.run(m, c)
 		if err != nil {
 			return f.s.mcpError(err), nil
 		}
@@ -430,19 +512,20 @@ func (m *mcpSession) env() (*EpisodeReply, error) {
 	if d.Site == "" && d.Task == "" && d.StartURL == "" {
 		return nil, badArgs("no environment yet: call reset with a task, a site or a start_url first")
 	}
-	return m.make(d.Site, d.Task, d.StartURL, d.Goal, nil)
+	return m.make(&makeArgs{Site: d.Site, Task: d.Task, StartURL: d.StartURL, Goal: d.Goal})
 }
 
-// make makes the session's environment (closing the one it had).
-func (m *mcpSession) make(site, task, startURL, goal string, seed *int64) (*EpisodeReply, error) {
-	if site == "" && task != "" {
-		site = m.siteOf(task)
+// make makes the session's environment (closing the one it had) with a's
+// site, task, start_url, goal and seed; the session's defaults fill the
+// arguments the reset tool hides.
+func (m *mcpSession) make(a *makeArgs) (*EpisodeReply, error) {
+	if a.Site == "" && a.Task != "" {
+		a.Site = m.siteOf(a.Task)
 	}
 	d := m.defaults
 	// make's default approve timeout fits the request's deadline.
-	a := &makeArgs{resetArgs: resetArgs{Seed: seed}, Site: site, Task: task, StartURL: startURL, Goal: goal,
-		Observe: &observeSpec{AXTree: true, MaxTokens: d.MaxTokens, Tokenizer: d.Tokenizer}, Record: recordArg{on: d.Record}, Approve: d.Approve,
-		MaxSteps: d.MaxSteps, EvaluateEveryStep: d.EvaluateEveryStep}
+	a.Observe = &observeSpec{AXTree: true, MaxTokens: d.MaxTokens, Tokenizer: d.Tokenizer}
+	a.Record, a.Approve, a.MaxSteps, a.EvaluateEveryStep = recordArg{on: d.Record}, d.Approve, d.MaxSteps, d.EvaluateEveryStep
 	r, err := opResult[*EpisodeReply](m.s, typedOp("make", call{conn: m.owner}, a))
 	if err != nil {
 		return nil, err
@@ -474,107 +557,79 @@ func (m *mcpSession) siteOf(task string) string {
 	return ""
 }
 
-// observeArg is the observe spec of a tool's view options.
-func observeArg(a map[string]any) *observeSpec {
-	view, _ := a["view"].(string)
-	shot, _ := a["screenshot"].(bool)
-	if view == "html" { // under a budget, the HTML view is the one pruned
-		return &observeSpec{View: view, Screenshot: shot}
-	}
-	return &observeSpec{AXTree: true, Screenshot: shot}
-}
-
-func (m *mcpSession) reset(a map[string]any) (*mcp.CallToolResult, error) {
-	str := func(k string) string { s, _ := a[k].(string); return s }
-	var seed *int64
-	if v, ok := a["seed"].(float64); ok {
-		n := int64(v)
-		seed = &n
-	}
-	site, task, start, goal := str("site"), str("task"), str("start_url"), str("goal")
-	if site == "" && task == "" && start == "" { // nothing chosen: the session's defaults
+func (m *mcpSession) reset(a *makeArgs, c *mcpCall) (*mcp.CallToolResult, error) {
+	if a.Site == "" && a.Task == "" && a.StartURL == "" { // nothing chosen: the session's defaults
 		d := m.defaults
-		site, task, start = d.Site, d.Task, d.StartURL
-		if goal == "" {
-			goal = d.Goal
+		a.Site, a.Task, a.StartURL = d.Site, d.Task, d.StartURL
+		if a.Goal == "" {
+			a.Goal = d.Goal
 		}
 	}
-	if site == "" && task != "" {
-		site = m.siteOf(task)
+	if a.Site == "" && a.Task != "" {
+		a.Site = m.siteOf(a.Task)
 	}
 	var r *EpisodeReply
 	var err error
-	if m.x == nil || m.x.closed.Load() || (site != "" && site != m.x.site) {
-		if site == "" && task == "" && start == "" {
+	if m.x == nil || m.x.closed.Load() || (a.Site != "" && a.Site != m.x.site) {
+		if a.Site == "" && a.Task == "" && a.StartURL == "" {
 			return nil, badArgs("reset needs a task, a site or a start_url: this session has no default (the /v1/mcp URL's query or webserv mcp's flags set one)")
 		}
-		r, err = m.make(site, task, start, goal, seed)
+		r, err = m.make(a)
 	} else {
-		r, err = m.resetOp(task, start, goal, seed)
+		r, err = mcpOp[*EpisodeReply](m, "reset", &resetArgs{Seed: a.Seed, Options: episodeOpts{Task: a.Task, StartURL: a.StartURL, Goal: a.Goal}})
 	}
 	if err != nil {
 		return nil, err
 	}
-	return m.episodeResult(a, r)
-}
-
-// resetOp runs reset on the session's environment.
-func (m *mcpSession) resetOp(task, startURL, goal string, seed *int64) (*EpisodeReply, error) {
-	return mcpOp[*EpisodeReply](m, "reset", &resetArgs{Seed: seed, Options: episodeOpts{Task: task, StartURL: startURL, Goal: goal}})
+	return m.episodeResult(c, r)
 }
 
 // episodeResult is the result of a tool that began an episode; its
 // observation is reobserved when the view options ask for more than the
 // episode's start gave.
-func (m *mcpSession) episodeResult(a map[string]any, r *EpisodeReply) (*mcp.CallToolResult, error) {
+func (m *mcpSession) episodeResult(c *mcpCall, r *EpisodeReply) (*mcp.CallToolResult, error) {
 	obs := r.Obs
-	if a["screenshot"] == true || a["view"] == "html" {
-		res, err := mcpOp[*ObserveReply](m, "observe", &observeArgs{Observe: observeArg(a)})
+	if c.view.Screenshot || c.view.View == "html" {
+		res, err := mcpOp[*ObserveReply](m, "observe", &observeArgs{Observe: c.view})
 		if err != nil {
 			return nil, err
 		}
 		obs = res.Obs
 	}
-	return m.result(a, obs, m.st, nil), nil
+	return m.result(c.raw, obs, m.st, nil), nil
 }
 
-func (m *mcpSession) observe(a map[string]any) (*mcp.CallToolResult, error) {
+func (m *mcpSession) observe(_ *observeArgs, c *mcpCall) (*mcp.CallToolResult, error) {
 	if _, err := m.env(); err != nil {
 		return nil, err
 	}
-	res, err := mcpOp[*ObserveReply](m, "observe", &observeArgs{Observe: observeArg(a)})
+	res, err := mcpOp[*ObserveReply](m, "observe", &observeArgs{Observe: c.view})
 	if err != nil {
 		return nil, err
 	}
-	return m.result(a, res.Obs, m.st, nil), nil
+	return m.result(c.raw, res.Obs, m.st, nil), nil
 }
 
 // actionTool is the tool of action d: its arguments make the action
 // (ActionDoc.Build), which step runs.
-func actionTool(d envcore.ActionDoc) func(m *mcpSession, a map[string]any) (*mcp.CallToolResult, error) {
-	return func(m *mcpSession, a map[string]any) (*mcp.CallToolResult, error) {
-		own := map[string]any{}
-		for k, v := range a {
-			if k != "view" && k != "screenshot" {
-				own[k] = v
-			}
-		}
-		act, err := d.Build(own) // no call form printed and parsed back
+func actionTool(d envcore.ActionDoc) func(m *mcpSession, c *mcpCall) (*mcp.CallToolResult, error) {
+	return func(m *mcpSession, c *mcpCall) (*mcp.CallToolResult, error) {
+		act, err := d.Build(c.args.(map[string]any)) // no call form printed and parsed back
 		if err != nil {
 			return nil, badArgs(err.Error())
 		}
 		if _, err := m.env(); err != nil {
 			return nil, err
 		}
-		r, err := mcpOp[*StepReply](m, "step", &stepArgs{Action: builtAction(act), Observe: observeArg(a)})
+		r, err := mcpOp[*StepReply](m, "step", &stepArgs{Action: builtAction(act), Observe: c.view})
 		if err != nil {
 			return nil, err
 		}
-		return m.result(a, r.Obs, m.st, r), nil
+		return m.result(c.raw, r.Obs, m.st, r), nil
 	}
 }
 
-func (m *mcpSession) task(map[string]any) (*mcp.CallToolResult, error) {
+func (m *mcpSession) task(*noArgs, *mcpCall) (*mcp.CallToolResult, error) {
 	if _, err := m.env(); err != nil {
 		return nil, err
 	}
@@ -585,12 +640,11 @@ func (m *mcpSession) task(map[string]any) (*mcp.CallToolResult, error) {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: st.goalText()}}, StructuredContent: st}, nil
 }
 
-func (m *mcpSession) snapshot(a map[string]any) (*mcp.CallToolResult, error) {
+func (m *mcpSession) snapshot(a *snapshotArgs, _ *mcpCall) (*mcp.CallToolResult, error) {
 	if _, err := m.env(); err != nil {
 		return nil, err
 	}
-	name, _ := a["name"].(string)
-	r, err := mcpOp[*SnapshotReply](m, "snapshot", &snapshotArgs{Name: name})
+	r, err := mcpOp[*SnapshotReply](m, "snapshot", a)
 	if err != nil {
 		return nil, err
 	}
@@ -598,28 +652,22 @@ func (m *mcpSession) snapshot(a map[string]any) (*mcp.CallToolResult, error) {
 		StructuredContent: r}, nil
 }
 
-func (m *mcpSession) restore(a map[string]any) (*mcp.CallToolResult, error) {
+func (m *mcpSession) restore(a *snapshotArgs, c *mcpCall) (*mcp.CallToolResult, error) {
 	if _, err := m.env(); err != nil {
 		return nil, err
 	}
-	name, _ := a["name"].(string)
-	r, err := mcpOp[*EpisodeReply](m, "restore", &snapshotArgs{Name: name})
+	r, err := mcpOp[*EpisodeReply](m, "restore", a)
 	if err != nil {
 		return nil, err
 	}
-	return m.episodeResult(a, r)
+	return m.episodeResult(c, r)
 }
 
-func (m *mcpSession) fork(a map[string]any) (*mcp.CallToolResult, error) {
+func (m *mcpSession) fork(a *forkArgs, _ *mcpCall) (*mcp.CallToolResult, error) {
 	if _, err := m.env(); err != nil {
 		return nil, err
 	}
-	fa := &forkArgs{N: 1}
-	if n, ok := a["n"].(float64); ok {
-		fa.N = int(n)
-	}
-	fa.Name, _ = a["name"].(string)
-	r, err := mcpOp[*ForkReply](m, "fork", fa)
+	r, err := mcpOp[*ForkReply](m, "fork", a)
 	if err != nil {
 		return nil, err
 	}
@@ -632,18 +680,18 @@ func (m *mcpSession) fork(a map[string]any) (*mcp.CallToolResult, error) {
 		StructuredContent: map[string]any{"snapshot": r.Snapshot, "envs": ids}}, nil
 }
 
-func (m *mcpSession) attach(a map[string]any) (*mcp.CallToolResult, error) {
-	x, err := m.s.session(a["env"].(string))
+func (m *mcpSession) attach(a *attachArgs, c *mcpCall) (*mcp.CallToolResult, error) {
+	x, err := m.s.session(a.Env)
 	if err != nil {
 		return nil, err
 	}
 	x.owner.Store(m.owner)
 	m.x = x
-	res, err := mcpOp[*ObserveReply](m, "observe", &observeArgs{Observe: observeArg(a)})
+	res, err := mcpOp[*ObserveReply](m, "observe", &observeArgs{Observe: c.view})
 	if err != nil {
 		return nil, err
 	}
-	return m.result(a, res.Obs, m.st, nil), nil
+	return m.result(c.raw, res.Obs, m.st, nil), nil
 }
 
 // mcpState is what a harness-training gateway reads from every result's

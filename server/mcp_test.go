@@ -16,6 +16,7 @@ import (
 
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/hosting"
+	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
 	"github.com/webserv-rl/webserv/sites/catalog"
@@ -538,5 +539,60 @@ func TestMCPBudgetPrunesTheViewAsked(t *testing.T) {
 	got := textOf(okTool(t, cs, "observe", map[string]any{"view": "html"}))
 	if !strings.Contains(got, "<title>") || !strings.Contains(got, `data-semantic-id="load"`) || strings.Contains(got, "RootWebArea") {
 		t.Errorf("observe under a budget, view html:\n%s", got)
+	}
+}
+
+// The control tools on a hosted site: snapshot, restore and fork run their
+// ops with the arguments as sent (fork's n defaulting to 1), another
+// session attaches to the fork and acts on it, and a mistaken argument is
+// refused with the op's words, after which the session goes on.
+func TestMCPSnapshotForkAttach(t *testing.T) {
+	t.Parallel()
+	factory := catalog.New([]*hosting.Site{hostingtest.LocalSite(t)}, []hosting.Backend{localBackend(t)}, nil)
+	base := serve(t, server.New(nil, browser, factory, server.Config{Env: envConfig(), MaxCreating: 8}))
+	cs := mustMCP(t, base, "site=testsite")
+
+	okTool(t, cs, "reset", nil)
+	okTool(t, cs, "goto", map[string]any{"url": "/set?v=cart-1"})
+	okTool(t, cs, "goto", map[string]any{"url": "/"})
+	okTool(t, cs, "snapshot", map[string]any{"name": "checkout"})
+	okTool(t, cs, "goto", map[string]any{"url": "/set?v=later"})
+
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"fork", map[string]any{"count": 2}, "fork has no argument count (its arguments are n, name)"},
+		{"fork", map[string]any{"n": 1.5}, "fork.n must be a whole number, got 1.5"},
+		{"fork", map[string]any{"n": 0}, "fork needs n, the number of new environments"}, // the op's check: 0 is not the tool's default
+		{"restore", map[string]any{}, "restore needs name"},
+		{"restore", map[string]any{"name": "nope"}, `has no snapshot "nope"`},
+		{"reset", map[string]any{"max_steps": 3}, "reset has no argument max_steps (its arguments are goal, screenshot, seed, site, start_url, task, view)"},
+	} {
+		res := callTool(t, cs, c.tool, c.args)
+		if !res.IsError || !strings.Contains(textOf(res), "bad_args (client fault)") || !strings.Contains(textOf(res), c.want) {
+			t.Errorf("%s %v: error %v, text %q; want a bad_args error saying %q", c.tool, c.args, res.IsError, textOf(res), c.want)
+		}
+	}
+
+	res := okTool(t, cs, "restore", map[string]any{"name": "checkout", "view": "html"})
+	if !strings.Contains(textOf(res), "state=cart-1") {
+		t.Errorf("after restore: %s", textOf(res))
+	}
+	forked := structOf(t, okTool(t, cs, "fork", map[string]any{"name": "checkout"}))
+	envs, _ := forked["envs"].([]any)
+	if len(envs) != 1 || forked["snapshot"] != "checkout" {
+		t.Fatalf("fork without n: %v, want one environment", forked)
+	}
+	other := mustMCP(t, base, "")
+	res = okTool(t, other, "attach", map[string]any{"env": envs[0], "view": "html"})
+	if st := structOf(t, res); st["env"] != envs[0] || !strings.Contains(textOf(res), "state=cart-1") {
+		t.Errorf("attach: %v\n%s", st, textOf(res))
+	}
+	okTool(t, other, "goto", map[string]any{"url": "/set?v=fork-0"})
+	res = okTool(t, other, "goto", map[string]any{"url": "/", "view": "html"})
+	if !strings.Contains(textOf(res), "state=fork-0") {
+		t.Errorf("the attached session's action: %s", textOf(res))
 	}
 }

@@ -23,7 +23,7 @@ type tasksArgs struct {
 
 // observeSpec is the observe map of make, step and observe.
 type observeSpec struct {
-	Screenshot bool   `json:"screenshot"`
+	Screenshot bool   `json:"screenshot" jsonschema:"also a screenshot of the viewport, as an image"`
 	AXTree     bool   `json:"axtree"`
 	Geometry   bool   `json:"geometry"`
 	Marks      bool   `json:"marks"`
@@ -33,7 +33,7 @@ type observeSpec struct {
 	MaxSide    int    `json:"max_side"`
 	MaxTokens  int    `json:"max_tokens"`
 	Tokenizer  string `json:"tokenizer"`
-	View       string `json:"view"`
+	View       string `json:"view" jsonschema:"how the page's text is shown: \"axtree\" (the accessibility tree, the default) or \"html\""`
 }
 
 // options returns the envcore options, checked; tk loads the budget's
@@ -78,7 +78,7 @@ func (o episodeOpts) episode(seed *int64) EpisodeOptions {
 }
 
 type resetArgs struct {
-	Seed      *int64      `json:"seed"`
+	Seed      *int64      `json:"seed" jsonschema:"seeds the site's task sampler"`
 	Options   episodeOpts `json:"options"`
 	PreviewMs *Millis     `json:"preview_ms"`
 }
@@ -119,12 +119,12 @@ func (r *recordArg) decodeWire(v any, path string) error {
 
 type makeArgs struct {
 	resetArgs
-	Site              string          `json:"site"`
+	Site              string          `json:"site" jsonschema:"a site this server hosts (the sites op lists them; over MCP the resources webserv://sites/NAME describe them)"`
 	Sites             []string        `json:"sites"`
 	TaskSet           string          `json:"task_set"`
-	Task              string          `json:"task"`
-	StartURL          string          `json:"start_url"`
-	Goal              string          `json:"goal"`
+	Task              string          `json:"task" jsonschema:"a task id, like \"shopping.0\" (the tasks op lists them)"`
+	StartURL          string          `json:"start_url" jsonschema:"the page to start at"`
+	Goal              string          `json:"goal" jsonschema:"the goal, for an episode without a task"`
 	Allow             []string        `json:"allow"`
 	Politeness        *politenessArgs `json:"politeness"`
 	IdleMs            Millis          `json:"idle_ms"`
@@ -249,10 +249,10 @@ func (a *stepAction) parsed() (envcore.Action, bool) {
 }
 
 type snapshotArgs struct {
-	Name string `json:"name"`
+	Name string `json:"name" jsonschema:"the snapshot's name (letters, digits, - and _)"`
 }
 
 type forkArgs struct {
-	N    int    `json:"n"`
-	Name string `json:"name"`
+	N    int    `json:"n" jsonschema:"how many new environments (MCP's fork tool makes 1 when n is not given)"`
+	Name string `json:"name" jsonschema:"the snapshot to fork (a new one is taken when name is not given)"`
 }
