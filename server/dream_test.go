@@ -14,7 +14,6 @@ import (
 
 	"github.com/webserv-rl/webserv/dream"
 	"github.com/webserv-rl/webserv/server"
-	"github.com/webserv-rl/webserv/sites/bundled"
 	"github.com/webserv-rl/webserv/trajectory"
 )
 
@@ -39,9 +38,7 @@ func TestDreams(t *testing.T) {
 	trajDir, runs, files := recordedShopOracles(t)
 	// A server of its own that dreams from the recording (TrajectoryDir)
 	// and serves the shop for the real environments below.
-	dir := t.TempDir()
-	cl := shopServerOn(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}},
-		server.Config{TrajectoryDir: trajDir, MaxCreating: 4, MaxEnvs: 16}, nil)
+	cl := shopServer(t, server.Config{TrajectoryDir: trajDir, MaxCreating: 4, MaxEnvs: 16}, nil)
 	episodes := map[string]*trajectory.Episode{} // by task
 	paths := map[string]string{}
 	for _, f := range files {

@@ -1,12 +1,10 @@
 package server_test
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/webserv-rl/webserv/server"
-	"github.com/webserv-rl/webserv/sites/bundled"
 )
 
 // state_diff on the bundled shop: after a cart task's oracle, the cart row
@@ -17,9 +15,7 @@ import (
 // database, are refused.
 func TestStateDiffShowsWhatAnEpisodeChanged(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	cl := shopServerOn(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}},
-		server.Config{MaxCreating: 2, MaxEnvs: 4}, nil)
+	cl := shopServer(t, server.Config{MaxCreating: 2, MaxEnvs: 4}, nil)
 
 	r := wait(t, cl.send("make", "", map[string]any{"site": "shopping", "task": "shopping.35"}))
 	plain := r["result"].(map[string]any)["env"].(string)

@@ -5,13 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/webserv-rl/webserv/server"
-	"github.com/webserv-rl/webserv/sites/bundled"
 )
 
 var updateStepInfo = flag.Bool("update-stepinfo", false, "rewrite testdata/stepinfo.golden.json from this run")
@@ -31,9 +29,7 @@ const stepInfoGolden = "testdata/stepinfo.golden.json"
 func TestStepInfoWire(t *testing.T) {
 	t.Parallel()
 	trajDir, runs, _ := recordedShopOracles(t)
-	dir := t.TempDir()
-	cl := shopServerOn(t, localBackend(t), bundled.Options{DataDir: filepath.Join(dir, "shop-data"), Command: []string{buildShop(t, dir)}},
-		server.Config{TrajectoryDir: trajDir, MaxCreating: 4, MaxEnvs: 16}, nil)
+	cl := shopServer(t, server.Config{TrajectoryDir: trajDir, MaxCreating: 4, MaxEnvs: 16}, nil)
 	var got []wireReply
 	keep := func(label string, res map[string]any) map[string]any {
 		got = append(got, wireReplyOf(label, res, trajDir))
