@@ -111,17 +111,3 @@ func (e *Env) GivenUp() error {
 	defer e.mu.Unlock()
 	return e.lost
 }
-
-// FitBudget prunes an axtree text view (with its lines' places) to max
-// tokens: the text, its count and whether it was pruned.
-func FitBudget(text, places string, max int, c TokenCounter) (string, int, bool) {
-	r := fitBudget(text, places, max, c, "", axtreeView)
-	return r.text, r.tokens, r.truncated
-}
-
-// FitBudgetExpanded is FitBudget with the fold expand names shown first;
-// it also returns the ids of the folds the text shows.
-func FitBudgetExpanded(text, places string, max int, c TokenCounter, expand string) (string, int, []string) {
-	r := fitBudget(text, places, max, c, expand, axtreeView)
-	return r.text, r.tokens, r.folds
-}
