@@ -97,7 +97,7 @@ run: build venv-run
 
 # Extraction time and per-step overhead beyond the idle window (medians).
 bench: setup
-	$(GO) test ./envcore -run '^$$' -bench . -benchtime 40x
+	$(GO) test ./envcore/... -run '^$$' -bench . -benchtime 40x
 
 # Protocol overhead and steps/second with 1, 10 and 50 environments.
 bench-protocol: build venv

@@ -14,7 +14,7 @@ counting and pruning), and the sizes before and after: characters and tokens of 
 (the tokens as Python's tokenizers package counts them). Results in bench/results/budget.json
 and .md. ``--view html`` budgets the HTML view instead (``view: "html"``; without a budget,
 the observation's html): bench/results/budget-html.*. The Go side alone: ``go test -run X
--bench Budget ./envcore``.
+-bench Budget ./envcore/budget``.
 """
 
 from __future__ import annotations

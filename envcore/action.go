@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/webserv-rl/webserv/envcore/budget"
 )
 
 // ActionType names an action (WebServ paper, 3.2.2). Element actions need
@@ -211,7 +213,7 @@ var actionSpecs = []actionSpec{
 		format: func(a Action) string { return call("send_msg_to_user", quote(a.Text)) }},
 	{typ: Expand, target: "the id of a folded part, fold-…", inert: true, evaluates: never, run: (*Env).runExpand,
 		check: func(a Action) error {
-			if _, _, ok := parseFoldID(a.Target); !ok {
+			if !budget.IsFoldID(a.Target) {
 				return fmt.Errorf(`expand takes the id of a folded part as its fold line shows it, like expand("fold-3935a2be-2"), got %q`, a.Target)
 			}
 			return nil

@@ -3,64 +3,22 @@ package envcore
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-rod/rod"
-	"github.com/go-rod/rod/lib/cdp"
-	"github.com/go-rod/rod/lib/launcher"
-	"github.com/go-rod/rod/lib/launcher/flags"
 	"github.com/go-rod/rod/lib/proto"
 	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/envcore/chromium"
 )
 
-// The browser binaries used when BrowserOptions.Bin is empty and
-// $WEBSERV_CHROMIUM is unset: Debian's chromium-headless-shell (the old
-// headless build, about half the CPU and memory per environment) when it
-// is installed and no window is asked for, else Debian's chromium.
-const (
-	DefaultChromium      = "/usr/bin/chromium"
-	DefaultHeadlessShell = "/usr/bin/chromium-headless-shell"
-)
-
-// ChromiumBin is the binary Launch runs for opts: opts.Bin, else
-// $WEBSERV_CHROMIUM, else the headless shell when installed and opts.Show
-// is false, else DefaultChromium.
-func ChromiumBin(opts BrowserOptions) string {
-	if opts.Bin != "" {
-		return opts.Bin
-	}
-	if bin := os.Getenv("WEBSERV_CHROMIUM"); bin != "" {
-		return bin
-	}
-	if !opts.Show {
-		if _, err := os.Stat(DefaultHeadlessShell); err == nil {
-			return DefaultHeadlessShell
-		}
-	}
-	return DefaultChromium
-}
-
-// closedNetworkFlags keep Chromium from calling home. On a closed network each
-// of these background connections fails, and some retry in a loop.
-var closedNetworkFlags = []string{
-	"disable-background-networking",
-	"disable-component-update",
-	"disable-sync",
-	"no-first-run",
-	"disable-quic",
-	"disable-domain-reliability",
-	"disable-client-side-phishing-detection",
-}
-
-// BrowserOptions configures the Chromium process.
+// BrowserOptions configures the Chromium process (chromium.Options) and
+// what the Browser adds to it: warm contexts, per-context proxies.
 type BrowserOptions struct {
-	// Bin is the Chromium binary. Empty means ChromiumBin's choice.
+	// Bin is the Chromium binary. Empty means chromium.Bin's choice.
 	// WebServ never downloads a browser.
 	Bin string
 	// Show opens a visible window instead of running headless (with the
@@ -79,7 +37,7 @@ type BrowserOptions struct {
 	// (see Network); nil sends contexts straight to the network.
 	Proxy func() (ContextProxy, error)
 	// User is the account Chromium runs as when the server runs as root:
-	// empty means DefaultBrowserUser. It must exist and must not be root
+	// empty means chromium.DefaultUser. It must exist and must not be root
 	// (Launch fails and says how to create it). When the server is not
 	// root, Chromium runs as the server's own user and User must be empty
 	// or name that user.
@@ -91,13 +49,18 @@ type BrowserOptions struct {
 	NoSandbox bool
 }
 
+// processOptions are the settings of o that the Chromium process takes.
+func (o BrowserOptions) processOptions() chromium.Options {
+	return chromium.Options{Bin: o.Bin, Show: o.Show, Flags: o.Flags, User: o.User, NoSandbox: o.NoSandbox}
+}
+
 // Browser owns one Chromium process. Many environments share it, each in its
 // own browser context (an incognito profile: separate cookies, storage and
 // cache). A Browser is safe for concurrent use.
 type Browser struct {
 	log    *zap.Logger
 	rod    *rod.Browser
-	proc   *chromiumProcess
+	proc   *chromium.Process
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the event loop ends
@@ -137,7 +100,7 @@ type Browser struct {
 	cause string
 }
 
-// Launch starts Chromium and connects to it over a pipe (pipe.go). The
+// Launch starts Chromium and connects to it over a pipe (chromium.Start). The
 // process ends when Close is called; ctx bounds the start. Nothing
 // restarts the browser if it dies: a Pool (supervisor.go) does.
 func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser, error) {
@@ -149,21 +112,22 @@ func launch(ctx context.Context, log *zap.Logger, opts BrowserOptions, supervise
 	if log == nil {
 		log = zap.NewNop()
 	}
-	bin := ChromiumBin(opts)
+	popts := opts.processOptions()
+	bin := chromium.Bin(popts)
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("chromium not found at %s: install Debian's chromium-headless-shell or chromium package (apt-get install chromium-headless-shell chromium) or set WEBSERV_CHROMIUM: %w", bin, err)
 	}
 
-	proc, err := launchProcess(ctx, log, bin, opts)
+	proc, err := chromium.Start(ctx, log, bin, popts)
 	if err != nil {
 		return nil, err
 	}
 	bctx, cancel := context.WithCancel(context.Background())
-	tap := &netTap{ws: proc.conn} // reads the tabs' Network events (netwatch.go)
-	rb, err := connect(ctx, bctx, proc, tap)
+	tap := &netTap{ws: proc.Pipe()} // reads the tabs' Network events (netwatch.go)
+	rb, err := proc.Connect(ctx, bctx, tap)
 	if err != nil {
 		cancel()
-		_ = proc.stop(0)
+		_ = proc.Stop(0)
 		return nil, err
 	}
 	b := &Browser{
@@ -184,7 +148,7 @@ func launch(ctx context.Context, log *zap.Logger, opts BrowserOptions, supervise
 		supervised: supervised,
 	}
 	tap.b = b
-	b.mainPID = browserPID(ctx, rb, proc)
+	b.mainPID = proc.MainPID(ctx, rb)
 	events := rb.Event() // subscribe before auto-attach so no attach is missed
 	go b.loop(events)
 	go b.watchExit()
@@ -197,157 +161,13 @@ func launch(ctx context.Context, log *zap.Logger, opts BrowserOptions, supervise
 		return nil, fmt.Errorf("chromium auto-attach: %w", err)
 	}
 	if ver, err := (proto.BrowserGetVersion{}).Call(rb); err == nil {
-		log.Info("browser started", zap.String("product", ver.Product), zap.String("bin", bin), zap.String("user", proc.acct.name),
-			zap.Bool("sandbox", proc.sandboxed), zap.Int("pid", b.mainPID), zap.String("devtools", "pipe"))
+		log.Info("browser started", zap.String("product", ver.Product), zap.String("bin", bin), zap.String("user", proc.User()),
+			zap.Bool("sandbox", proc.Sandboxed()), zap.Int("pid", b.mainPID), zap.String("devtools", "pipe"))
 	}
 	if opts.WarmContexts > 0 {
 		b.startPool(opts.WarmContexts)
 	}
 	return b, nil
-}
-
-// browserPID is Chromium's browser process, as Chromium itself names it.
-// proc.pid can be a wrapper (Debian's chromium and chromium-headless-shell
-// are shell scripts that start the binary as their child), and no reading
-// of /proc tells the browser from a process it has just forked: until
-// that child execs (a zygote, a utility), it has the browser's own command
-// line. On a loaded host that window is long, and a pid taken in it named
-// such a child (the network service, a zygote), so a kill meant for the
-// browser (a health report's, a test's) ended the child instead, and the
-// browser lived on, without zygotes unable to start pages (wedged.go).
-// When Chromium does not answer, proc.pid is the best guess.
-func browserPID(ctx context.Context, rb *rod.Browser, proc *chromiumProcess) int {
-	info, err := proto.SystemInfoGetProcessInfo{}.Call(rb.Context(ctx))
-	if err == nil {
-		for _, p := range info.ProcessInfo {
-			if p.Type == "browser" {
-				return p.ID
-			}
-		}
-	}
-	return proc.pid
-}
-
-// connect starts rod's CDP client on proc's pipe, bound to life, and
-// waits, within ctx, for the browser to answer its first command: a
-// browser that ends before it does (a bad switch, a sandbox that cannot
-// start) fails the launch with what it printed.
-func connect(ctx, life context.Context, proc *chromiumProcess, conn cdp.WebSocketable) (*rod.Browser, error) {
-	client := cdp.New().Start(conn)
-	rb := rod.New().Client(client).Context(life)
-	err := rb.Connect()
-	if err == nil {
-		_, err = proto.BrowserGetVersion{}.Call(rb.Context(ctx))
-	}
-	if err == nil {
-		return rb, nil
-	}
-	// A browser that did not answer is usually ending (a pipe that broke on
-	// read or on write): give it a moment to exit, so the error says what
-	// it printed instead of the pipe's own complaint.
-	select {
-	case <-proc.exit:
-	case <-time.After(5 * time.Second):
-	}
-	select {
-	case <-proc.exit:
-		err = fmt.Errorf("chromium ended before it answered on its DevTools pipe; it printed: %s", firstNonEmpty(proc.out.String(), "nothing"))
-	default:
-		err = fmt.Errorf("chromium did not answer on its DevTools pipe: %w (it printed: %s)", err, firstNonEmpty(proc.out.String(), "nothing"))
-	}
-	return nil, explainLaunchFailure(err, proc.acct)
-}
-
-// launchProcess starts Chromium for opts as Launch does (as
-// browserAccountFor's user, with the sandbox unless opts turn it off, its
-// DevTools protocol on a pipe).
-func launchProcess(ctx context.Context, log *zap.Logger, bin string, opts BrowserOptions) (*chromiumProcess, error) {
-	acct, err := browserAccountFor(opts)
-	if err != nil {
-		return nil, err
-	}
-	if n := removeStaleBrowserDirs(os.TempDir()); n > 0 {
-		log.Info("removed the directories of browsers whose server ended without closing them", zap.Int("count", n), zap.String("under", os.TempDir()))
-	}
-	dirs, err := newBrowserDirs(acct)
-	if err != nil {
-		return nil, err
-	}
-	l := newLauncher(ctx, bin, opts).UserDataDir(dirs.data)
-	sandboxed := !l.Has(flags.NoSandbox)
-	if !sandboxed {
-		log.Warn("chromium's sandbox is off (--no-sandbox): a page that exploits a renderer bug runs unconfined on this host as the browser's user; turn it off only where the sandbox cannot start",
-			zap.String("user", acct.name))
-	}
-	proc, err := startChromium(ctx, l, bin, acct, dirs, browserEnv(acct, dirs, os.Environ()))
-	if err != nil {
-		_ = dirs.remove()
-		return nil, fmt.Errorf("launch chromium (%s) as user %s: %w", bin, acct.name, err)
-	}
-	proc.sandboxed = sandboxed
-	return proc, nil
-}
-
-// newLauncher is Chromium's command line as Launch starts it: bin with the
-// closed-network switches, the features it runs without, --no-sandbox only
-// when opts.NoSandbox asks for it, and opts' and WEBSERV_CHROMIUM_FLAGS's
-// switches. (Launch starts the process itself: see startChromium.)
-func newLauncher(ctx context.Context, bin string, opts BrowserOptions) *launcher.Launcher {
-	l := launcher.New().Context(ctx).Bin(bin).Headless(!opts.Show)
-	for _, f := range closedNetworkFlags {
-		l.Set(flagName(f))
-	}
-	l.Set("disable-gpu").Set("mute-audio").Set("hide-scrollbars").Set("disable-extensions").
-		Set("no-default-browser-check").Set("password-store", "basic").
-		Set("disable-features", disabledFeatures...)
-	// Rod's defaults turn the sandbox off in a container (/.dockerenv and
-	// the like); here only opts.NoSandbox (or a no-sandbox switch in the
-	// flags below) does.
-	l.Delete(flags.NoSandbox)
-	// DevTools on a pipe (fds 3 and 4), not a TCP port any local process
-	// could connect to (pipe.go).
-	l.Delete(flags.RemoteDebuggingPort)
-	l.Set("remote-debugging-pipe")
-	if opts.NoSandbox {
-		l.Set(flags.NoSandbox)
-	}
-	for _, f := range append(slices.Clone(opts.Flags), strings.Fields(os.Getenv("WEBSERV_CHROMIUM_FLAGS"))...) {
-		f = strings.TrimLeft(f, "-")
-		name, val, hasVal := cut(f, '=')
-		if hasVal {
-			l.Set(flagName(name), val)
-		} else {
-			l.Set(flagName(name))
-		}
-	}
-	return l
-}
-
-// disabledFeatures are the Chromium features the browser runs without.
-var disabledFeatures = []string{
-	// One renderer process per browser context, not one per site.
-	"site-per-process",
-	// Services that would call out to the network or do nothing headless.
-	"TranslateUI", "MediaRouter", "OptimizationHints", "AutofillServerCommunication", "InterestFeedContentSuggestions",
-	// No back/forward cache: going back re-runs the page, so an
-	// observation after go_back depends only on the history entry.
-	"BackForwardCache",
-	// RenderDocument gives every cross-document navigation a new frame
-	// in the renderer, with a compositor of its own; reusing the frame
-	// cuts the CPU of a navigation by about a quarter (bench/README.md,
-	// "scale") and changes nothing a page can see.
-	"RenderDocument",
-}
-
-func flagName(s string) flags.Flag { return flags.Flag(s) }
-
-func cut(s string, sep byte) (before, after string, found bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == sep {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return s, "", false
 }
 
 // Close ends every environment and the Chromium process, and removes its
@@ -368,7 +188,7 @@ func (b *Browser) Close() error {
 	}
 	b.cancel()
 	b.drainPool()
-	err := b.proc.stop(2 * time.Second)
+	err := b.proc.Stop(2 * time.Second)
 	select {
 	case <-b.done:
 	case <-time.After(5 * time.Second):
@@ -379,7 +199,7 @@ func (b *Browser) Close() error {
 // Alive reports whether the Chromium process is still connected.
 func (b *Browser) Alive() bool {
 	select {
-	case <-b.proc.conn.closed:
+	case <-b.proc.Closed():
 		return false
 	default:
 		return true

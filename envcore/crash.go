@@ -43,7 +43,7 @@ func (e *BrowserCrashedError) Unwrap() error { return ErrBrowserCrashed }
 // watchExit waits for the browser's DevTools pipe to close and, unless
 // Close closed it, records and logs the death.
 func (b *Browser) watchExit() {
-	<-b.proc.conn.closed
+	<-b.proc.Closed()
 	b.diedAt.Store(time.Now().UnixNano())
 	if ce := b.crashErr(); ce != nil {
 		b.log.Error("browser process died", zap.Int("pid", ce.PID), zap.Int("environments", int(b.placed.Load())),
@@ -109,7 +109,7 @@ func (e *Env) live(ctx context.Context) (_ context.Context, stop func()) {
 	done := make(chan struct{})
 	go func() {
 		select {
-		case <-b.proc.conn.closed:
+		case <-b.proc.Closed():
 			cancel(ErrBrowserCrashed)
 		case <-lctx.Done():
 		case <-done:

@@ -1,14 +1,22 @@
-// Package envcore is one web-agent environment: a Chromium browser context
-// with its tabs, a compact observation of the page, a small set of semantic
-// actions, and a step that returns only once the work the action caused has
-// finished. It follows the WebServ paper, sections 3.2 and 3.3.
+// Package envcore is the web-agent environment and its action language: a
+// Chromium browser context with its tabs, a compact observation of the
+// page, a small set of semantic actions with the string forms agents emit
+// (ParseAction), and a step that returns only once the work the action
+// caused has finished. It follows the WebServ paper, sections 3.2 and 3.3.
+//
+// Two concerns live in packages of their own beneath it, and import
+// nothing of it: envcore/chromium starts and ends one Chromium process
+// (binary, command line, account and sandbox, directories, the DevTools
+// pipe), and envcore/budget cuts a page's text view to a token budget.
 //
 // # Browser and environments
 //
-// A Browser owns one Chromium process (Debian's chromium-headless-shell
-// when installed, else /usr/bin/chromium; see ChromiumBin; nothing
-// is downloaded). Environments share it, each in its own incognito browser
-// context, so cookies, storage and history never leak between them:
+// A Browser owns one Chromium process (chromium.Start: Debian's
+// chromium-headless-shell when installed, else /usr/bin/chromium; see
+// chromium.Bin; nothing is downloaded) and routes its DevTools events to
+// the environments' tabs. Environments share it, each in its own incognito
+// browser context, so cookies, storage and history never leak between
+// them:
 //
 //	b, err := envcore.Launch(ctx, logger, envcore.BrowserOptions{})
 //	...
@@ -16,6 +24,10 @@
 //	env := b.NewEnv(envcore.Config{IdleWindow: 500 * time.Millisecond})
 //	defer env.Close()
 //	obs, info, err := env.Reset(ctx, "http://127.0.0.1:8080/")
+//
+// A Pool (LaunchPool) supervises several Browsers: a new environment goes
+// to the live one with the fewest, and one that dies is replaced, its
+// environments answering a *BrowserCrashedError until their next Reset.
 //
 // Every page target the environment gets — the first tab, a new_tab, a
 // popup the page opens — is held paused by Chromium until the scripts of
@@ -36,6 +48,8 @@
 // set-of-marks copy of the screenshot, drawn in Go from that geometry so
 // that nothing enters the page, labelled with numbers that SOMLabels maps
 // to ids; and layout cues (cols="N" on grids and flex rows) in the HTML.
+// ObserveOptions.MaxTokens cuts the text view to a token budget (package
+// budget), keeping what can be acted on.
 //
 // # Actions
 //

@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-rod/rod"
 	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/envcore/chromium"
 )
 
 // StartChromium starts Chromium as Launch does, for benchmarks that drive
@@ -13,16 +15,17 @@ import (
 // over its DevTools pipe, its process id, and what stops it and removes
 // its directories.
 func StartChromium(ctx context.Context, opts BrowserOptions) (rb *rod.Browser, pid int, stop func(), err error) {
-	p, err := launchProcess(ctx, zap.NewNop(), ChromiumBin(opts), opts)
+	po := opts.processOptions()
+	p, err := chromium.Start(ctx, zap.NewNop(), chromium.Bin(po), po)
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	rb, err = connect(ctx, ctx, p, p.conn)
+	rb, err = p.Connect(ctx, ctx, p.Pipe())
 	if err != nil {
-		_ = p.stop(0)
+		_ = p.Stop(0)
 		return nil, 0, nil, err
 	}
-	return rb, p.pid, func() { _ = p.stop(0) }, nil
+	return rb, p.PID(), func() { _ = p.Stop(0) }, nil
 }
 
 // BrowserRod is b's rod connection, for benchmarks that read Chromium
@@ -30,20 +33,10 @@ func StartChromium(ctx context.Context, opts BrowserOptions) (rb *rod.Browser, p
 func BrowserRod(b *Browser) *rod.Browser { return b.rod }
 
 // BrowserPID is the process id of b's Chromium.
-func BrowserPID(b *Browser) int { return b.proc.pid }
+func BrowserPID(b *Browser) int { return b.proc.PID() }
 
 // BrowserDir is the directory that holds b's profile, HOME and TMPDIR.
-func BrowserDir(b *Browser) string { return b.proc.dirs.root }
-
-// AccountFor is browserAccountFor with the effective uid given, for tests
-// of what a root server refuses when the test does not run as root.
-func AccountFor(name string, euid int) (uid int, err error) {
-	a, err := accountFor(name, euid)
-	if err != nil {
-		return 0, err
-	}
-	return int(a.uid), nil
-}
+func BrowserDir(b *Browser) string { return b.proc.Dir() }
 
 // ReportedRequests names the requests the browser reported the active
 // tab of env creating (netwatch.go), "METHOD URL (kind)", oldest first.
@@ -74,7 +67,7 @@ func PoolRootPIDs(p *Pool) []int {
 	defer p.mu.Unlock()
 	var out []int
 	for _, b := range p.slots {
-		out = append(out, b.proc.pid)
+		out = append(out, b.proc.PID())
 	}
 	return out
 }
@@ -110,18 +103,4 @@ func (e *Env) GivenUp() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.lost
-}
-
-// FitBudget prunes an axtree text view (with its lines' places) to max
-// tokens: the text, its count and whether it was pruned.
-func FitBudget(text, places string, max int, c TokenCounter) (string, int, bool) {
-	r := fitBudget(text, places, max, c, "", axtreeView)
-	return r.text, r.tokens, r.truncated
-}
-
-// FitBudgetExpanded is FitBudget with the fold expand names shown first;
-// it also returns the ids of the folds the text shows.
-func FitBudgetExpanded(text, places string, max int, c TokenCounter, expand string) (string, int, []string) {
-	r := fitBudget(text, places, max, c, expand, axtreeView)
-	return r.text, r.tokens, r.folds
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/go-rod/rod/lib/proto"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/envcore/chromium"
 )
 
 // BenchmarkFramesOnDemand measures what drawing frames costs a navigation:
@@ -24,9 +25,9 @@ import (
 //
 //	go test ./envcore -run '^$' -bench FramesOnDemand -benchtime 60x -count 3
 func BenchmarkFramesOnDemand(b *testing.B) {
-	bin := envcore.ChromiumBin(envcore.BrowserOptions{})
-	if bin != envcore.DefaultHeadlessShell {
-		b.Fatalf("begin-frame control needs the headless shell (%s); this machine runs %s", envcore.DefaultHeadlessShell, bin)
+	bin := chromium.Bin(chromium.Options{})
+	if bin != chromium.DefaultHeadlessShell {
+		b.Fatalf("begin-frame control needs the headless shell (%s); this machine runs %s", chromium.DefaultHeadlessShell, bin)
 	}
 	for _, mode := range []struct {
 		name     string

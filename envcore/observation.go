@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/webserv-rl/webserv/envcore/budget"
 	"github.com/webserv-rl/webserv/inject"
 )
 
@@ -220,8 +221,8 @@ type ObserveOptions struct {
 	// "html" changes nothing.
 	View string `json:"view,omitempty"`
 	// Tokenizer names the tokenizer.json Counter was loaded from.
-	Tokenizer string       `json:"tokenizer,omitempty"`
-	Counter   TokenCounter `json:"-"`
+	Tokenizer string         `json:"tokenizer,omitempty"`
+	Counter   budget.Counter `json:"-"`
 }
 
 // TextViews are the values of ObserveOptions.View ("" is "axtree").
@@ -240,8 +241,8 @@ func (o ObserveOptions) Validate() error {
 	if o.MaxSide < 0 || (o.MaxSide > 0 && o.MaxSide < 64) {
 		return fmt.Errorf("max_side must be 64 pixels or more (0: full size), got %d", o.MaxSide)
 	}
-	if o.MaxTokens < 0 || (o.MaxTokens > 0 && o.MaxTokens < MinTokenBudget) {
-		return fmt.Errorf("max_tokens must be %d or more (0: no budget), got %d", MinTokenBudget, o.MaxTokens)
+	if o.MaxTokens < 0 || (o.MaxTokens > 0 && o.MaxTokens < budget.MinTokens) {
+		return fmt.Errorf("max_tokens must be %d or more (0: no budget), got %d", budget.MinTokens, o.MaxTokens)
 	}
 	if o.View != "" && !slices.Contains(TextViews, o.View) {
 		return fmt.Errorf("view must be \"axtree\" or \"html\", got %q", o.View)
@@ -261,20 +262,20 @@ func (o ObserveOptions) budgetsHTML() bool { return o.MaxTokens > 0 && o.View ==
 // budget prunes the view opts names to its token budget and leaves the
 // other out; places are the view's lines' places.
 func (t *tab) budget(opts ObserveOptions, places string, obs *Observation) {
-	view, text := axtreeView, &obs.AXTree
+	view, text := budget.AXTree, &obs.AXTree
 	if opts.budgetsHTML() {
-		view, text = htmlView, &obs.HTML
+		view, text = budget.HTML, &obs.HTML
 		obs.AXTree = ""
 	} else {
 		obs.HTML = ""
 	}
 	if *text == "" { // no injected script: the title alone
-		*text = view.title(obs.Title)
+		*text = view.Title(obs.Title)
 		places = ""
 	}
-	r := fitBudget(*text, places, opts.MaxTokens, opts.Counter, t.expansion(), view)
-	*text, obs.ObsTokens, obs.ObsTruncated = r.text, r.tokens, r.truncated
-	t.shown(r.folds)
+	r := budget.Fit(*text, places, opts.MaxTokens, opts.Counter, t.expansion(), view)
+	*text, obs.ObsTokens, obs.ObsTruncated = r.Text, r.Tokens, r.Truncated
+	t.shown(r.Folds)
 }
 
 // pageObservation is what parser.observeJSON returns.

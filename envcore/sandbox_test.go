@@ -3,7 +3,6 @@ package envcore_test
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/envcore/chromium"
 )
 
 // chromiumProc is what /proc says of one process of a browser's tree.
@@ -95,9 +95,9 @@ func browserUID(t *testing.T) string {
 	if os.Geteuid() != 0 {
 		return strconv.Itoa(os.Geteuid())
 	}
-	u, err := user.Lookup(envcore.DefaultBrowserUser)
+	u, err := user.Lookup(chromium.DefaultUser)
 	if err != nil {
-		t.Fatalf("the tests run as root, so Chromium runs as %s, which must exist (make setup creates it): %v", envcore.DefaultBrowserUser, err)
+		t.Fatalf("the tests run as root, so Chromium runs as %s, which must exist (make setup creates it): %v", chromium.DefaultUser, err)
 	}
 	return u.Uid
 }
@@ -145,7 +145,7 @@ func TestBrowserRunsUnprivilegedInItsSandbox(t *testing.T) {
 // The full browser (what --show runs) is sandboxed the same way.
 func TestFullChromiumRunsInItsSandbox(t *testing.T) {
 	t.Parallel()
-	b, err := envcore.Launch(testCtx(t), zap.NewNop(), envcore.BrowserOptions{Bin: envcore.DefaultChromium})
+	b, err := envcore.Launch(testCtx(t), zap.NewNop(), envcore.BrowserOptions{Bin: chromium.DefaultChromium})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestBrowserDirectoryAndEnvironment(t *testing.T) {
 	if os.Geteuid() == 0 {
 		for _, kv := range vars {
 			if strings.HasPrefix(kv, "WEBSERV_TOKEN=") {
-				t.Errorf("the browser, run as %s, was given the server's %s", envcore.DefaultBrowserUser, kv)
+				t.Errorf("the browser, run as %s, was given the server's %s", chromium.DefaultUser, kv)
 			}
 			if k, v, _ := strings.Cut(kv, "="); (k == "HOME" || k == "TMPDIR") && !strings.HasPrefix(v, dir+"/") {
 				t.Errorf("%s=%s, want a directory under %s", k, v, dir)
@@ -251,117 +251,5 @@ func TestBrowserDirectoryAndEnvironment(t *testing.T) {
 		if st, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline"); err == nil && bytes.Equal(bytes.ReplaceAll(st, []byte{0}, []byte{' '}), []byte(p.cmdline)) {
 			t.Errorf("after Close, pid %d (%.90s) still runs", p.pid, p.cmdline)
 		}
-	}
-}
-
-// A root server starts Chromium only as an existing unprivileged user and
-// says how to make one; a server that is not root cannot switch users.
-func TestBrowserUserChecks(t *testing.T) {
-	t.Parallel()
-	_, err := envcore.AccountFor("webserv-no-such-user", 0)
-	if err == nil || !strings.Contains(err.Error(), "make setup") || !strings.Contains(err.Error(), "useradd") || !strings.Contains(err.Error(), "webserv-no-such-user") {
-		t.Errorf("a missing browser user: %v; want an error naming it and saying to run make setup or useradd", err)
-	}
-	if _, err := envcore.AccountFor("root", 0); err == nil || !strings.Contains(err.Error(), "is root or has root's group") {
-		t.Errorf("root as the browser user: %v; want it refused", err)
-	}
-	if _, err := envcore.AccountFor(envcore.DefaultBrowserUser, 4242); err == nil || !strings.Contains(err.Error(), "only a server running as root") {
-		t.Errorf("another user from a server that is not root: %v; want it refused", err)
-	}
-	if uid, err := envcore.AccountFor("", 4242); err != nil || uid != 4242 {
-		t.Errorf("a server that is not root: uid %d, %v; want its own uid 4242", uid, err)
-	}
-	if os.Geteuid() == 0 {
-		uid, err := envcore.AccountFor("", 0)
-		if err != nil || strconv.Itoa(uid) != browserUID(t) {
-			t.Errorf("the default browser user: uid %d, %v; want %s's %s", uid, err, envcore.DefaultBrowserUser, browserUID(t))
-		}
-	}
-}
-
-// A root server whose TMPDIR the browser's user cannot enter refuses to
-// launch and says so, instead of Chromium failing on a profile it cannot
-// open.
-func TestBrowserDirectoryMustBeReachable(t *testing.T) {
-	closed := filepath.Join(t.TempDir(), "closed")
-	if err := os.Mkdir(closed, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("TMPDIR", closed)
-	b, err := envcore.Launch(testCtx(t), zap.NewNop(), envcore.BrowserOptions{})
-	if os.Geteuid() != 0 { // the browser runs as the tests' own user, who can enter it
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = b.Close()
-		return
-	}
-	if err == nil {
-		_ = b.Close()
-		t.Fatal("launched with a TMPDIR the browser's user cannot enter")
-	}
-	if !strings.Contains(err.Error(), "cannot enter "+closed) || !strings.Contains(err.Error(), "TMPDIR") {
-		t.Errorf("error %q; want it to name %s and say to set TMPDIR", err, closed)
-	}
-	if left, _ := filepath.Glob(filepath.Join(closed, "webserv-browser-*")); len(left) != 0 {
-		t.Errorf("the refused launch left %v", left)
-	}
-}
-
-// A launch removes the directories of browsers whose server died without
-// closing them (SIGKILL, a crash), and leaves those of live servers and
-// those being made.
-func TestLaunchRemovesStaleBrowserDirectories(t *testing.T) {
-	tmp := t.TempDir()
-	for _, d := range []string{filepath.Dir(tmp), tmp} { // the browser's user walks through them
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Setenv("TMPDIR", tmp)
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
-	startOf := func(pid int) string {
-		st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))[19]
-	}
-	owners := map[string]string{
-		"webserv-browser-dead":   strconv.Itoa(gone.ProcessState.Pid()) + " 12345",
-		"webserv-browser-reused": "1 1", // pid 1 lives, but started at another time than this owner
-		"webserv-browser-live":   "1 " + startOf(1),
-		"webserv-browser-new":    "", // no owner file yet
-	}
-	for name, owner := range owners {
-		if err := os.MkdirAll(filepath.Join(tmp, name, "profile"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if owner != "" {
-			if err := os.WriteFile(filepath.Join(tmp, name, "server"), []byte(owner+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	b, err := envcore.Launch(testCtx(t), zap.NewNop(), envcore.BrowserOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	own := envcore.BrowserDir(b)
-	for name, wantKept := range map[string]bool{"webserv-browser-dead": false, "webserv-browser-reused": false, "webserv-browser-live": true, "webserv-browser-new": true} {
-		_, err := os.Stat(filepath.Join(tmp, name))
-		if kept := err == nil; kept != wantKept {
-			t.Errorf("%s (owner %q): kept = %v, want %v", name, owners[name], kept, wantKept)
-		}
-	}
-	if filepath.Dir(own) != tmp {
-		t.Errorf("the browser's directory %s is not under TMPDIR %s", own, tmp)
-	}
-	_ = b.Close()
-	if _, err := os.Stat(own); !os.IsNotExist(err) {
-		t.Errorf("after Close, %s is still there (%v)", own, err)
 	}
 }

@@ -261,7 +261,7 @@ func (p *Pool) supervise(i int) {
 		select {
 		case <-p.ctx.Done():
 			return
-		case <-b.proc.conn.closed:
+		case <-b.proc.Closed():
 		}
 		if p.ctx.Err() != nil {
 			return

@@ -16,7 +16,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/envcore/chromium"
 )
 
 // Machine describes where a suite ran: every figure states it.
@@ -64,7 +64,7 @@ func machine() Machine {
 		}
 	}
 	m.Kernel = strings.TrimSpace(run("uname", "-r"))
-	m.Chromium = strings.TrimSpace(envcore.ChromiumBin(envcore.BrowserOptions{}) + ": " + run(envcore.ChromiumBin(envcore.BrowserOptions{}), "--version"))
+	m.Chromium = strings.TrimSpace(chromium.Bin(chromium.Options{}) + ": " + run(chromium.Bin(chromium.Options{}), "--version"))
 	if v := strings.TrimSpace(run("incus", "version")); v != "" {
 		m.Incus = strings.ReplaceAll(v, "\n", ", ")
 	}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/envcore/chromium"
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
 )
@@ -196,7 +197,7 @@ func plotUI(dir string, rows []UIRow) error {
 // launchViewer starts the Chromium a person would watch the live view in
 // (a process of its own, not the environments').
 func launchViewer() (*rod.Browser, error) {
-	bin := envcore.ChromiumBin(envcore.BrowserOptions{})
+	bin := chromium.Bin(chromium.Options{})
 	l := launcher.New().Bin(bin).Headless(true).Leakless(true).
 		Set("disable-background-networking").Set("disable-component-update").Set("no-first-run").Set("disable-gpu")
 	if os.Geteuid() == 0 {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/envcore/chromium"
 )
 
 // envFlags are the environment settings every command takes.
@@ -37,7 +38,7 @@ func (f *envFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.show, "show", false, "show the browser window instead of running headless")
 	fs.StringVar(&f.bin, "chromium", "", "Chromium binary (default $WEBSERV_CHROMIUM, else /usr/bin/chromium-headless-shell when installed and --show is off, else /usr/bin/chromium)")
 	fs.IntVar(&f.warm, "warm-contexts", 0, "browser contexts to keep ready for resets and forks")
-	fs.StringVar(&f.user, "browser-user", "", "when run as root, the unprivileged user Chromium runs as, with its sandbox on (default "+envcore.DefaultBrowserUser+", which make setup creates)")
+	fs.StringVar(&f.user, "browser-user", "", "when run as root, the unprivileged user Chromium runs as, with its sandbox on (default "+chromium.DefaultUser+", which make setup creates)")
 	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "turn Chromium's sandbox off (logs a warning): only on hosts where it cannot start, for lack of unprivileged user namespaces")
 }
 

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/envcore/chromium"
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
@@ -265,7 +266,7 @@ func play(ctx context.Context, cl *client, id string, actions []string) error {
 }
 
 func launchViewer() (*rod.Browser, error) {
-	l := launcher.New().Bin(envcore.ChromiumBin(envcore.BrowserOptions{})).Headless(true).Leakless(true).
+	l := launcher.New().Bin(chromium.Bin(chromium.Options{})).Headless(true).Leakless(true).
 		Set("disable-background-networking").Set("no-first-run").Set("disable-gpu").Set("hide-scrollbars")
 	if os.Geteuid() == 0 {
 		l.Set("no-sandbox")

@@ -1,4 +1,4 @@
-package envcore
+package budget
 
 import (
 	"encoding/binary"
@@ -11,15 +11,15 @@ import (
 	"unicode/utf8"
 )
 
-// TokenCounter counts the tokens of a text as the trainer's tokenizer does
+// Counter counts the tokens of a text as the trainer's tokenizer does
 // (tokenizer.Tokenizer, loaded from a Hugging Face tokenizer.json).
-type TokenCounter interface {
+type Counter interface {
 	Count(text string) int
 }
 
-// MinTokenBudget is the smallest observation budget: the page's title line
-// and the line that says what was left out need room.
-const MinTokenBudget = 128
+// MinTokens is the smallest budget: the page's title line and the line
+// that says what was left out need room.
+const MinTokens = 128
 
 // The pruning of an observation over its budget (docs/envcore.md, "Token
 // budget"). Steps 1 and 2 apply to every text over its budget; step 3 runs
@@ -91,14 +91,16 @@ type axLine struct {
 	pin      bool   // the expanded fold's parent or an ancestor of it: never folded
 }
 
-// budgetResult is a budgeted text view.
-type budgetResult struct {
-	text      string
-	tokens    int
-	truncated bool
-	// folds are the ids of the fold lines the text shows, sorted: the ids
-	// an expand may name.
-	folds []string
+// Result is a budgeted text view.
+type Result struct {
+	Text string
+	// Tokens is Text's count, as the Counter counts the whole text.
+	Tokens int
+	// Truncated is whether the text was over its budget and pruned.
+	Truncated bool
+	// Folds are the ids of the fold lines Text shows, sorted: the ids an
+	// expand may name.
+	Folds []string
 }
 
 // A fold's id names the parent whose children it collapsed (by the path of
@@ -109,6 +111,13 @@ const foldPrefix = "fold-"
 
 func foldID(parent uint32, first int) string {
 	return fmt.Sprintf("%s%08x-%d", foldPrefix, parent, first)
+}
+
+// IsFoldID is whether id is written as a fold's id ("fold-1a2b3c4d-40"),
+// the argument the expand action takes.
+func IsFoldID(id string) bool {
+	_, _, ok := parseFoldID(id)
+	return ok
 }
 
 // parseFoldID reads a fold id back.
@@ -128,6 +137,29 @@ func parseFoldID(id string) (parent uint32, first int, ok bool) {
 	}
 	return uint32(v), f, true
 }
+
+// View is the format of a text view: what a line is, what of it may be
+// shortened, how the pruner writes its own lines.
+type View int
+
+const (
+	// AXTree is the accessibility-tree text view (parser_views.js,
+	// axtreeText): one node a line, indented by depth with tabs.
+	AXTree View = iota
+	// HTML is the HTML outline (parser_views.js, htmlOutlineText): one
+	// element or text a line, end tags on lines of their own.
+	HTML
+)
+
+func (v View) textView() textView {
+	if v == HTML {
+		return htmlView
+	}
+	return axtreeView
+}
+
+// Title is the text view of a page that has no lines but its title.
+func (v View) Title(title string) string { return v.textView().title(title) }
 
 // textView is what the pruner knows of a text view's format.
 type textView struct {
@@ -164,13 +196,15 @@ func axCuttable(l axLine, i int) (string, string, string, bool) {
 	return prefix, s, "", true
 }
 
-// fitBudget prunes text, written in view (with its lines' places), to at
+// Fit prunes text, written in view v (with its lines' places, one byte a
+// line: '0' on the screen, 'a' above it, 'b' below or beside it), to at
 // most max tokens as c counts them, the fold expand names (a fold id, or
 // "") shown first. The same text, places and expand always give the same
 // result.
-func fitBudget(text, places string, max int, c TokenCounter, expand string, view textView) budgetResult {
+func Fit(text, places string, max int, c Counter, expand string, v View) Result {
+	view := v.textView()
 	if n := c.Count(text); n <= max {
-		return budgetResult{text: text, tokens: n}
+		return Result{Text: text, Tokens: n}
 	}
 	lines := view.parse(text, places)
 	p := &pruner{lines: lines, c: c, kids: make([][]int, len(lines)), view: view}
@@ -197,12 +231,12 @@ func fitBudget(text, places string, max int, c TokenCounter, expand string, view
 		out := p.render()
 		n := c.Count(out)
 		if n <= max {
-			return budgetResult{text: out, tokens: n, truncated: true, folds: p.foldIDs()}
+			return Result{Text: out, Tokens: n, Truncated: true, Folds: p.foldIDs()}
 		}
 		if p.kept() <= 1 {
 			// Nothing left to drop but the title: cut the text itself.
 			out = cutToFit(out, max, c)
-			return budgetResult{text: out, tokens: c.Count(out), truncated: true}
+			return Result{Text: out, Tokens: c.Count(out), Truncated: true}
 		}
 		target = max0(target-(n-max), 0) // lines' costs do not add up exactly: aim lower
 	}
@@ -212,7 +246,7 @@ type pruner struct {
 	view                          textView
 	lines                         []axLine
 	kids                          [][]int // each line's children, in order
-	c                             TokenCounter
+	c                             Counter
 	shortened                     int
 	above, below, onScreen, folds int
 	// expanded is the fold an expand asked for ("" when none applies), and
@@ -458,7 +492,8 @@ func (p *pruner) foldLine(i, rank, n int) {
 	if l.parent >= 0 {
 		p.lines[l.parent].children++
 	}
-	id := quote(foldID(p.lines[l.parent].key, rank))
+	// The action's argument, quoted: a fold id has nothing to escape.
+	id := `"` + foldID(p.lines[l.parent].key, rank) + `"`
 	where := "below the screen: scroll down, or expand(" + id + "), to see them"
 	switch l.place {
 	case 'a':
@@ -651,7 +686,7 @@ func summaryLine(shortened, folds, above, below, onScreen int, expanded string) 
 
 // cutToFit cuts text from its end until it counts at most max tokens (a
 // last resort when even the title does not fit).
-func cutToFit(text string, max int, c TokenCounter) string {
+func cutToFit(text string, max int, c Counter) string {
 	r := []rune(text)
 	lo, hi := 0, len(r)
 	for lo < hi {

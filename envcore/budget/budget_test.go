@@ -1,4 +1,4 @@
-package envcore_test
+package budget_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/envcore/budget"
 	"github.com/webserv-rl/webserv/tokenizer"
 )
 
@@ -49,8 +49,22 @@ func pageOf(alternate bool, rows int) (string, string) {
 	return strings.Join(lines, "\n"), string(places)
 }
 
+// fit prunes an axtree text view (with its lines' places) to max tokens:
+// the text, its count and whether it was pruned.
+func fit(text, places string, max int, c budget.Counter) (string, int, bool) {
+	r := budget.Fit(text, places, max, c, "", budget.AXTree)
+	return r.Text, r.Tokens, r.Truncated
+}
+
+// fitExpanded is fit with the fold expand names shown first; it also
+// returns the ids of the folds the text shows.
+func fitExpanded(text, places string, max int, c budget.Counter, expand string) (string, int, []string) {
+	r := budget.Fit(text, places, max, c, expand, budget.AXTree)
+	return r.Text, r.Tokens, r.Folds
+}
+
 func byteBPE(t testing.TB) *tokenizer.Tokenizer {
-	tok, err := tokenizer.Load("../tokenizer/testdata/byte_bpe.json")
+	tok, err := tokenizer.Load("../../tokenizer/testdata/byte_bpe.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,16 +77,16 @@ func TestBudgetFitsKeepsTheScreenAndIsStable(t *testing.T) {
 	tok := byteBPE(t)
 	text, places := page()
 	whole := tok.Count(text)
-	if same, n, cut := envcore.FitBudget(text, places, whole, tok); same != text || n != whole || cut {
+	if same, n, cut := fit(text, places, whole, tok); same != text || n != whole || cut {
 		t.Fatalf("a text within its budget changed (%d tokens, cut %v)", n, cut)
 	}
 	onScreen := []string{"nav.home", "nav.deals", "nav.account", "nav.cart", "search.q", "search.go"}
 	for _, max := range []int{128, 256, 1024, 4096} {
-		out, n, cut := envcore.FitBudget(text, places, max, tok)
+		out, n, cut := fit(text, places, max, tok)
 		if n != tok.Count(out) || n > max || !cut {
 			t.Fatalf("budget %d: %d tokens (counted %d), cut %v", max, n, tok.Count(out), cut)
 		}
-		again, _, _ := envcore.FitBudget(text, places, max, tok)
+		again, _, _ := fit(text, places, max, tok)
 		if again != out {
 			t.Fatalf("budget %d: two prunings of one text differ", max)
 		}
@@ -115,7 +129,7 @@ var foldRe = regexp.MustCompile(`expand\("(fold-[0-9a-f]{8}-(\d+))"\)`)
 func TestBudgetExpandShowsAFoldFirst(t *testing.T) {
 	tok := byteBPE(t)
 	text, places := page()
-	plain, _, folds := envcore.FitBudgetExpanded(text, places, 1024, tok, "")
+	plain, _, folds := fitExpanded(text, places, 1024, tok, "")
 	m := foldRe.FindStringSubmatch(plain)
 	if m == nil || len(folds) != 1 || folds[0] != m[1] || m[2] != "2" {
 		t.Fatalf("no fold line with the id of the fold (folds %v):\n%s", folds, plain)
@@ -123,11 +137,11 @@ func TestBudgetExpandShowsAFoldFirst(t *testing.T) {
 	id := m[1]
 	seen := map[int]bool{}
 	for page := 0; page < 3; page++ {
-		out, n, folds := envcore.FitBudgetExpanded(text, places, 1024, tok, id)
+		out, n, folds := fitExpanded(text, places, 1024, tok, id)
 		if n > 1024 || n != tok.Count(out) {
 			t.Fatalf("expand %s: %d tokens (counted %d)", id, n, tok.Count(out))
 		}
-		if again, _, _ := envcore.FitBudgetExpanded(text, places, 1024, tok, id); again != out {
+		if again, _, _ := fitExpanded(text, places, 1024, tok, id); again != out {
 			t.Fatalf("expand %s: two prunings differ", id)
 		}
 		if !strings.Contains(out, "showing "+id+" first") {
@@ -165,12 +179,12 @@ func TestBudgetExpandShowsAFoldFirst(t *testing.T) {
 	}
 	// A fold the page does not have (the page changed): the text is as
 	// without an expand.
-	if out, _, _ := envcore.FitBudgetExpanded(text, places, 1024, tok, "fold-00000000-2"); out != plain {
+	if out, _, _ := fitExpanded(text, places, 1024, tok, "fold-00000000-2"); out != plain {
 		t.Fatalf("an expand of no fold of the page changed the text:\n%s", out)
 	}
 	// The smallest budget: the expanded part goes last, and the text fits.
-	for _, max := range []int{envcore.MinTokenBudget, 256} {
-		if out, n, _ := envcore.FitBudgetExpanded(text, places, max, tok, m[1]); n > max || n != tok.Count(out) {
+	for _, max := range []int{budget.MinTokens, 256} {
+		if out, n, _ := fitExpanded(text, places, max, tok, m[1]); n > max || n != tok.Count(out) {
 			t.Fatalf("budget %d with an expand: %d tokens:\n%s", max, n, out)
 		}
 	}
@@ -205,14 +219,14 @@ func TestBudgetExpandsAFoldInsideAFold(t *testing.T) {
 		return strings.Join(lines, "\n"), string(places)
 	}
 	text, places := nested(5)
-	out, _, _ := envcore.FitBudgetExpanded(text, places, 4096, tok, "")
+	out, _, _ := fitExpanded(text, places, 4096, tok, "")
 	_, after, ok := strings.Cut(out, "[g5-1] ")
 	m := foldRe.FindStringSubmatch(after)
 	if !ok || m == nil {
 		t.Fatalf("group 5's entries are not folded:\n%s", out)
 	}
 	text, places = nested(-1) // scrolled away: group 5 is below the screen
-	out, n, _ := envcore.FitBudgetExpanded(text, places, 1024, tok, m[1])
+	out, n, _ := fitExpanded(text, places, 1024, tok, m[1])
 	if n > 1024 || !strings.Contains(out, "[g5-2] ") || !strings.Contains(out, `listitem "Group 5"`) {
 		t.Fatalf("expand %s: %d tokens:\n%s", m[1], n, out)
 	}
@@ -232,7 +246,7 @@ func TestBudgetExpandsAFoldInsideAFold(t *testing.T) {
 func TestBudgetDropsInItsOrder(t *testing.T) {
 	tok := byteBPE(t)
 	text, places := pageOf(true, 300) // no fold: the rows differ in shape
-	out, n, _ := envcore.FitBudget(text, places, 2048, tok)
+	out, n, _ := fit(text, places, 2048, tok)
 	if n > 2048 {
 		t.Fatalf("%d tokens", n)
 	}
@@ -266,8 +280,8 @@ func TestBudgetDropsInItsOrder(t *testing.T) {
 func TestBudgetCutsWhatNothingElseFits(t *testing.T) {
 	tok := byteBPE(t)
 	text := "RootWebArea " + fmt.Sprintf("%q", strings.Repeat("Ω title ", 400)) + "\n\t[a] link \"A\""
-	out, n, cut := envcore.FitBudget(text, "00", envcore.MinTokenBudget, tok)
-	if n > envcore.MinTokenBudget || !cut || n != tok.Count(out) {
+	out, n, cut := fit(text, "00", budget.MinTokens, tok)
+	if n > budget.MinTokens || !cut || n != tok.Count(out) {
 		t.Fatalf("%d tokens, cut %v:\n%s", n, cut, out)
 	}
 }
@@ -289,7 +303,7 @@ func BenchmarkBudget(b *testing.B) {
 			for _, max := range []int{256, 4096} {
 				b.Run(fmt.Sprintf("%s/prune-%d", name, max), func(b *testing.B) {
 					for b.Loop() {
-						envcore.FitBudget(text, places, max, tok)
+						fit(text, places, max, tok)
 					}
 				})
 			}

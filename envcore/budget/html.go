@@ -1,4 +1,4 @@
-package envcore
+package budget
 
 import (
 	"html"

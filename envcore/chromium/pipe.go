@@ -1,4 +1,4 @@
-package envcore
+package chromium
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package envcore
+package chromium
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/webserv-rl/webserv/internal/procstat"
 )
 
-// DefaultBrowserUser is the account Chromium runs as when the server runs
+// DefaultUser is the account Chromium runs as when the server runs
 // as root. scripts/setup.sh (make setup) creates it: a system user with no
 // login shell, no home and no groups.
 //
@@ -22,7 +22,7 @@ import (
 // the browser with --no-sandbox: a page that exploited a renderer bug then
 // ran as root on the host. As an unprivileged user the sandbox is on, and
 // what escapes it is that user, not root.
-const DefaultBrowserUser = "webserv-browser"
+const DefaultUser = "webserv-browser"
 
 // browserAccount is who Chromium runs as.
 type browserAccount struct {
@@ -34,10 +34,10 @@ type browserAccount struct {
 }
 
 // browserAccountFor is who Chromium runs as for opts: when this process is
-// root, opts.User or DefaultBrowserUser (which must exist and must not be
+// root, opts.User or DefaultUser (which must exist and must not be
 // root); otherwise this process's own account (opts.User, when given, must
 // name it: only root can start a process as someone else).
-func browserAccountFor(opts BrowserOptions) (*browserAccount, error) {
+func browserAccountFor(opts Options) (*browserAccount, error) {
 	return accountFor(opts.User, os.Geteuid())
 }
 
@@ -54,13 +54,13 @@ func accountFor(name string, euid int) (*browserAccount, error) {
 		return acct, nil
 	}
 	if name == "" {
-		name = DefaultBrowserUser
+		name = DefaultUser
 	}
 	u, err := user.Lookup(name)
 	if err != nil {
 		var unknown user.UnknownUserError
 		if errors.As(err, &unknown) {
-			return nil, fmt.Errorf("the server runs as root, so Chromium runs as the unprivileged user %q with its sandbox on, and there is no such user: run `make setup` (scripts/setup.sh creates %s), or `useradd --system --no-create-home --shell /usr/sbin/nologin %s`, or name another unprivileged user with --browser-user: %w", name, DefaultBrowserUser, name, err)
+			return nil, fmt.Errorf("the server runs as root, so Chromium runs as the unprivileged user %q with its sandbox on, and there is no such user: run `make setup` (scripts/setup.sh creates %s), or `useradd --system --no-create-home --shell /usr/sbin/nologin %s`, or name another unprivileged user with --browser-user: %w", name, DefaultUser, name, err)
 		}
 		return nil, fmt.Errorf("look up browser user %q: %w", name, err)
 	}
@@ -70,7 +70,7 @@ func accountFor(name string, euid int) (*browserAccount, error) {
 		return nil, fmt.Errorf("browser user %q: uid %q, gid %q: %w", name, u.Uid, u.Gid, err)
 	}
 	if uid == 0 || gid == 0 {
-		return nil, fmt.Errorf("browser user %q is root or has root's group (uid %d, gid %d): Chromium must run as an unprivileged user; name one with --browser-user or run `make setup` to create %s", name, uid, gid, DefaultBrowserUser)
+		return nil, fmt.Errorf("browser user %q is root or has root's group (uid %d, gid %d): Chromium must run as an unprivileged user; name one with --browser-user or run `make setup` to create %s", name, uid, gid, DefaultUser)
 	}
 	return &browserAccount{name: name, uid: uint32(uid), gid: uint32(gid)}, nil
 }

@@ -1,4 +1,4 @@
-package envcore
+package chromium
 
 import (
 	"context"
@@ -10,11 +10,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-rod/rod"
+	"github.com/go-rod/rod/lib/cdp"
 	"github.com/go-rod/rod/lib/launcher"
+	"github.com/go-rod/rod/lib/proto"
 	"github.com/ysmood/leakless"
 )
 
-// chromiumProcess is one running Chromium: started as its account, in a
+// Process is one running Chromium: started as its account, in a
 // process group of its own, behind leakless (a small guard process that
 // kills the browser if the server dies without closing it) when the
 // platform has it, with its DevTools protocol on a pipe (pipe.go).
@@ -22,7 +25,7 @@ import (
 // Rod's launcher builds the command line (newLauncher) but does not start
 // the process: it offers no way to start it as another user, nor to hand
 // it the pipe's file descriptors.
-type chromiumProcess struct {
+type Process struct {
 	cmd  *exec.Cmd
 	pid  int // the browser's own process (the guard's child)
 	exit chan struct{}
@@ -40,7 +43,7 @@ type chromiumProcess struct {
 // pipe's ends as its fds 3 and 4 and, having no close-on-exec flag on
 // them, passes them to the browser it starts, as the chromium wrapper
 // script does to the binary.
-func startChromium(ctx context.Context, l *launcher.Launcher, bin string, acct *browserAccount, dirs *browserDirs, env []string) (*chromiumProcess, error) {
+func startChromium(ctx context.Context, l *launcher.Launcher, bin string, acct *browserAccount, dirs *browserDirs, env []string) (*Process, error) {
 	args := l.FormatArgs()
 	var guard *leakless.Launcher
 	var cmd *exec.Cmd
@@ -70,7 +73,7 @@ func startChromium(ctx context.Context, l *launcher.Launcher, bin string, acct *
 		conn.Close()
 		return nil, err
 	}
-	p := &chromiumProcess{cmd: cmd, pid: cmd.Process.Pid, exit: make(chan struct{}), dirs: dirs, out: out, acct: acct, conn: conn}
+	p := &Process{cmd: cmd, pid: cmd.Process.Pid, exit: make(chan struct{}), dirs: dirs, out: out, acct: acct, conn: conn}
 	go func() {
 		_ = cmd.Wait()
 		close(p.exit)
@@ -152,14 +155,35 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// stop ends the process (after grace for it to exit on its own, as after
+// PID is the process's id: the guard's child, which may be the wrapper
+// script that starts the binary (MainPID is the browser itself).
+func (p *Process) PID() int { return p.pid }
+
+// Dir is the directory that holds the process's profile, HOME and TMPDIR,
+// removed by Stop.
+func (p *Process) Dir() string { return p.dirs.root }
+
+// User names the account the process runs as.
+func (p *Process) User() string { return p.acct.name }
+
+// Sandboxed is whether the process was started with its sandbox on.
+func (p *Process) Sandboxed() bool { return p.sandboxed }
+
+// Pipe is the server's end of the DevTools pipe, for Connect.
+func (p *Process) Pipe() cdp.WebSocketable { return p.conn }
+
+// Closed is closed once the DevTools pipe is: the browser ended (on its
+// own, or by Kill or Stop).
+func (p *Process) Closed() <-chan struct{} { return p.conn.closed }
+
+// Stop ends the process (after grace for it to exit on its own, as after
 // Browser.close), then removes its directories.
-func (p *chromiumProcess) stop(grace time.Duration) error {
+func (p *Process) Stop(grace time.Duration) error {
 	select {
 	case <-p.exit:
 	case <-time.After(grace):
 	}
-	p.kill()
+	p.Kill()
 	select {
 	case <-p.exit:
 	case <-time.After(5 * time.Second):
@@ -170,19 +194,71 @@ func (p *chromiumProcess) stop(grace time.Duration) error {
 
 // abort kills a process that failed to start and waits (briefly) for it
 // to end, so its directories can go.
-func (p *chromiumProcess) abort() {
-	p.kill()
+func (p *Process) abort() {
+	p.Kill()
 	select {
 	case <-p.exit:
 	case <-time.After(5 * time.Second):
 	}
 }
 
-// kill sends SIGKILL to the browser's process group (its zygotes,
-// renderers and helpers) and to the guard's.
-func (p *chromiumProcess) kill() {
+// Kill sends SIGKILL to the browser's process group (its zygotes,
+// renderers and helpers) and to the guard's; Closed tells when it ended.
+func (p *Process) Kill() {
 	if p.pid > 0 {
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// MainPID is Chromium's browser process, as Chromium itself names it
+// over rb, p's DevTools connection. PID can be a wrapper (Debian's chromium and chromium-headless-shell
+// are shell scripts that start the binary as their child), and no reading
+// of /proc tells the browser from a process it has just forked: until
+// that child execs (a zygote, a utility), it has the browser's own command
+// line. On a loaded host that window is long, and a pid taken in it named
+// such a child (the network service, a zygote), so a kill meant for the
+// browser (a health report's, a test's) ended the child instead, and the
+// browser lived on, without zygotes unable to start pages (StartsPages).
+// When Chromium does not answer, PID is the best guess.
+func (proc *Process) MainPID(ctx context.Context, rb *rod.Browser) int {
+	info, err := proto.SystemInfoGetProcessInfo{}.Call(rb.Context(ctx))
+	if err == nil {
+		for _, p := range info.ProcessInfo {
+			if p.Type == "browser" {
+				return p.ID
+			}
+		}
+	}
+	return proc.pid
+}
+
+// Connect starts rod's CDP client on conn (proc's Pipe, or a wrapper of
+// it), bound to life, and waits, within ctx, for the browser to answer its
+// first command: a browser that ends before it does (a bad switch, a
+// sandbox that cannot start) fails with what it printed.
+func (proc *Process) Connect(ctx, life context.Context, conn cdp.WebSocketable) (*rod.Browser, error) {
+	client := cdp.New().Start(conn)
+	rb := rod.New().Client(client).Context(life)
+	err := rb.Connect()
+	if err == nil {
+		_, err = proto.BrowserGetVersion{}.Call(rb.Context(ctx))
+	}
+	if err == nil {
+		return rb, nil
+	}
+	// A browser that did not answer is usually ending (a pipe that broke on
+	// read or on write): give it a moment to exit, so the error says what
+	// it printed instead of the pipe's own complaint.
+	select {
+	case <-proc.exit:
+	case <-time.After(5 * time.Second):
+	}
+	select {
+	case <-proc.exit:
+		err = fmt.Errorf("chromium ended before it answered on its DevTools pipe; it printed: %s", firstNonEmpty(proc.out.String(), "nothing"))
+	default:
+		err = fmt.Errorf("chromium did not answer on its DevTools pipe: %w (it printed: %s)", err, firstNonEmpty(proc.out.String(), "nothing"))
+	}
+	return nil, explainLaunchFailure(err, proc.acct)
 }
