@@ -1,6 +1,7 @@
 package envcore_test
 
 import (
+	"encoding/json"
 	"sort"
 	"testing"
 	"time"
@@ -49,6 +50,45 @@ func BenchmarkExtract(b *testing.B) {
 			report(b, "in-page", inPage)
 			b.ReportMetric(float64(size), "obs-bytes")
 			b.ReportMetric(float64(obs.Stats.Visited), "elements")
+		})
+	}
+}
+
+// BenchmarkObserveBrowserGym measures what BrowserGym's raw objects
+// (ObserveOptions.BrowserGym: the accessibility tree and DOM snapshot
+// Chromium answers, with the semantic ids joined in) cost over the compact
+// observation with geometry, on the catalogue page of BenchmarkExtract:
+// the time of an observation and the objects' size as JSON.
+//
+//	go test ./envcore -run '^$' -bench ObserveBrowserGym -benchtime 30x
+func BenchmarkObserveBrowserGym(b *testing.B) {
+	env := newEnv(b, envcore.Config{})
+	mustReset(b, env, "/big.html")
+	for _, c := range []struct {
+		name string
+		o    envcore.ObserveOptions
+	}{
+		{"axtree+geometry", envcore.ObserveOptions{AXTree: true, Geometry: true}},
+		{"browsergym", envcore.ObserveOptions{AXTree: true, BrowserGym: true}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var total []time.Duration
+			var size int
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				o, err := env.Observe(testCtx(b), c.o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total = append(total, time.Since(t0))
+				raw, err := json.Marshal(map[string]any{"axtree_object": o.AXTreeObject, "dom_object": o.DOMObject})
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(raw)
+			}
+			report(b, "total", total)
+			b.ReportMetric(float64(size), "object-bytes")
 		})
 	}
 }

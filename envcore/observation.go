@@ -58,6 +58,15 @@ type Observation struct {
 	// semantic id, keyed by id, in BrowserGym's extra_element_properties
 	// shape (ObserveOptions.Geometry or Marks).
 	ExtraElementProperties map[string]ElementProperties `json:"extra_element_properties,omitempty"`
+	// AXTreeObject and DOMObject are BrowserGym's axtree_object and
+	// dom_object (ObserveOptions.BrowserGym): what Chromium answers to
+	// Accessibility.getFullAXTree ({"nodes": [...]}, every frame's merged)
+	// and DOMSnapshot.captureSnapshot ({"documents": [...], "strings":
+	// [...]}), with each semantic id where BrowserGym's utilities read
+	// theirs: the node's browsergym_id, the element's bid attribute
+	// (browsergym.go). Numbers are integers where the JSON has whole ones.
+	AXTreeObject map[string]any `json:"axtree_object,omitempty"`
+	DOMObject    map[string]any `json:"dom_object,omitempty"`
 
 	// Dialogs lists alert/confirm/prompt dialogs the page opened since the
 	// last observation; WebServ accepts them.
@@ -200,6 +209,11 @@ type ObserveOptions struct {
 	// Marks adds ScreenshotSOM and SOMLabels; it implies Screenshot and
 	// Geometry.
 	Marks bool `json:"marks,omitempty"`
+	// BrowserGym adds BrowserGym's raw objects, AXTreeObject and DOMObject,
+	// for agents that build their prompts with BrowserGym's utilities; it
+	// implies Geometry (extra_element_properties). They are large: off
+	// unless asked for.
+	BrowserGym bool `json:"browsergym,omitempty"`
 	// Layout adds cols="N" to containers in HTML whose children sit side
 	// by side (N in the widest row): product grids, flex rows.
 	Layout bool `json:"layout,omitempty"`
@@ -255,6 +269,9 @@ func (o ObserveOptions) Validate() error {
 	}
 	return nil
 }
+
+// geometry is whether the observation carries ExtraElementProperties.
+func (o ObserveOptions) geometry() bool { return o.Geometry || o.Marks || o.BrowserGym }
 
 // budgetsHTML is whether a budget prunes the HTML view.
 func (o ObserveOptions) budgetsHTML() bool { return o.MaxTokens > 0 && o.View == "html" }
@@ -313,7 +330,7 @@ func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation
 	var p pageObservation
 	outline := opts.budgetsHTML()
 	err := t.evalJSON(ctx, inject.Call("parser.observeJSON", map[string]bool{
-		"axtree": (opts.AXTree || opts.View == "axtree" || opts.MaxTokens > 0) && !outline, "geometry": opts.Geometry || opts.Marks,
+		"axtree": (opts.AXTree || opts.View == "axtree" || opts.MaxTokens > 0) && !outline, "geometry": opts.geometry(),
 		"layout": opts.Layout, "places": opts.MaxTokens > 0, "outline": outline,
 	}), &raw)
 	if limit := t.owner().cfg.MaxObservationBytes; err == nil && len(raw) > limit {
@@ -337,7 +354,7 @@ func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation
 		if p.Focused != nil {
 			obs.Focused = *p.Focused
 		}
-		if opts.Geometry || opts.Marks {
+		if opts.geometry() {
 			obs.ExtraElementProperties = make(map[string]ElementProperties, len(p.Geometry))
 			for _, g := range p.Geometry {
 				obs.ExtraElementProperties[g.ID] = g.ElementProperties
@@ -366,8 +383,37 @@ func (t *tab) extract(ctx context.Context, opts ObserveOptions, obs *Observation
 	if obs.Selects == nil {
 		obs.Selects = []SelectField{}
 	}
+	if opts.BrowserGym {
+		if err := t.browserGym(ctx, obs.ids(), obs); err != nil {
+			return err
+		}
+	}
 	if opts.Screenshot || opts.Marks {
 		return t.screenshot(ctx, opts, p.Geometry, obs)
 	}
 	return nil
+}
+
+// ids are the semantic ids the observation names: every element's with
+// geometry, and the options of its selects.
+func (o *Observation) ids() map[string]bool {
+	ids := make(map[string]bool, len(o.ExtraElementProperties))
+	for id := range o.ExtraElementProperties {
+		ids[id] = true
+	}
+	for _, l := range [][]string{o.Clickable, o.Hoverable} {
+		for _, id := range l {
+			ids[id] = true
+		}
+	}
+	for _, f := range o.Inputs {
+		ids[f.ID] = true
+	}
+	for _, s := range o.Selects {
+		ids[s.ID] = true
+		for _, opt := range s.Options {
+			ids[opt.ID] = true
+		}
+	}
+	return ids
 }

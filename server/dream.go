@@ -66,8 +66,8 @@ func dreamObserve(o *observeSpec, op string) error {
 	if o == nil {
 		return nil
 	}
-	if o.Screenshot || o.Marks || o.Geometry || o.Layout || o.MaxTokens > 0 {
-		return badArgs(op + ".observe: a dream environment has the recorded text views only (html, axtree): no screenshot, marks, geometry, layout or max_tokens")
+	if o.Screenshot || o.Marks || o.Geometry || o.Layout || o.MaxTokens > 0 || o.BrowserGym {
+		return badArgs(op + ".observe: a dream environment has the recorded text views only (html, axtree): no screenshot, marks, geometry, layout, max_tokens or browsergym")
 	}
 	if _, err := o.options(nil); err != nil {
 		return err

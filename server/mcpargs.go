@@ -70,7 +70,7 @@ var mcpView = argsOf("", observeSpec{}, []string{
 	// view chooses the text view (axtree is the default); what else the
 	// observation carries, and its budget, are the session's (its defaults'
 	// max_tokens and tokenizer).
-	"axtree", "geometry", "marks", "layout", "format", "quality", "max_side", "max_tokens", "tokenizer",
+	"axtree", "geometry", "marks", "layout", "format", "quality", "max_side", "max_tokens", "tokenizer", "browsergym",
 }, nil)
 
 // wireSchemas are the JSON-schema types of the wire types the decoder

@@ -34,6 +34,7 @@ type observeSpec struct {
 	MaxTokens  int    `json:"max_tokens"`
 	Tokenizer  string `json:"tokenizer"`
 	View       string `json:"view" jsonschema:"how the page's text is shown: \"axtree\" (the accessibility tree, the default) or \"html\""`
+	BrowserGym bool   `json:"browsergym"`
 }
 
 // options returns the envcore options, checked; tk loads the budget's
@@ -43,7 +44,8 @@ func (o *observeSpec) options(tk *tokenizers) (envcore.ObserveOptions, error) {
 		return envcore.ObserveOptions{}, nil
 	}
 	opts := envcore.ObserveOptions{Screenshot: o.Screenshot, AXTree: o.AXTree, Geometry: o.Geometry, Marks: o.Marks,
-		Layout: o.Layout, Format: o.Format, Quality: o.Quality, MaxSide: o.MaxSide, MaxTokens: o.MaxTokens, Tokenizer: o.Tokenizer, View: o.View}
+		Layout: o.Layout, Format: o.Format, Quality: o.Quality, MaxSide: o.MaxSide, MaxTokens: o.MaxTokens, Tokenizer: o.Tokenizer, View: o.View,
+		BrowserGym: o.BrowserGym}
 	if o.Tokenizer != "" && o.MaxTokens == 0 {
 		return opts, badArgs("observe.tokenizer counts tokens for a budget: set observe.max_tokens too")
 	}
