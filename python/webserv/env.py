@@ -27,8 +27,8 @@ class WebEnv(gym.Env[dict[str, Any], str]):
     ``env.unwrapped.fork(4)``).
 
     Settings are ``EnvOptions``' fields (site, start_url, goal, task, url, token,
-    max_steps, episode_timeout, idle_ms, screenshot, axtree, observe, wallclock,
-    render_mode, documented there), given as keywords or as ``options=EnvOptions(...)``
+    max_steps, episode_timeout, idle_ms, screenshot, axtree, browsergym, observe,
+    wallclock, render_mode, documented there), given as keywords or as ``options=EnvOptions(...)``
     (keywords override its fields); any other keyword is an argument of the
     protocol's ``make`` (``record``, ``allow``, ``step_timeout_ms``, ...), which the
     server refuses, naming the nearest, when it does not know it.

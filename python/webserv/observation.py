@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 from gymnasium import spaces
 
 
@@ -60,7 +62,23 @@ def to_gym(raw: dict[str, Any], *, elapsed: float) -> dict[str, Any]:
     if "extra_element_properties" in raw:
         # BrowserGym's shape: {id: {visibility, bbox, clickable, set_of_marks}} (+ in_viewport, covered)
         obs["extra_element_properties"] = dict(raw["extra_element_properties"] or {})
+    for key in ("axtree_object", "dom_object"):
+        # observe browsergym: Chromium's objects, the semantic ids as browsergym_id and bid
+        if key in raw:
+            obs[key] = dict(raw[key] or {})
     return obs
+
+
+def screenshot_array(picture: bytes) -> np.ndarray:
+    """A screenshot (PNG or JPEG bytes) as BrowserGym gives it: an H×W×3 uint8 array."""
+    try:
+        from PIL import Image
+    except ImportError as e:  # pragma: no cover - Pillow comes with BrowserGym
+        raise ImportError(
+            "browsergym=True turns screenshots into arrays with Pillow: pip install pillow"
+        ) from e
+    with Image.open(io.BytesIO(picture)) as img:
+        return np.asarray(img.convert("RGB"), dtype=np.uint8)
 
 
 #: Observation keys about the episode rather than the page: they start afresh in a new
@@ -120,10 +138,12 @@ def observation_space(
     """The space of the observations to_gym returns, for the observe options asked for.
 
     ``observe`` holds the protocol's further options (``geometry``, ``marks``, ``layout``,
-    ``format``, ``quality``, ``max_side``, ``max_tokens``); ``screenshot`` may be given either way.
+    ``format``, ``quality``, ``max_side``, ``max_tokens``, ``browsergym``); ``screenshot`` may be
+    given either way. With ``browsergym`` the screenshot is an array (``EnvOptions.view``).
     """
     opts = dict(observe or {})
-    screenshot = screenshot or bool(opts.get("screenshot"))
+    browsergym = bool(opts.get("browsergym"))
+    screenshot = screenshot or browsergym or bool(opts.get("screenshot"))
     marks = bool(opts.get("marks"))
     text, lst, rec = Unicode(), Anything(list), Anything(dict)
     d: dict[str, spaces.Space[Any]] = {
@@ -152,13 +172,16 @@ def observation_space(
         "viewport": rec,
     }
     if screenshot or marks:
-        d["screenshot"] = Anything(bytes)
+        d["screenshot"] = Anything(np.ndarray) if browsergym else Anything(bytes)
         d["screenshot_scale"] = Anything(float)
     if marks:
         d["screenshot_som"] = Anything(bytes)
         d["som_labels"] = rec
-    if marks or opts.get("geometry"):
+    if marks or browsergym or opts.get("geometry"):
         d["extra_element_properties"] = rec
+    if browsergym:
+        d["axtree_object"] = rec
+        d["dom_object"] = rec
     if opts.get("max_tokens"):
         d["obs_tokens"] = spaces.Discrete(1 << 24)
         d["obs_truncated"] = Anything(bool)

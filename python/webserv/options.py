@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from gymnasium import spaces
 
-from .observation import observation_space
+from .observation import observation_space, screenshot_array
 
 # Info keys that measure wall-clock time (or name the server-side instance).
 _WALLCLOCK_INFO = ("action_ms", "settle_ms", "extract_ms", "elapsed_s", "env", "obs_stats")
@@ -56,6 +56,12 @@ class EnvOptions:
     screenshot: bool = False
     #: Add the accessibility-tree text (``axtree_txt``) to every observation.
     axtree: bool = True
+    #: Observe as BrowserGym does, for agents that build prompts with BrowserGym's utilities
+    #: (``flatten_axtree_to_str``, ``flatten_dom_to_str``, ``prune_html``): ``axtree_object``,
+    #: ``dom_object`` (Chromium's accessibility tree and DOM snapshot, WebServ's semantic ids as
+    #: BrowserGym's ``browsergym_id`` and ``bid``), ``extra_element_properties``, and ``screenshot``
+    #: as an H×W×3 uint8 array (decoding it needs Pillow). Large: off by default.
+    browsergym: bool = False
     #: Further observe options of the protocol, passed through: ``geometry``
     #: (``extra_element_properties``), ``marks`` (``screenshot_som``, ``som_labels``), ``layout``
     #: (``cols="N"`` cues in the HTML), ``format`` (``"png"``/``"jpeg"``), ``quality``, ``max_side``;
@@ -115,8 +121,9 @@ class EnvOptions:
             max_steps=self.max_steps,
             idle_ms=self.idle_ms,
             observe={
-                "screenshot": self.screenshot,
+                "screenshot": self.screenshot or self.as_browsergym,
                 "axtree": self.axtree and self.observe.get("view") != "html",
+                **({"browsergym": True} if self.as_browsergym else {}),
                 **self.budget(),
                 **self.observe,
             },
@@ -124,6 +131,11 @@ class EnvOptions:
         if self.episode_timeout is not None:
             args["episode_timeout_ms"] = int(self.episode_timeout * 1000)
         return args
+
+    @property
+    def as_browsergym(self) -> bool:
+        """Whether observations are BrowserGym's (``browsergym``, or ``observe={"browsergym": True}``)."""
+        return self.browsergym or bool(self.observe.get("browsergym"))
 
     def budget(self) -> dict[str, Any]:
         """The observe options of the token budget (none without ``max_tokens``)."""
@@ -133,11 +145,14 @@ class EnvOptions:
 
     def observation_space(self) -> spaces.Dict:
         """One observation's gymnasium space for these options."""
-        return observation_space(self.screenshot, self.wallclock, {**self.budget(), **self.observe})
+        observe = {**self.budget(), **({"browsergym": True} if self.as_browsergym else {}), **self.observe}
+        return observation_space(self.screenshot, self.wallclock, observe)
 
     def view(self, obs: dict[str, Any], info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """An observation and its info as these options show them: without the wall-clock parts
-        unless ``wallclock`` (in place; returns them)."""
+        unless ``wallclock``, with the screenshot an array with ``browsergym`` (in place; returns them)."""
+        if self.as_browsergym and isinstance(obs.get("screenshot"), bytes):
+            obs["screenshot"] = screenshot_array(obs["screenshot"])
         if not self.wallclock:
             obs.pop("elapsed_time", None)
             for k in _WALLCLOCK_INFO:
