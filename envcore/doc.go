@@ -47,8 +47,10 @@
 // (bbox in CSS pixels of the viewport, visibility, clickable); a
 // set-of-marks copy of the screenshot, drawn in Go from that geometry so
 // that nothing enters the page, labelled with numbers that SOMLabels maps
-// to ids; and layout cues (cols="N" on grids and flex rows) in the HTML.
-// ObserveOptions.MaxTokens cuts the text view to a token budget (package
+// to ids; layout cues (cols="N" on grids and flex rows) in the HTML; and
+// BrowserGym's raw objects (Chromium's accessibility tree and DOM snapshot
+// with the ids joined in, for agents that read them with BrowserGym's
+// utilities). ObserveOptions.MaxTokens cuts the text view to a token budget (package
 // budget), keeping what can be acted on.
 //
 // # Actions
