@@ -175,6 +175,7 @@ func TestDreams(t *testing.T) {
 	}
 	d := cl.call("make", "", map[string]any{"site": "dream", "world_model": memory, "task": run.task})["env"].(string)
 	cl.fail("step", d, map[string]any{"action": run.seq[0], "observe": map[string]any{"screenshot": true}}, server.CodeBadArgs)
+	cl.fail("step", d, map[string]any{"action": run.seq[0], "observe": map[string]any{"browsergym": true}}, server.CodeBadArgs)
 	cl.fail("reset", d, map[string]any{"preview_ms": 100}, server.CodeBadArgs)
 	cl.fail("snapshot", d, map[string]any{"name": "a"}, server.CodeNotSupported)
 	cl.call("close", d, nil)
