@@ -118,7 +118,8 @@ class AsyncEnv:
 
     async def observe(self, *, screenshot: bool = False, axtree: bool = True, **options: Any) -> Obs:
         """The current observation, without acting; ``options`` are further observe options
-        (``geometry``, ``marks``, ``layout``, ``format``, ``quality``, ``max_side``)."""
+        (``geometry``, ``marks``, ``layout``, ``format``, ``quality``, ``max_side``, ``browsergym``:
+        BrowserGym's ``axtree_object`` and ``dom_object``; the screenshot stays bytes here)."""
         res = await self.client.request(
             "observe", self._require(), observe={"screenshot": screenshot, "axtree": axtree, **options}
         )

@@ -64,8 +64,8 @@ class EnvOptions:
     browsergym: bool = False
     #: Further observe options of the protocol, passed through: ``geometry``
     #: (``extra_element_properties``), ``marks`` (``screenshot_som``, ``som_labels``), ``layout``
-    #: (``cols="N"`` cues in the HTML), ``format`` (``"png"``/``"jpeg"``), ``quality``, ``max_side``;
-    #: the observation space lists the keys they add.
+    #: (``cols="N"`` cues in the HTML), ``format`` (``"png"``/``"jpeg"``), ``quality``, ``max_side``,
+    #: ``browsergym`` (as the field); the observation space lists the keys they add.
     observe: Mapping[str, Any] = field(default_factory=dict, hash=False)
     #: A token budget for the text view: ``axtree_txt`` is pruned (in the order docs/envcore.md
     #: gives) to at most this many tokens as ``tokenizer`` counts them, and observations carry
