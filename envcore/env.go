@@ -81,6 +81,11 @@ type Config struct {
 	Retries int
 	// MaxTabs is the most tabs an environment may have open. Default 10.
 	MaxTabs int
+	// UploadDir is the directory upload_file and mouse_upload_file choose
+	// files from: the root of their paths ("/a.pdf" and "a.pdf" are both
+	// UploadDir/a.pdf; ".." cannot leave it). Chromium reads the files, so
+	// its user must be able to. Empty: uploads are refused.
+	UploadDir string
 	// Observe are the optional observation parts every Step returns.
 	Observe ObserveOptions
 }
