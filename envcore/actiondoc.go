@@ -273,7 +273,7 @@ func articled(typ string) string {
 // arguments, what it does, and an example, one table (Actions) behind it.
 func Describe() string {
 	var b strings.Builder
-	b.WriteString("Actions are calls, one per step; element ids are the ids the observation shows.\n\n")
+	b.WriteString("Actions are calls; element ids are the ids the observation shows. Several calls, one a line, run in order in one step (the first that fails stops it).\n\n")
 	for _, d := range Actions() {
 		b.WriteString(d.Signature())
 		b.WriteString("\n    ")

@@ -65,13 +65,19 @@ type jsResult struct {
 // execute runs a validated action in the active tab. It returns how many
 // attempts it made; an *ActionError is the agent's problem, any other error
 // the environment's.
-func (e *Env) execute(ctx context.Context, a Action) (int, error) {
+//
+// more: a is a later action of the same step (multiaction.go), so it goes
+// on as the step's action: the page's work of all the step's actions is
+// the step's to wait for.
+func (e *Env) execute(ctx context.Context, a Action, more bool) (int, error) {
 	t := e.activeTab()
 	if t == nil {
 		return 1, fmt.Errorf("environment has no open tab")
 	}
 	if s, ok := specOf(a.Type); !ok || !s.inert {
-		e.act++
+		if !more {
+			e.act++
+		}
 		t.beginAction(ctx, e.act, evaluatesFirst(a))
 	}
 	if c, ok := coordActionOf(a.Type); ok {

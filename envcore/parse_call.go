@@ -48,6 +48,20 @@ func (sc *scanner) peek() byte {
 }
 
 func parseCallArgs(s string) (callArgs, error) {
+	args, end, err := parseCallArgsAt(s)
+	if err != nil {
+		return args, err
+	}
+	if rest := strings.TrimSpace(s[end:]); rest != "" {
+		return args, fmt.Errorf("unexpected text after the call: %q (one action per step; several actions go on separate lines)", clipStr(rest, 40))
+	}
+	return args, nil
+}
+
+// parseCallArgsAt reads the arguments of a call from s, which begins at its
+// "(", through the closing ")" and a ";" after it, and returns where it
+// stopped.
+func parseCallArgsAt(s string) (callArgs, int, error) {
 	sc := &scanner{s: s, i: 1} // past "("
 	args := callArgs{kw: map[string]argValue{}}
 	for {
@@ -57,7 +71,7 @@ func parseCallArgs(s string) (callArgs, error) {
 			break
 		}
 		if sc.i >= len(sc.s) {
-			return args, fmt.Errorf("missing closing parenthesis")
+			return args, sc.i, fmt.Errorf("missing closing parenthesis")
 		}
 		// keyword argument?
 		j := sc.i
@@ -76,16 +90,16 @@ func parseCallArgs(s string) (callArgs, error) {
 		}
 		v, err := sc.value(0)
 		if err != nil {
-			return args, err
+			return args, sc.i, err
 		}
 		if key != "" {
 			if _, dup := args.kw[key]; dup {
-				return args, fmt.Errorf("argument %s given twice", key)
+				return args, sc.i, fmt.Errorf("argument %s given twice", key)
 			}
 			args.kw[key] = v
 		} else {
 			if len(args.kw) > 0 {
-				return args, fmt.Errorf("positional argument after a keyword argument")
+				return args, sc.i, fmt.Errorf("positional argument after a keyword argument")
 			}
 			args.pos = append(args.pos, v)
 		}
@@ -96,20 +110,18 @@ func parseCallArgs(s string) (callArgs, error) {
 		case ')':
 		default:
 			if sc.i >= len(sc.s) {
-				return args, fmt.Errorf("missing closing parenthesis")
+				return args, sc.i, fmt.Errorf("missing closing parenthesis")
 			}
-			return args, fmt.Errorf("unexpected %q after an argument", sc.s[sc.i])
+			return args, sc.i, fmt.Errorf("unexpected %q after an argument", sc.s[sc.i])
 		}
 	}
-	sc.skipSpace()
+	for sc.i < len(sc.s) && (sc.s[sc.i] == ' ' || sc.s[sc.i] == '\t') {
+		sc.i++
+	}
 	if sc.i < len(sc.s) && sc.s[sc.i] == ';' {
 		sc.i++
-		sc.skipSpace()
 	}
-	if sc.i < len(sc.s) {
-		return args, fmt.Errorf("unexpected text after the call: %q (one action per step)", clipStr(sc.s[sc.i:], 40))
-	}
-	return args, nil
+	return args, sc.i, nil
 }
 
 func (sc *scanner) value(depth int) (argValue, error) {
