@@ -37,7 +37,8 @@ var actionErrorCodes = []string{
 // ActionErrorCodes returns the closed set of codes an ActionError (and
 // StepInfo.ActionErrorCode) can have: missing, stale, hidden, covered,
 // out_of_viewport (a coordinate action's point), disabled, not_editable, readonly, no_option, not_select, bad_value,
-// bad_url, navigation, refused (the environment's network policy),
+// bad_url, navigation, refused (the environment's network policy, or an
+// upload without Config.UploadDir),
 // no_history, bad_tab, too_many_tabs, bad_action, timeout. A client can
 // rely on no other code appearing.
 func ActionErrorCodes() []string {

@@ -440,6 +440,11 @@ var callForms = []callForm{
 		args:    pointerDocArgs(Click),
 		example: `click("add-to-cart")`,
 		parse:   pointerCall(Click)},
+	{names: []string{"hover"},
+		desc:    "Move the mouse over an element (opens menus and tooltips that react to hover).",
+		args:    []ActionArg{bid(Hover)},
+		example: `hover("menu")`,
+		parse:   targetOnly(Hover)},
 	{names: []string{"dblclick"},
 		desc:    "Double-click an element; button= picks the mouse button and modifiers= the keys held during the clicks.",
 		args:    pointerDocArgs(DblClick),
@@ -478,11 +483,6 @@ var callForms = []callForm{
 			}
 			return c.atMost(2)
 		}},
-	{names: []string{"hover"},
-		desc:    "Move the mouse over an element (opens menus and tooltips that react to hover).",
-		args:    []ActionArg{bid(Hover)},
-		example: `hover("menu")`,
-		parse:   targetOnly(Hover)},
 	{names: []string{"press"},
 		desc:    "Press a key or key combination on an element (focused first), as BrowserGym's press(bid, key_comb); with the key alone, on whatever has focus.",
 		args:    []ActionArg{{Name: "bid", Type: ArgString, Doc: "the semantic id of the element to press the key on; leave it out to press on whatever has focus"}, keyArg("key")},

@@ -43,7 +43,7 @@ func checkFiles(a Action) error {
 // (through a link) is the agent's error, named.
 func (e *Env) uploadPaths(a Action) ([]string, error) {
 	if e.cfg.UploadDir == "" {
-		return nil, actionErr("bad_action", "%s: this environment has no upload directory, so it cannot upload files (the server's operator sets one)", a.Type)
+		return nil, actionErr("refused", "%s: this environment has no upload directory, so it refuses uploads (its operator sets one)", a.Type)
 	}
 	root, err := filepath.EvalSymlinks(e.cfg.UploadDir)
 	if err != nil {
