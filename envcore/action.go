@@ -16,23 +16,29 @@ type ActionType string
 
 // The actions.
 const (
-	Click     ActionType = "click"      // click Target
-	Hover     ActionType = "hover"      // move the mouse over Target
-	Press     ActionType = "press"      // press Key, on Target if set
-	Type      ActionType = "type"       // replace Target's text with Text; Enter presses Enter after
-	Clear     ActionType = "clear"      // empty Target
-	Select    ActionType = "select"     // select Options of the <select> Target
-	Goto      ActionType = "goto"       // open URL in the active tab
-	Back      ActionType = "back"       // history back
-	Forward   ActionType = "forward"    // history forward
-	Refresh   ActionType = "refresh"    // reload the page
-	NewTab    ActionType = "new_tab"    // open a tab (at URL if set) and switch to it
-	SwitchTab ActionType = "switch_tab" // make tab Tab active
-	CloseTab  ActionType = "close_tab"  // close tab Tab (the active one if nil)
-	Terminate ActionType = "terminate"  // end the episode with Answer
-	Noop      ActionType = "noop"       // do nothing for WaitMs, then observe
-	SendMsg   ActionType = "send_msg"   // send Text to the user (chat)
-	Expand    ActionType = "expand"     // show the fold Target first in the next observations (expand.go)
+	Click     ActionType = "click"         // click Target
+	Hover     ActionType = "hover"         // move the mouse over Target
+	Press     ActionType = "press"         // press Key, on Target if set
+	Type      ActionType = "type"          // replace Target's text with Text; Enter presses Enter after
+	Clear     ActionType = "clear"         // empty Target
+	Select    ActionType = "select"        // select Options of the <select> Target
+	Goto      ActionType = "goto"          // open URL in the active tab
+	Back      ActionType = "back"          // history back
+	Forward   ActionType = "forward"       // history forward
+	Refresh   ActionType = "refresh"       // reload the page
+	NewTab    ActionType = "new_tab"       // open a tab (at URL if set) and switch to it
+	SwitchTab ActionType = "switch_tab"    // make tab Tab active
+	CloseTab  ActionType = "close_tab"     // close tab Tab (the active one if nil)
+	Terminate ActionType = "terminate"     // end the episode with Answer
+	Noop      ActionType = "noop"          // do nothing for WaitMs, then observe
+	SendMsg   ActionType = "send_msg"      // send Text to the user (chat)
+	Expand    ActionType = "expand"        // show the fold Target first in the next observations (expand.go)
+	DblClick  ActionType = "dblclick"      // double-click Target
+	Focus     ActionType = "focus"         // focus Target
+	DragDrop  ActionType = "drag_and_drop" // press on Target, move to To, release there
+	Upload    ActionType = "upload_file"   // click Target and give the file chooser it opens Files
+	KeyDown   ActionType = "keyboard_down" // press and hold Key
+	KeyUp     ActionType = "keyboard_up"   // release Key
 )
 
 // Action is one agent action in structured form. Targets are semantic ids
@@ -63,6 +69,15 @@ type Action struct {
 	DeltaX float64 `json:"delta_x,omitempty"`
 	DeltaY float64 `json:"delta_y,omitempty"`
 	Button string  `json:"button,omitempty"`
+	// Modifiers are the keys held during a click or double-click: "Alt",
+	// "Control", "ControlOrMeta", "Meta", "Shift" (BrowserGym's modifiers=).
+	Modifiers []string `json:"modifiers,omitempty"`
+	// To is where a drag_and_drop drops: the semantic id of an element.
+	To string `json:"to,omitempty"`
+	// Files are an upload's files: paths inside the environment's upload
+	// directory (Config.UploadDir), which is their root; an empty list
+	// clears the chosen files.
+	Files []string `json:"files,omitempty"`
 }
 
 // MaxNoopWait bounds a noop's wait.
@@ -104,7 +119,25 @@ func call(name string, args ...string) string {
 
 var actionSpecs = []actionSpec{
 	{typ: Click, target: "the semantic id of an element", preview: true, evaluates: always, run: (*Env).runClick,
-		format: func(a Action) string { return call("click", quote(a.Target)) }},
+		check: checkPointer, format: func(a Action) string { return call("click", pointerArgs(a)...) }},
+	{typ: DblClick, target: "the semantic id of an element", preview: true, evaluates: always, run: (*Env).runDblClick,
+		check: checkPointer, format: func(a Action) string { return call("dblclick", pointerArgs(a)...) }},
+	{typ: Focus, target: "the semantic id of an element", preview: true, evaluates: always, run: (*Env).runFocus,
+		format: func(a Action) string { return call("focus", quote(a.Target)) }},
+	{typ: DragDrop, target: "the semantic id of the element to drag", preview: true, evaluates: always, run: (*Env).runDragDrop,
+		check: func(a Action) error {
+			if a.To == "" {
+				return need(a, "to", "the semantic id of the element to drop on")
+			}
+			return nil
+		},
+		format: func(a Action) string { return call("drag_and_drop", quote(a.Target), quote(a.To)) }},
+	{typ: Upload, target: "the semantic id of the element that opens a file chooser (a file input, or what clicks one)", preview: true, evaluates: always, run: (*Env).runUpload,
+		check: checkFiles, format: func(a Action) string { return call("upload_file", quote(a.Target), filesLiteral(a.Files)) }},
+	{typ: KeyDown, evaluates: never, run: (*Env).runKeyDown, check: checkSingleKey,
+		format: func(a Action) string { return call("keyboard_down", quote(a.Key)) }},
+	{typ: KeyUp, evaluates: never, run: (*Env).runKeyUp, check: checkSingleKey,
+		format: func(a Action) string { return call("keyboard_up", quote(a.Key)) }},
 	{typ: Hover, target: "the semantic id of an element", preview: true, evaluates: always, run: (*Env).runHover,
 		format: func(a Action) string { return call("hover", quote(a.Target)) }},
 	{typ: Press, preview: true, evaluates: withTarget, run: (*Env).runPress,
@@ -219,6 +252,63 @@ var actionSpecs = []actionSpec{
 			return nil
 		},
 		format: func(a Action) string { return call("expand", quote(a.Target)) }},
+}
+
+// checkPointer checks a click's button and modifiers.
+func checkPointer(a Action) error {
+	if a.Button != "" {
+		if _, ok := mouseButtons[a.Button]; !ok {
+			return fmt.Errorf("%s: button must be \"left\", \"middle\" or \"right\", got %q", a.Type, a.Button)
+		}
+	}
+	_, err := modifierMask(a.Type, a.Modifiers)
+	return err
+}
+
+// pointerArgs are a click's arguments in call form: the target, then
+// button= and modifiers= when they are not the defaults.
+func pointerArgs(a Action) []string {
+	args := []string{quote(a.Target)}
+	if a.Button != "" && a.Button != "left" {
+		args = append(args, "button="+quote(a.Button))
+	}
+	if len(a.Modifiers) > 0 {
+		args = append(args, "modifiers="+listLiteral(a.Modifiers))
+	}
+	return args
+}
+
+// listLiteral writes strings as a list literal.
+func listLiteral(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// filesLiteral writes an upload's files: one as a string, else a list.
+func filesLiteral(files []string) string {
+	if len(files) == 1 {
+		return quote(files[0])
+	}
+	return listLiteral(files)
+}
+
+// checkSingleKey checks the key of keyboard_down and keyboard_up: one
+// key, not a combination.
+func checkSingleKey(a Action) error {
+	if a.Key == "" {
+		return need(a, "a key", `for example "Shift" or "a"`)
+	}
+	kc, err := parseKeyCombo(a.Key)
+	if err != nil {
+		return err
+	}
+	if len(kc.mods) > 0 {
+		return fmt.Errorf("%s takes one key, got the combination %q; hold its keys one by one (keyboard_down(\"Shift\"), then keyboard_down(\"a\")) or press it with keyboard_press", a.Type, a.Key)
+	}
+	return nil
 }
 
 // specOf returns the table entry of type typ.

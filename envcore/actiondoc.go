@@ -66,7 +66,7 @@ func tabArg(required bool) ActionArg {
 
 // coordArgDoc is the doc of a coordinate action's numeric argument.
 func coordArgDoc(name string) string {
-	if strings.HasPrefix(name, "delta_") {
+	if strings.HasPrefix(name, "delta_") || name == "dx" || name == "dy" {
 		return "wheel delta in CSS pixels"
 	}
 	return "CSS pixels of the viewport (a screenshot's pixel divided by screenshot_scale)"
@@ -93,6 +93,9 @@ func Actions() []ActionDoc {
 		}
 		if c.text {
 			d.Args = append(d.Args, ActionArg{Name: "text", Type: ArgString, Doc: "the characters to type", Required: true})
+		}
+		if c.files {
+			d.Args = append(d.Args, filesArg)
 		}
 		if c.button {
 			d.Args = append(d.Args, ActionArg{Name: "button", Type: ArgString, Doc: `"left" (the default), "middle" or "right"`})
@@ -270,7 +273,7 @@ func articled(typ string) string {
 // arguments, what it does, and an example, one table (Actions) behind it.
 func Describe() string {
 	var b strings.Builder
-	b.WriteString("Actions are calls, one per step; element ids are the ids the observation shows.\n\n")
+	b.WriteString("Actions are calls; element ids are the ids the observation shows. Several calls, one a line, run in order in one step (the first that fails stops it).\n\n")
 	for _, d := range Actions() {
 		b.WriteString(d.Signature())
 		b.WriteString("\n    ")

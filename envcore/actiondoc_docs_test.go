@@ -45,7 +45,7 @@ func TestDescribeNamesEveryAction(t *testing.T) {
 			t.Errorf("Describe lacks %s", d.Name)
 		}
 	}
-	if !strings.Contains(text, "fill(bid: string, value: string, enter?: boolean)") {
+	if !strings.Contains(text, "fill(bid: string, value: string, enable_autocomplete_menu?: boolean, enter?: boolean)") {
 		t.Errorf("Describe:\n%s", text)
 	}
 }

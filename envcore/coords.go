@@ -16,12 +16,17 @@ import (
 // Observation.ScreenshotScale to get them). They send real input through
 // CDP, and the step waits for what that input causes like any other action.
 const (
-	MouseClick    ActionType = "mouse_click"         // click at (X, Y) with Button
-	MouseDblClick ActionType = "mouse_dblclick"      // double-click at (X, Y) with Button
-	MouseMove     ActionType = "mouse_move"          // move the mouse to (X, Y)
-	MouseDrag     ActionType = "mouse_drag_and_drop" // press at (X, Y), move to (ToX, ToY), release
-	Scroll        ActionType = "scroll"              // turn the wheel by (DeltaX, DeltaY) where the mouse is
-	KeyboardType  ActionType = "keyboard_type"       // type Text into the focused element
+	MouseClick     ActionType = "mouse_click"          // click at (X, Y) with Button
+	MouseDblClick  ActionType = "mouse_dblclick"       // double-click at (X, Y) with Button
+	MouseMove      ActionType = "mouse_move"           // move the mouse to (X, Y)
+	MouseDrag      ActionType = "mouse_drag_and_drop"  // press at (X, Y), move to (ToX, ToY), release
+	Scroll         ActionType = "scroll"               // turn the wheel by (DeltaX, DeltaY) where the mouse is
+	KeyboardType   ActionType = "keyboard_type"        // type Text into the focused element
+	MouseDown      ActionType = "mouse_down"           // move to (X, Y), press Button and hold it
+	MouseUp        ActionType = "mouse_up"             // move to (X, Y), release Button
+	ScrollAt       ActionType = "scroll_at"            // move to (X, Y), turn the wheel by (DeltaX, DeltaY)
+	KeyboardInsert ActionType = "keyboard_insert_text" // insert Text at the focus, without key events
+	MouseUpload    ActionType = "mouse_upload_file"    // click at (X, Y) and give the file chooser it opens Files
 )
 
 // coordAction is one coordinate action of the grammar: its call form's
@@ -38,6 +43,8 @@ type coordAction struct {
 	button bool
 	// text: takes one string argument, Text.
 	text bool
+	// files: takes a file argument (a path or a list), Files.
+	files bool
 	// points are the viewport points the action touches, checked before it
 	// runs.
 	points func(a Action) [][2]float64
@@ -62,6 +69,8 @@ var (
 	pToY    = param("to_y", func(a *Action) *float64 { return &a.ToY })
 	pDeltaX = param("delta_x", func(a *Action) *float64 { return &a.DeltaX })
 	pDeltaY = param("delta_y", func(a *Action) *float64 { return &a.DeltaY })
+	pDX     = param("dx", func(a *Action) *float64 { return &a.DeltaX })
+	pDY     = param("dy", func(a *Action) *float64 { return &a.DeltaY })
 )
 
 func atXY(a Action) [][2]float64 { return [][2]float64{{a.X, a.Y}} }
@@ -87,6 +96,38 @@ var coordActions = []coordAction{
 	{typ: KeyboardType, desc: "Type text into the focused element, key by key.", example: `keyboard_type("hello")`,
 		text: true,
 		run:  func(t *tab, ctx context.Context, a Action) error { return t.typeText(ctx, a.Text) }},
+	{typ: MouseDown, desc: "Move the mouse to a point of the viewport, press a button there and hold it (until mouse_up; mouse_move drags meanwhile).", example: `mouse_down(120, 48)`,
+		params: []coordParam{pX, pY}, button: true, points: atXY,
+		run: func(t *tab, ctx context.Context, a Action) error {
+			if err := t.mouse(ctx, proto.InputDispatchMouseEventTypeMouseMoved, a.X, a.Y, "", 0); err != nil {
+				return err
+			}
+			return t.mouse(ctx, proto.InputDispatchMouseEventTypeMousePressed, a.X, a.Y, a.Button, 1)
+		}},
+	{typ: MouseUp, desc: "Move the mouse to a point of the viewport and release a button there.", example: `mouse_up(200, 48)`,
+		params: []coordParam{pX, pY}, button: true, points: atXY,
+		run: func(t *tab, ctx context.Context, a Action) error {
+			if err := t.mouse(ctx, proto.InputDispatchMouseEventTypeMouseMoved, a.X, a.Y, "", 0); err != nil {
+				return err
+			}
+			return t.mouse(ctx, proto.InputDispatchMouseEventTypeMouseReleased, a.X, a.Y, a.Button, 1)
+		}},
+	{typ: ScrollAt, desc: "Move the mouse to a point of the viewport and turn the wheel there by dx and dy CSS pixels (scrolls what is under that point).", example: `scroll_at(600, 300, 0, 400)`,
+		params: []coordParam{pX, pY, pDX, pDY}, points: atXY,
+		run: func(t *tab, ctx context.Context, a Action) error {
+			if err := t.mouse(ctx, proto.InputDispatchMouseEventTypeMouseMoved, a.X, a.Y, "", 0); err != nil {
+				return err
+			}
+			return t.wheel(ctx, a)
+		}},
+	{typ: KeyboardInsert, desc: "Insert text at the focus at once, as a paste does: one input event, no key events.", example: `keyboard_insert_text("hello")`,
+		text: true,
+		run:  func(t *tab, ctx context.Context, a Action) error { return t.insertText(ctx, a.Text) }},
+	{typ: MouseUpload, desc: "Click a point of the viewport that opens a file chooser and choose files in it; an empty list clears the choice. Paths are inside the environment's upload directory, which is their root.", example: `mouse_upload_file(120, 48, ["receipt.pdf"])`,
+		params: []coordParam{pX, pY}, files: true, points: atXY,
+		run: func(t *tab, ctx context.Context, a Action) error {
+			return t.chooseFiles(ctx, a.Type, a.Files, func() error { return t.clickAt(ctx, a.X, a.Y, "left", 1) })
+		}},
 }
 
 // coordActionOf returns the table entry of type typ.
@@ -112,6 +153,11 @@ var mouseButtons = map[string]struct {
 
 // validate checks a's fields for c.
 func (c coordAction) validate(a Action) error {
+	if c.files {
+		if err := checkFiles(a); err != nil {
+			return err
+		}
+	}
 	if c.text && a.Text == "" {
 		return fmt.Errorf("%s needs text (the characters to type into the focused element)", a.Type)
 	}
@@ -150,6 +196,18 @@ func (c coordAction) parse(name string, args callArgs) (Action, error) {
 		a.Text = s
 		n++
 	}
+	if c.files {
+		v, ok := args.arg(len(c.params), "file", "files")
+		if !ok {
+			return a, fmt.Errorf("%s(%s) needs the file to upload (a path, or a list of paths)", name, c.signature())
+		}
+		files, err := parsedCall{name: name}.strings(v, "file")
+		if err != nil {
+			return a, err
+		}
+		a.Files = files
+		n++
+	}
 	if c.button {
 		if v, ok := args.arg(len(c.params), "button"); ok {
 			a.Button, _ = v.text()
@@ -174,6 +232,9 @@ func (c coordAction) signature() string {
 	if c.text {
 		parts = append(parts, "text")
 	}
+	if c.files {
+		parts = append(parts, "file")
+	}
 	if c.button {
 		parts = append(parts, `button="left"`)
 	}
@@ -188,6 +249,9 @@ func (c coordAction) format(a Action) string {
 	}
 	if c.text {
 		parts = append(parts, quote(a.Text))
+	}
+	if c.files {
+		parts = append(parts, filesLiteral(a.Files))
 	}
 	if c.button && a.Button != "" && a.Button != "left" {
 		parts = append(parts, "button="+quote(a.Button))
@@ -206,6 +270,13 @@ func (c coordAction) execute(ctx context.Context, e *Env, t *tab, a Action) erro
 					a.Type, p[0], p[1], vp.Width, vp.Height, vp.Width-1, vp.Height-1)
 			}
 		}
+	}
+	if c.files {
+		files, err := e.uploadPaths(a)
+		if err != nil {
+			return err
+		}
+		a.Files = files
 	}
 	return c.run(t, ctx, a)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,11 @@ type Config struct {
 	Retries int
 	// MaxTabs is the most tabs an environment may have open. Default 10.
 	MaxTabs int
+	// UploadDir is the directory upload_file and mouse_upload_file choose
+	// files from: the root of their paths ("/a.pdf" and "a.pdf" are both
+	// UploadDir/a.pdf; ".." cannot leave it). Chromium reads the files, so
+	// its user must be able to. Empty: uploads are refused.
+	UploadDir string
 	// Observe are the optional observation parts every Step returns.
 	Observe ObserveOptions
 }
@@ -423,9 +429,31 @@ func (e *Env) step(ctx context.Context, p Parsed, opts ObserveOptions) (Observat
 			return e.finishStep(ctx, info, time.Time{}, EchoOf(a), opts)
 		}
 	}
+	acts := append([]Action{a}, p.Then...)
 	actx, cancel := context.WithTimeout(ctx, e.cfg.ActionTimeout)
-	acted := e.activeTab()
-	attempts, err := e.execute(actx, a)
+	var (
+		attempts int
+		err      error
+		acted    *tab
+		failed   = -1
+		begun    bool // an action of the step has begun in the page
+	)
+	for i, x := range acts { // BrowserGym's multi-action mode (multiaction.go)
+		a, acted = x, e.activeTab()
+		var n int
+		n, err = e.execute(actx, a, begun)
+		if s, ok := specOf(a.Type); !ok || !s.inert {
+			begun = true
+		}
+		attempts += n
+		if err != nil {
+			failed = i
+			break
+		}
+		if a.Type == SendMsg {
+			e.chat = append(e.chat, ChatMessage{Role: "assistant", Text: a.Text})
+		}
+	}
 	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
 	if timedOut && err != nil && ctx.Err() == nil {
@@ -448,18 +476,27 @@ func (e *Env) step(ctx context.Context, p Parsed, opts ObserveOptions) (Observat
 	case err != nil:
 		return Observation{}, info, fmt.Errorf("step %s: %w", a, err)
 	}
+	if failed >= 0 && len(acts) > 1 {
+		info.ActionError = fmt.Sprintf("action %d of %d, %s: %s", failed+1, len(acts), clipStr(a.String(), 80), info.ActionError)
+		if failed < len(acts)-1 {
+			info.ActionError += fmt.Sprintf(" (the %d after it did not run)", len(acts)-1-failed)
+		}
+	}
 	if a.Type == Terminate && err == nil {
 		e.terminated = true
 		info.Terminated, info.Answer, info.Infeasible = true, a.Answer, a.Infeasible
 	}
-	if a.Type == SendMsg && err == nil {
-		e.chat = append(e.chat, ChatMessage{Role: "assistant", Text: a.Text})
+	settleFrom := time.Time{} // nothing happened in the page
+	for _, x := range acts {
+		if s, ok := specOf(x.Type); !ok || !s.inert {
+			settleFrom = start
+		}
 	}
-	settleFrom := start
-	if s, ok := specOf(a.Type); ok && s.inert {
-		settleFrom = time.Time{} // nothing happened in the page
+	echo := make([]string, len(acts))
+	for i, x := range acts {
+		echo[i] = x.String()
 	}
-	return e.finishStep(ctx, info, settleFrom, a.String(), opts)
+	return e.finishStep(ctx, info, settleFrom, strings.Join(echo, "\n"), opts)
 }
 
 // StepText parses an action string (see ParseAction) and steps it. A string

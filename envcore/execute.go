@@ -37,7 +37,8 @@ var actionErrorCodes = []string{
 // ActionErrorCodes returns the closed set of codes an ActionError (and
 // StepInfo.ActionErrorCode) can have: missing, stale, hidden, covered,
 // out_of_viewport (a coordinate action's point), disabled, not_editable, readonly, no_option, not_select, bad_value,
-// bad_url, navigation, refused (the environment's network policy),
+// bad_url, navigation, refused (the environment's network policy, or an
+// upload without Config.UploadDir),
 // no_history, bad_tab, too_many_tabs, bad_action, timeout. A client can
 // rely on no other code appearing.
 func ActionErrorCodes() []string {
@@ -65,13 +66,19 @@ type jsResult struct {
 // execute runs a validated action in the active tab. It returns how many
 // attempts it made; an *ActionError is the agent's problem, any other error
 // the environment's.
-func (e *Env) execute(ctx context.Context, a Action) (int, error) {
+//
+// more: a is a later action of the same step (multiaction.go), so it goes
+// on as the step's action: the page's work of all the step's actions is
+// the step's to wait for.
+func (e *Env) execute(ctx context.Context, a Action, more bool) (int, error) {
 	t := e.activeTab()
 	if t == nil {
 		return 1, fmt.Errorf("environment has no open tab")
 	}
 	if s, ok := specOf(a.Type); !ok || !s.inert {
-		e.act++
+		if !more {
+			e.act++
+		}
 		t.beginAction(ctx, e.act, evaluatesFirst(a))
 	}
 	if c, ok := coordActionOf(a.Type); ok {
@@ -95,14 +102,51 @@ func evaluatesFirst(a Action) bool {
 // The run functions of actionSpecs, one per semantic action.
 
 func (e *Env) runClick(ctx context.Context, t *tab, a Action) (int, error) {
+	return e.clickTarget(ctx, t, a, 1)
+}
+
+func (e *Env) runDblClick(ctx context.Context, t *tab, a Action) (int, error) {
+	return e.clickTarget(ctx, t, a, 2)
+}
+
+// clickTarget clicks a's target clicks times with a's button, holding
+// a's modifiers.
+func (e *Env) clickTarget(ctx context.Context, t *tab, a Action, clicks int) (int, error) {
+	keys, err := modifierMask(a.Type, a.Modifiers)
+	if err != nil {
+		return 1, actionErr("bad_action", "%v", err)
+	}
 	p, n, err := e.target(ctx, t, a.Target, "click")
 	if err != nil {
 		return n, err
 	}
-	if p.Option { // clicking an option of a <select> selects it
+	if p.Option && clicks == 1 && a.Button == "" && len(keys) == 0 { // clicking an option of a <select> selects it
 		return n, e.jsAct(ctx, t, "act.selectOptions", a.Target, []string{})
 	}
-	return n, e.click(ctx, t, p.X, p.Y)
+	return n, t.holding(ctx, keys, func() error { return t.clickAt(ctx, p.X, p.Y, a.Button, clicks) })
+}
+
+func (e *Env) runFocus(ctx context.Context, t *tab, a Action) (int, error) {
+	_, n, err := e.target(ctx, t, a.Target, "focus")
+	if err != nil {
+		return n, err
+	}
+	return n, e.jsAct(ctx, t, "act.focus", a.Target)
+}
+
+// runDragDrop presses the left button over the target, moves over a.To in
+// steps and releases it there (dragAndDrop), as BrowserGym's drag_and_drop
+// does with the two elements' centres.
+func (e *Env) runDragDrop(ctx context.Context, t *tab, a Action) (int, error) {
+	from, n, err := e.target(ctx, t, a.Target, "hover")
+	if err != nil {
+		return n, err
+	}
+	to, m, err := e.target(ctx, t, a.To, "hover")
+	if err != nil {
+		return n + m - 1, err
+	}
+	return n + m - 1, t.dragAndDrop(ctx, Action{X: from.X, Y: from.Y, ToX: to.X, ToY: to.Y})
 }
 
 func (e *Env) runHover(ctx context.Context, t *tab, a Action) (int, error) {
@@ -204,10 +248,6 @@ func (e *Env) runNoop(ctx context.Context, _ *tab, a Action) (int, error) {
 // runNothing runs the actions that only end the episode or talk to the
 // user (terminate, send_msg): the server acts on them.
 func runNothing(*Env, context.Context, *tab, Action) (int, error) { return 1, nil }
-
-func (e *Env) click(ctx context.Context, t *tab, x, y float64) error {
-	return t.clickAt(ctx, x, y, "left", 1)
-}
 
 // target resolves and checks an element for mode (click, hover, focus,
 // type). A missing or stale id gets one more try after the ids are

@@ -113,7 +113,9 @@ func modifierBit(k input.Key) int {
 // up, modifiers up.
 func (t *tab) press(ctx context.Context, kc keyCombo) error {
 	c := t.client(ctx)
-	mods := 0
+	t.mu.Lock()
+	mods := t.mods // held with keyboard_down
+	t.mu.Unlock()
 	for _, m := range kc.mods {
 		mods |= modifierBit(m)
 		if err := m.Encode(proto.InputDispatchKeyEventTypeKeyDown, mods).Call(c); err != nil {
@@ -249,4 +251,87 @@ func (t *tab) insertText(ctx context.Context, text string) error {
 		return fmt.Errorf("type text: %w", err)
 	}
 	return nil
+}
+
+// modifierMask reads the modifiers of a click (BrowserGym's modifiers=:
+// "Alt", "Control", "ControlOrMeta", "Meta", "Shift") into their keys.
+func modifierMask(typ ActionType, names []string) ([]input.Key, error) {
+	var keys []input.Key
+	for _, n := range names {
+		k, ok := modifierKeys[strings.ToLower(n)]
+		if !ok {
+			return nil, fmt.Errorf("%s: unknown modifier %q; modifiers are Alt, Control, ControlOrMeta, Meta and Shift", typ, n)
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// keyEvent sends key k down or up as one real key event and keeps the
+// modifiers held (t.mods) in step: keyboard_down and keyboard_up, and the
+// modifiers a click holds.
+func (t *tab) keyEvent(ctx context.Context, k input.Key, down bool) error {
+	t.mu.Lock()
+	mods := t.mods
+	if bit := modifierBit(k); bit != 0 {
+		if down {
+			mods |= bit
+		} else {
+			mods &^= bit
+		}
+	}
+	t.mu.Unlock()
+	typ := proto.InputDispatchKeyEventTypeKeyUp
+	if down {
+		typ = proto.InputDispatchKeyEventTypeKeyDown
+	}
+	ev := k.Encode(typ, mods)
+	if down && mods&(input.ModifierControl|input.ModifierAlt|input.ModifierMeta) != 0 && modifierBit(k) == 0 {
+		// A shortcut produces no text (see press).
+		ev.Type = proto.InputDispatchKeyEventTypeRawKeyDown
+		ev.Text, ev.UnmodifiedText = "", ""
+	}
+	if err := ev.Call(t.client(ctx)); err != nil {
+		return fmt.Errorf("key %s: %w", typ, err)
+	}
+	t.mu.Lock()
+	t.mods = mods
+	t.mu.Unlock()
+	return nil
+}
+
+// holding runs act with the modifier keys held down: each pressed, act,
+// then each released, as a person holding Shift while clicking does.
+func (t *tab) holding(ctx context.Context, keys []input.Key, act func() error) error {
+	for i, k := range keys {
+		if err := t.keyEvent(ctx, k, true); err != nil {
+			for j := i - 1; j >= 0; j-- {
+				_ = t.keyEvent(ctx, keys[j], false)
+			}
+			return err
+		}
+	}
+	err := act()
+	for j := len(keys) - 1; j >= 0; j-- {
+		if uerr := t.keyEvent(ctx, keys[j], false); uerr != nil && err == nil {
+			err = uerr
+		}
+	}
+	return err
+}
+
+func (e *Env) runKeyDown(ctx context.Context, t *tab, a Action) (int, error) {
+	kc, err := parseKeyCombo(a.Key)
+	if err != nil {
+		return 1, actionErr("bad_action", "%v", err)
+	}
+	return 1, t.keyEvent(ctx, kc.key, true)
+}
+
+func (e *Env) runKeyUp(ctx context.Context, t *tab, a Action) (int, error) {
+	kc, err := parseKeyCombo(a.Key)
+	if err != nil {
+		return 1, actionErr("bad_action", "%v", err)
+	}
+	return 1, t.keyEvent(ctx, kc.key, false)
 }

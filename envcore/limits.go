@@ -48,6 +48,12 @@ var actionLimits = []fieldLimit{
 		hint: "give a shorter answer"},
 	{field: "option", max: 1024, items: 256, strings: func(a Action) []string { return a.Options },
 		hint: "options are named by their id, visible text or value"},
+	{field: "to", max: 512, strings: func(a Action) []string { return []string{a.To} },
+		hint: "targets are the semantic ids of the last observation"},
+	{field: "modifier", max: 16, items: 8, strings: func(a Action) []string { return a.Modifiers },
+		hint: "modifiers are Alt, Control, ControlOrMeta, Meta and Shift"},
+	{field: "file", max: 1024, items: 64, strings: func(a Action) []string { return a.Files },
+		hint: "files are paths inside the upload directory"},
 	{field: "button", max: 16, strings: func(a Action) []string { return []string{a.Button} },
 		hint: `buttons are "left", "middle" or "right"`},
 }

@@ -26,6 +26,11 @@ import (
 // with an error that states the limit and the size.
 func ParseAction(s string) (Action, error) {
 	parsed(s)
+	return parseOne(s)
+}
+
+// parseOne is ParseAction without telling the parse hook.
+func parseOne(s string) (Action, error) {
 	if err := checkActionString(s); err != nil {
 		return Action{}, err
 	}

@@ -2,6 +2,7 @@ package envcore
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +48,20 @@ func (sc *scanner) peek() byte {
 }
 
 func parseCallArgs(s string) (callArgs, error) {
+	args, end, err := parseCallArgsAt(s)
+	if err != nil {
+		return args, err
+	}
+	if rest := strings.TrimSpace(s[end:]); rest != "" {
+		return args, fmt.Errorf("unexpected text after the call: %q (one action per step; several actions go on separate lines)", clipStr(rest, 40))
+	}
+	return args, nil
+}
+
+// parseCallArgsAt reads the arguments of a call from s, which begins at its
+// "(", through the closing ")" and a ";" after it, and returns where it
+// stopped.
+func parseCallArgsAt(s string) (callArgs, int, error) {
 	sc := &scanner{s: s, i: 1} // past "("
 	args := callArgs{kw: map[string]argValue{}}
 	for {
@@ -56,7 +71,7 @@ func parseCallArgs(s string) (callArgs, error) {
 			break
 		}
 		if sc.i >= len(sc.s) {
-			return args, fmt.Errorf("missing closing parenthesis")
+			return args, sc.i, fmt.Errorf("missing closing parenthesis")
 		}
 		// keyword argument?
 		j := sc.i
@@ -75,16 +90,16 @@ func parseCallArgs(s string) (callArgs, error) {
 		}
 		v, err := sc.value(0)
 		if err != nil {
-			return args, err
+			return args, sc.i, err
 		}
 		if key != "" {
 			if _, dup := args.kw[key]; dup {
-				return args, fmt.Errorf("argument %s given twice", key)
+				return args, sc.i, fmt.Errorf("argument %s given twice", key)
 			}
 			args.kw[key] = v
 		} else {
 			if len(args.kw) > 0 {
-				return args, fmt.Errorf("positional argument after a keyword argument")
+				return args, sc.i, fmt.Errorf("positional argument after a keyword argument")
 			}
 			args.pos = append(args.pos, v)
 		}
@@ -95,20 +110,18 @@ func parseCallArgs(s string) (callArgs, error) {
 		case ')':
 		default:
 			if sc.i >= len(sc.s) {
-				return args, fmt.Errorf("missing closing parenthesis")
+				return args, sc.i, fmt.Errorf("missing closing parenthesis")
 			}
-			return args, fmt.Errorf("unexpected %q after an argument", sc.s[sc.i])
+			return args, sc.i, fmt.Errorf("unexpected %q after an argument", sc.s[sc.i])
 		}
 	}
-	sc.skipSpace()
+	for sc.i < len(sc.s) && (sc.s[sc.i] == ' ' || sc.s[sc.i] == '\t') {
+		sc.i++
+	}
 	if sc.i < len(sc.s) && sc.s[sc.i] == ';' {
 		sc.i++
-		sc.skipSpace()
 	}
-	if sc.i < len(sc.s) {
-		return args, fmt.Errorf("unexpected text after the call: %q (one action per step)", clipStr(sc.s[sc.i:], 40))
-	}
-	return args, nil
+	return args, sc.i, nil
 }
 
 func (sc *scanner) value(depth int) (argValue, error) {
@@ -330,6 +343,82 @@ func noArgs(t ActionType) func(parsedCall, *Action) error {
 	}
 }
 
+// keyArg1 is the argument of keyboard_down and keyboard_up: one key.
+func keyArg1(name string) ActionArg {
+	return ActionArg{Name: name, Type: ArgString, Doc: `one key: "Shift", "Control", "a", "Enter"`, Required: true}
+}
+
+// filesArg is an upload's files.
+var filesArg = ActionArg{Name: "file", Type: ArgArray, Doc: "a path or a list of paths inside the environment's upload directory (a path may also be given as a string); [] clears the choice", Required: true}
+
+// pointerDocArgs are the arguments of click and dblclick.
+func pointerDocArgs(t ActionType) []ActionArg {
+	return []ActionArg{bid(t),
+		{Name: "button", Type: ArgString, Doc: `"left" (the default), "middle" or "right"`},
+		{Name: "modifiers", Type: ArgArray, Doc: `keys held during the click: "Alt", "Control", "ControlOrMeta", "Meta", "Shift"`}}
+}
+
+// pointerCall is the parse of click and dblclick: bid, button, modifiers,
+// in BrowserGym's order.
+func pointerCall(t ActionType) func(parsedCall, *Action) error {
+	return func(c parsedCall, a *Action) (err error) {
+		a.Type = t
+		if a.Target, err = c.target(); err != nil {
+			return err
+		}
+		if a.Button, err = c.optStr(1, "button"); err != nil {
+			return err
+		}
+		if a.Button == "left" {
+			a.Button = "" // the default, as String prints it
+		}
+		if v, ok := c.args.arg(2, "modifiers"); ok {
+			if a.Modifiers, err = c.strings(v, "modifiers"); err != nil {
+				return err
+			}
+		}
+		return c.atMost(3)
+	}
+}
+
+// keyCall is the parse of keyboard_down and keyboard_up.
+func keyCall(t ActionType) func(parsedCall, *Action) error {
+	return func(c parsedCall, a *Action) (err error) {
+		a.Type = t
+		if a.Key, err = c.str(0, "a key", "key"); err != nil {
+			return err
+		}
+		return c.atMost(1)
+	}
+}
+
+// strings reads a list of strings (or one string, as a list of one).
+func (c parsedCall) strings(v argValue, what string) ([]string, error) {
+	if v.kind == "str" {
+		return []string{v.str}, nil
+	}
+	if v.kind != "list" {
+		return nil, fmt.Errorf("%s(...): %s must be a string or a list of strings", c.name, what)
+	}
+	out := make([]string, 0, len(v.list))
+	for _, x := range v.list {
+		if x.kind != "str" {
+			return nil, fmt.Errorf("%s(...): %s must be a list of strings", c.name, what)
+		}
+		out = append(out, x.str)
+	}
+	return out, nil
+}
+
+// files reads an upload's files, positional i or file=.
+func (c parsedCall) files(i int) ([]string, error) {
+	v, ok := c.args.arg(i, "file", "files")
+	if !ok {
+		return nil, fmt.Errorf("%s(...) needs the file to upload (a path, or a list of paths)", c.name)
+	}
+	return c.strings(v, "file")
+}
+
 // callForm is a semantic action in the call grammar: the names agents
 // call it by (names are listed in errors, aliases are only accepted) and
 // how its arguments are read. The coordinate actions have their table in
@@ -347,26 +436,53 @@ type callForm struct {
 
 var callForms = []callForm{
 	{names: []string{"click"},
-		desc:    "Click an element.",
-		args:    []ActionArg{bid(Click)},
+		desc:    "Click an element; button= picks the mouse button and modifiers= the keys held during the click.",
+		args:    pointerDocArgs(Click),
 		example: `click("add-to-cart")`,
-		parse: func(c parsedCall, a *Action) (err error) {
-			a.Type = Click
-			if a.Target, err = c.target(); err != nil {
-				return err
-			}
-			if v, ok := c.args.kw["button"]; ok {
-				if b, _ := v.text(); b != "left" {
-					return fmt.Errorf("click(...): only the left button is supported, got button=%q", b)
-				}
-			}
-			return nil
-		}},
+		parse:   pointerCall(Click)},
 	{names: []string{"hover"},
 		desc:    "Move the mouse over an element (opens menus and tooltips that react to hover).",
 		args:    []ActionArg{bid(Hover)},
 		example: `hover("menu")`,
 		parse:   targetOnly(Hover)},
+	{names: []string{"dblclick"},
+		desc:    "Double-click an element; button= picks the mouse button and modifiers= the keys held during the clicks.",
+		args:    pointerDocArgs(DblClick),
+		example: `dblclick("title")`,
+		parse:   pointerCall(DblClick)},
+	{names: []string{"focus"},
+		desc:    "Focus an element, without clicking it.",
+		args:    []ActionArg{bid(Focus)},
+		example: `focus("search")`,
+		parse:   targetOnly(Focus)},
+	{names: []string{"drag_and_drop"},
+		desc:    "Drag an element onto another: press the left button over from_bid, move over to_bid and release it there.",
+		args:    []ActionArg{{Name: "from_bid", Type: ArgString, Doc: "the semantic id of the element to drag", Required: true}, {Name: "to_bid", Type: ArgString, Doc: "the semantic id of the element to drop on", Required: true}},
+		example: `drag_and_drop("card-3", "done-column")`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = DragDrop
+			if a.Target, err = c.str(0, "the element to drag", "from_bid"); err != nil {
+				return err
+			}
+			if a.To, err = c.str(1, "the element to drop on", "to_bid"); err != nil {
+				return err
+			}
+			return c.atMost(2)
+		}},
+	{names: []string{"upload_file"},
+		desc:    "Click an element that opens a file chooser (a file input, or a button that clicks one) and choose files in it; an empty list clears the choice. Paths are inside the environment's upload directory, which is their root.",
+		args:    []ActionArg{bid(Upload), filesArg},
+		example: `upload_file("receipt", ["receipt.pdf"])`,
+		parse: func(c parsedCall, a *Action) (err error) {
+			a.Type = Upload
+			if a.Target, err = c.target(); err != nil {
+				return err
+			}
+			if a.Files, err = c.files(1); err != nil {
+				return err
+			}
+			return c.atMost(2)
+		}},
 	{names: []string{"press"},
 		desc:    "Press a key or key combination on an element (focused first), as BrowserGym's press(bid, key_comb); with the key alone, on whatever has focus.",
 		args:    []ActionArg{{Name: "bid", Type: ArgString, Doc: "the semantic id of the element to press the key on; leave it out to press on whatever has focus"}, keyArg("key")},
@@ -394,9 +510,20 @@ var callForms = []callForm{
 			}
 			return c.atMost(1)
 		}},
+	{names: []string{"keyboard_down"},
+		desc:    "Press a key and hold it (until keyboard_up): a held modifier applies to the clicks and keys that follow.",
+		args:    []ActionArg{keyArg1("key")},
+		example: `keyboard_down("Shift")`,
+		parse:   keyCall(KeyDown)},
+	{names: []string{"keyboard_up"},
+		desc:    "Release a key held with keyboard_down.",
+		args:    []ActionArg{keyArg1("key")},
+		example: `keyboard_up("Shift")`,
+		parse:   keyCall(KeyUp)},
 	{names: []string{"fill", "type"}, aliases: []string{"type_text"},
-		desc: "Replace the text of a text field with value; enter=true presses Enter after it (to submit a search, say).",
+		desc: "Replace the text of a text field with value, typed key by key (so autocomplete menus open: enable_autocomplete_menu is accepted and always in effect); enter=true presses Enter after it (to submit a search, say).",
 		args: []ActionArg{bid(Type), {Name: "value", Type: ArgString, Doc: "the text to type", Required: true},
+			{Name: "enable_autocomplete_menu", Type: ArgBoolean, Doc: "BrowserGym's flag; typing is always key by key, so the page's autocomplete sees it either way"},
 			{Name: "enter", Type: ArgBoolean, Doc: "press Enter after typing"}},
 		example: `fill("search", "red shoes", enter=True)`,
 		parse: func(c parsedCall, a *Action) (err error) {
@@ -406,6 +533,9 @@ var callForms = []callForm{
 			}
 			if a.Text, err = c.str(1, "the text to type", "value", "text"); err != nil {
 				return err
+			}
+			if v, ok := c.args.arg(2, "enable_autocomplete_menu"); ok && v.kind != "bool" {
+				return fmt.Errorf("%s(...): enable_autocomplete_menu must be True or False", c.name)
 			}
 			if v, ok := c.args.arg(-1, "enter", "press_enter", "press_enter_after", "submit"); ok {
 				switch v.kind {
@@ -417,7 +547,7 @@ var callForms = []callForm{
 					return fmt.Errorf("%s(...): enter must be True or False", c.name)
 				}
 			}
-			return c.atMost(3)
+			return c.atMost(4)
 		}},
 	{names: []string{"clear"},
 		desc:    "Empty a text field.",
@@ -546,32 +676,13 @@ var callForms = []callForm{
 		parse: func(c parsedCall, a *Action) error {
 			a.Type = Noop
 			if v, ok := c.args.arg(0, "wait_ms"); ok {
-				n, ok := v.integer()
-				if !ok {
-					return fmt.Errorf("%s(...): wait_ms must be an integer", c.name)
+				if v.kind != "num" || v.num < 0 || v.num > MaxNoopWait {
+					return fmt.Errorf("%s(...): wait_ms must be a number of milliseconds between 0 and %d", c.name, MaxNoopWait)
 				}
-				a.WaitMs = n
+				a.WaitMs = int(math.Round(v.num))
 			}
-			return nil
+			return c.atMost(1)
 		}},
-}
-
-// useMouse is what to use instead of BrowserGym's low-level mouse calls.
-const useMouse = "use mouse_click(x, y) or mouse_drag_and_drop(from_x, from_y, to_x, to_y)"
-
-// unsupportedCalls are calls of BrowserGym's action set that WebServ does
-// not run, with what to use instead ("" for the list of actions).
-var unsupportedCalls = map[string]string{
-	"dblclick":             "use click",
-	"mouse_down":           useMouse,
-	"mouse_up":             useMouse,
-	"drag_and_drop":        useMouse,
-	"mouse_upload_file":    useMouse,
-	"upload_file":          "",
-	"focus":                "",
-	"keyboard_insert_text": "",
-	"keyboard_down":        "",
-	"keyboard_up":          "",
 }
 
 // callFormOf finds a call's form by any of its names.
@@ -603,12 +714,6 @@ func callAction(name string, args callArgs) (Action, error) {
 		return c.parse(name, args)
 	}
 	var a Action
-	if hint, ok := unsupportedCalls[name]; ok {
-		if hint == "" {
-			hint = "use one of " + callNames
-		}
-		return a, fmt.Errorf("%s is not supported; %s", name, hint)
-	}
 	f, ok := callFormOf[name]
 	if !ok {
 		return a, fmt.Errorf("unknown action %q; use one of %s", name, callNames)

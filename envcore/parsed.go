@@ -7,8 +7,12 @@ import "sync/atomic"
 // Everything after the edge (the server's approval, preview, recording and
 // observers, and the step itself) reads this value instead of the string.
 type Parsed struct {
-	// Action is the action (the zero Action when Err is set).
+	// Action is the action (the zero Action when Err is set): the first
+	// of several when Text had several lines (ParseActions).
 	Action Action
+	// Then are the actions of Text's later lines, run after Action in
+	// order in the same step (BrowserGym's multi-action mode).
+	Then []Action
 	// Text is the string the agent wrote ("" for a structured action).
 	Text string
 	// Err is why Text does not parse. It is the agent's error, not the
@@ -24,8 +28,24 @@ type Parsed struct {
 // ParseText reads the action string s (ParseAction): the action, or the
 // parse error with s.
 func ParseText(s string) Parsed {
-	a, err := ParseAction(s)
-	return Parsed{Action: a, Text: s, Err: err, valid: err == nil}
+	acts, err := ParseActions(s)
+	if err != nil {
+		return Parsed{Text: s, Err: err}
+	}
+	return Parsed{Action: acts[0], Then: acts[1:], Text: s, valid: true}
+}
+
+// Actions are the step's actions in the order they run: Action, then
+// Then.
+func (p Parsed) Actions() []Action {
+	return append([]Action{p.Action}, p.Then...)
+}
+
+// Terminates reports whether the step ends the episode (its last action is
+// stop or report_infeasible), read without running it.
+func (p Parsed) Terminates() bool {
+	acts := p.Actions()
+	return p.OK() && acts[len(acts)-1].Type == Terminate
 }
 
 // Structured is a structured action, as sent; the step validates it.

@@ -39,6 +39,15 @@ type tab struct {
 	standIn bool // document requests get the stand-in (see useStandIns)
 	mouseX  float64
 	mouseY  float64
+	// buttons are the mouse buttons held down (MouseEvent.buttons bits),
+	// mods the modifier keys held down (CDP's modifier bits), by
+	// mouse_down and keyboard_down until released; every mouse and key
+	// event carries them, as a real device's do.
+	buttons int
+	mods    int
+	// chooser, while an upload waits for it, is told of the file chooser
+	// a click opened (upload.go).
+	chooser chan proto.PageFileChooserOpened
 	// pointerIn: the mouse has been over the current document (see
 	// pointerOut).
 	pointerIn bool
@@ -183,6 +192,19 @@ func (t *tab) onEvent(msg *rod.Message) {
 		go t.answerPaused(ev.RequestID, standIn)
 	case "Page.frameStartedNavigating":
 		t.pointerOut(msg)
+	case "Page.fileChooserOpened":
+		var ev proto.PageFileChooserOpened
+		if msg.Load(&ev) {
+			t.mu.Lock()
+			ch := t.chooser
+			t.mu.Unlock()
+			if ch != nil {
+				select {
+				case ch <- ev:
+				default:
+				}
+			}
+		}
 	case "Inspector.targetCrashed":
 		t.mu.Lock()
 		t.crashed = true
@@ -288,30 +310,45 @@ func firstLine(s string) string {
 // a move with a button is a move while that button is held.
 func (t *tab) mouse(ctx context.Context, typ proto.InputDispatchMouseEventType, x, y float64, button string, clicks int) error {
 	ev := proto.InputDispatchMouseEvent{Type: typ, X: x, Y: y}
-	mb, held := mouseButtons[button]
+	mb, named := mouseButtons[button]
+	t.mu.Lock()
+	buttons, mods := t.buttons, t.mods
+	t.mu.Unlock()
 	switch typ {
 	case proto.InputDispatchMouseEventTypeMousePressed, proto.InputDispatchMouseEventTypeMouseReleased:
-		if !held {
+		if !named {
 			mb = mouseButtons["left"]
 		}
 		ev.Button = mb.b
 		ev.ClickCount = clicks
 		if typ == proto.InputDispatchMouseEventTypeMousePressed {
-			ev.Buttons = intPtr(mb.bit)
+			buttons |= mb.bit
 		} else {
-			ev.Buttons = intPtr(0)
+			buttons &^= mb.bit
 		}
 	case proto.InputDispatchMouseEventTypeMouseMoved:
-		if held {
-			ev.Button, ev.Buttons = mb.b, intPtr(mb.bit)
+		if named {
+			ev.Button, buttons = mb.b, buttons|mb.bit
+		} else {
+			for _, b := range []string{"left", "right", "middle"} {
+				if buttons&mouseButtons[b].bit != 0 {
+					ev.Button = mouseButtons[b].b
+					break
+				}
+			}
 		}
 	}
+	ev.Buttons = intPtr(buttons)
+	ev.Modifiers = mods
 	if err := ev.Call(t.client(ctx)); err != nil {
 		return fmt.Errorf("mouse %s: %w", typ, err)
 	}
 	t.mu.Lock()
 	t.mouseX, t.mouseY = x, y
 	t.pointerIn = true
+	if typ != proto.InputDispatchMouseEventTypeMouseMoved {
+		t.buttons = buttons
+	}
 	t.mu.Unlock()
 	return nil
 }

@@ -242,7 +242,7 @@ func (a *stepAction) check() error {
 // terminates reports whether the action ends the episode (stop, report
 // infeasible), read without running it.
 func (a *stepAction) terminates() bool {
-	return a.given && a.err == nil && a.p.OK() && a.p.Action.Type == envcore.Terminate
+	return a.given && a.err == nil && a.p.Terminates()
 }
 
 // parsed is the action in structured form, if it has one.

@@ -82,6 +82,7 @@ def test_every_action_of_the_table_is_a_tool_with_its_schema(server: str) -> Non
 def _value(a: Any, pages: str) -> Any:
     """A value of argument ``a`` that makes sense on the test page."""
     by_name = {"bid": "name", "key": "Tab", "url": f"{pages}/page?n=5", "button": "right", "index": 0}
+    by_name |= {"modifiers": ["Shift"], "from_bid": "name", "to_bid": "next"}
     if a.name in by_name:
         return by_name[a.name]
     return {"string": "hi", "number": 10, "integer": 0, "boolean": False, "array": ["x"]}[a.type]
