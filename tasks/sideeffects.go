@@ -59,9 +59,11 @@ type ChangeScope struct {
 // the site serving roles (a check of another site, or of a SQLite file
 // other than db, the site's state database, says nothing of it; a check
 // without a db reads the bundled shop's, its state database), its
-// may_change and the site's bookkeeping.
-func ScopeOf(t *Task, roles []string, db string, bookkeeping []hosting.StateRows) ChangeScope {
-	var sc ChangeScope
+// may_change and the site's bookkeeping. ok is false when the task says
+// nothing and is graded by a program of its own (a check verifier, a
+// WebArena-Verified evaluator), which may ask for any change: its side
+// effects are not looked for until it names what it may change.
+func ScopeOf(t *Task, roles []string, db string, bookkeeping []hosting.StateRows) (sc ChangeScope, ok bool) {
 	for _, c := range t.Eval.State {
 		site := c.Site
 		if site == "" && len(t.Sites) > 0 {
@@ -71,8 +73,11 @@ func ScopeOf(t *Task, roles []string, db string, bookkeeping []hosting.StateRows
 			sc.Checks = append(sc.Checks, StateQuery{SQL: c.SQL, Args: c.Args})
 		}
 	}
+	if len(sc.Checks) == 0 && len(t.MayChange) == 0 && (slices.Contains(t.Eval.Types, "check") || slices.Contains(t.Eval.Types, "verified")) {
+		return sc, false
+	}
 	sc.Rows = append(append(sc.Rows, t.MayChange...), bookkeeping...)
-	return sc
+	return sc, true
 }
 
 // SideEffects are the changes found that the task did not ask for.
