@@ -74,6 +74,10 @@ type Site struct {
 	// file (files, a PostgreSQL database): the state_diff op and state
 	// checks with db "@state" read it as tables (state.go).
 	State *State `json:"state,omitempty"`
+	// Bookkeeping is the state every episode's path may touch whatever
+	// its task asks (sign-in sessions, tokens, counters): never a side
+	// effect of an episode (docs/tasks.md "Side effects").
+	Bookkeeping []StateRows `json:"bookkeeping,omitempty"`
 
 	dir string // the directory of the definition file
 }
@@ -213,6 +217,12 @@ func (s *Site) Validate() error {
 		if err := s.State.validate(); err != nil {
 			return fmt.Errorf("site %s: %w", s.Name, err)
 		}
+	}
+	if len(s.Bookkeeping) > 0 && s.StateDB == "" && s.State == nil {
+		return fmt.Errorf("site %s: bookkeeping names rows of the site's state: declare it (state_db or state)", s.Name)
+	}
+	if err := validateRows("bookkeeping", s.Bookkeeping); err != nil {
+		return fmt.Errorf("site %s: %w", s.Name, err)
 	}
 	if s.Ready.Status == 0 {
 		s.Ready.Status = 200

@@ -182,6 +182,10 @@ func replayOracles(t *testing.T, cl *client, runs []oracleRun, workers int) {
 					fail("reward %v, want %v; info %v", last["reward"], run.want, last["info"])
 				case run.want == 1 && last["terminated"] != true:
 					fail("not terminated: info %v", last["info"])
+				case run.name == "oracle" && (last["info"].(map[string]any)["side_effects"] != nil || last["info"].(map[string]any)["side_effects_note"] != nil):
+					// An oracle does what its task asks and nothing else.
+					info := last["info"].(map[string]any)
+					fail("side effects %v (%v)", info["side_effects"], info["side_effects_note"])
 				}
 			}
 		}()
@@ -194,8 +198,8 @@ func replayOracles(t *testing.T, cl *client, runs []oracleRun, workers int) {
 	t.Logf("%d episodes in %s with %d workers", len(runs), time.Since(start).Round(time.Second), workers)
 }
 
-// Every bundled task is solved by its oracle through the real server,
-// browser and shop processes on the local backend, and so is its
+// Every bundled task is solved by its oracle, with no side effects,
+// through the real server, browser and shop processes on the local backend, and so is its
 // Verified-style twin under WebArena-Verified's evaluators. The wrong
 // sequences, which differ from the oracle only in the answer or a value
 // entered, check that each kind of task is graded 0 when it is not done:

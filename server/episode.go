@@ -150,7 +150,7 @@ func (s *Server) prepare(ctx context.Context, x *session, inst Instance, ep *Epi
 	if err != nil {
 		return obs, info, err
 	}
-	if err := x.keepStartState(ctx); err != nil {
+	if err := x.keepStartState(ctx, ep); err != nil {
 		return obs, info, err
 	}
 	return obs, info, nil

@@ -146,6 +146,13 @@ type Episode struct {
 	// task whose page runs its own episodes (MiniWoB). Its value, when a
 	// non-empty string, is the episode's goal.
 	Start string
+	// Scope is what the episode's task may change in its site's state:
+	// any other change is a side effect, reported on the step that ends
+	// the episode (docs/tasks.md "Side effects"). nil: none are looked for.
+	Scope *tasks.ChangeScope
+	// SideEffects is the task's side-effect mode (tasks.SideEffectModes;
+	// "": report); make's side_effects, when given, decides instead.
+	SideEffects string
 }
 
 // OpenFactory serves the "open" site: any http(s) URL, no hosting, reward 0

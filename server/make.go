@@ -10,6 +10,7 @@ import (
 
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/netroute"
+	"github.com/webserv-rl/webserv/tasks"
 )
 
 // makeEnv creates an environment and starts its first episode, so the
@@ -36,6 +37,9 @@ func (s *Server) makeEnv(ctx context.Context, c call, a *makeArgs) (*EpisodeRepl
 	if err != nil {
 		return nil, err
 	}
+	if err := tasks.CheckSideEffectMode(a.SideEffects); err != nil {
+		return nil, badArgs("make.side_effects: " + err.Error())
+	}
 	if a.MaxSteps < 0 {
 		return nil, badArgs("make.max_steps must be 0 (no limit) or more")
 	}
@@ -52,7 +56,7 @@ func (s *Server) makeEnv(ctx context.Context, c call, a *makeArgs) (*EpisodeRepl
 	if err != nil {
 		return nil, err
 	}
-	l := limits{maxSteps: a.MaxSteps, timeLimit: a.EpisodeTimeoutMs.D(), stepLimit: a.StepTimeoutMs.D(), everyStep: a.EvaluateEveryStep, stateDiff: a.StateDiff}
+	l := limits{maxSteps: a.MaxSteps, timeLimit: a.EpisodeTimeoutMs.D(), stepLimit: a.StepTimeoutMs.D(), everyStep: a.EvaluateEveryStep, stateDiff: a.StateDiff, sideEffects: a.SideEffects}
 	if err := s.liveOptions(a, &l); err != nil {
 		s.drop(x)
 		return nil, err

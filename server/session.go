@@ -76,6 +76,9 @@ type limits struct {
 	everyStep bool        // grade after every step (make's evaluate_every_step)
 	record    *recordSpec // nil: not recorded
 	stateDiff bool        // keep the state database at each start (make's state_diff)
+	// sideEffects is make's side_effects: "" (the task's), report, fail
+	// or off (sideeffects.go).
+	sideEffects string
 	// The live view's (live.go): wait for a person's verdict on each
 	// action, or for preview with the target outlined.
 	approve        bool

@@ -97,13 +97,21 @@ func stateDB(x *session) (string, StateDBInstance, error) {
 }
 
 // keepStartState copies the site's state database at an episode's start,
-// for the environments made with state_diff.
-func (x *session) keepStartState(ctx context.Context) error {
-	if !x.limits.stateDiff {
+// for the environments made with state_diff and for the episodes whose
+// side effects are looked for (sideeffects.go).
+func (x *session) keepStartState(ctx context.Context, ep *Episode) error {
+	effects := x.sideEffectMode(ep) != tasks.SideEffectsOff
+	if !x.limits.stateDiff && !effects {
 		return nil
 	}
 	file, in, err := stateDB(x)
 	if err != nil {
+		if !x.limits.stateDiff && x.sideEffectMode(ep) == tasks.SideEffectsReport {
+			return nil // nothing to look in: no side effects are reported
+		}
+		if !x.limits.stateDiff {
+			return errorf(CodeNotSupported, false, "side_effects: fail needs a site that declares its state (state_db or state in its definition, docs/sites.md); site %s declares none", x.site)
+		}
 		return err
 	}
 	var dir string
@@ -118,7 +126,7 @@ func (x *session) keepStartState(ctx context.Context) error {
 	base := filepath.Join(dir, "start.db")
 	_ = os.Remove(base)
 	if err := tasks.CopyDB(ctx, in.Execer(), file, base); err != nil {
-		return errorf(CodeBackend, true, "state_diff: keep the start state: %v", err)
+		return errorf(CodeBackend, true, "keep the episode's start state: %v", err)
 	}
 	return nil
 }

@@ -130,6 +130,9 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 	wi.ObsStats = &obs.Stats
 	reportRefusals(x, &obs, &wi)
 	wi.EvalError, wi.Graded, wi.EndReason = evalErr, graded, string(end)
+	if end == EndAgent || end == EndTask {
+		reward = s.judgeSideEffects(ctx, x, &wi, reward)
+	}
 	if taskEnd != nil {
 		wi.MiniWoB = taskEnd.MiniWoB
 	}

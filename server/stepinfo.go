@@ -63,6 +63,14 @@ type StepInfo struct {
 	EvalError string `json:"eval_error,omitempty"`
 	// Graded is the task's grade, on a step that was graded.
 	*Graded
+	// SideEffects are the changes the episode made to its site's state
+	// that its task did not ask for (sideeffects.go): on the step that
+	// ended a task's episode on a site that declares its state; absent
+	// when there were none. SideEffectsNote says how many, what they did
+	// to the reward (side_effects: fail scores the episode 0), or why they
+	// could not be looked for.
+	SideEffects     []tasks.RowChange `json:"side_effects,omitempty"`
+	SideEffectsNote string            `json:"side_effects_note,omitempty"`
 	// MiniWoB is a MiniWoB page's own account of the step.
 	MiniWoB *tasks.MiniWoBReport `json:"miniwob,omitempty"`
 

@@ -141,6 +141,7 @@ type makeArgs struct {
 	EvaluateEveryStep bool            `json:"evaluate_every_step"`
 	Record            recordArg       `json:"record"`
 	StateDiff         bool            `json:"state_diff"`
+	SideEffects       string          `json:"side_effects"`
 	Approve           bool            `json:"approve"`
 	ApproveTimeoutMs  Millis          `json:"approve_timeout_ms"`
 	// A dream environment's (site "dream", dream.go).

@@ -244,7 +244,7 @@ func openReadOnly(path string) (*sql.DB, error) {
 
 // firstValue runs query and returns its first value as text ("" for no
 // rows or NULL; a whole float as an integer).
-func firstValue(ctx context.Context, db *sql.DB, query string, args []any) (string, error) {
+func firstValue(ctx context.Context, db querier, query string, args []any) (string, error) {
 	var v any
 	switch err := db.QueryRowContext(ctx, query, args...).Scan(&v); {
 	case errors.Is(err, sql.ErrNoRows):

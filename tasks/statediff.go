@@ -39,6 +39,8 @@ type RowChange struct {
 	Row map[string]any `json:"row"`
 	// Old has an update's changed columns as they were.
 	Old map[string]any `json:"old,omitempty"`
+
+	key []any // the row's rowid, or its primary key in a WITHOUT ROWID table
 }
 
 // Column describes a column of a table with changes.
@@ -172,6 +174,12 @@ func DiffFiles(ctx context.Context, cur, base string, queries []StateQuery, lim 
 	return d, vals, nil
 }
 
+// querier is a database or one connection of it.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // tableInfo is what diffTables needs of a table in one schema.
 type tableInfo struct {
 	cols    []Column
@@ -179,7 +187,7 @@ type tableInfo struct {
 	virtual bool
 }
 
-func tables(ctx context.Context, db *sql.DB, schema string) (map[string]tableInfo, error) {
+func tables(ctx context.Context, db querier, schema string) (map[string]tableInfo, error) {
 	rows, err := db.QueryContext(ctx, "SELECT name, COALESCE(sql, '') FROM "+schema+".sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
 	if err != nil {
 		return nil, err
@@ -219,7 +227,7 @@ func tables(ctx context.Context, db *sql.DB, schema string) (map[string]tableInf
 	return out, nil
 }
 
-func columns(ctx context.Context, db *sql.DB, schema, table string) ([]Column, error) {
+func columns(ctx context.Context, db querier, schema, table string) ([]Column, error) {
 	rows, err := db.QueryContext(ctx, "SELECT name, type, pk, dflt_value FROM pragma_table_info(?, ?) ORDER BY cid", table, schema)
 	if err != nil {
 		return nil, err
@@ -354,7 +362,7 @@ func diffTable(ctx context.Context, db *sql.DB, name string, t tableInfo, keep i
 			k := fmt.Sprint(vals[:nkey]...)
 			order = append(order, k)
 			if want(k) {
-				out[k] = append([]any(nil), vals[nkey:]...)
+				out[k] = append([]any(nil), vals...) // the key, then the columns
 			}
 		}
 		return out, order, rows.Err()
@@ -392,6 +400,7 @@ func diffTable(ctx context.Context, db *sql.DB, name string, t tableInfo, keep i
 		total++
 	}
 	row := func(vals []any) map[string]any {
+		vals = vals[nkey:]
 		m := make(map[string]any, len(vals))
 		for i, c := range t.cols {
 			m[c.Name] = value(vals[i])
@@ -404,24 +413,24 @@ func diffTable(ctx context.Context, db *sql.DB, name string, t tableInfo, keep i
 			return total, out, nil
 		}
 		if both[k] {
-			old := gone[k]
-			ch := RowChange{Table: name, Op: "update", Row: row(added[k]), Old: map[string]any{}}
+			old, now := gone[k][nkey:], added[k][nkey:]
+			ch := RowChange{Table: name, Op: "update", Row: row(added[k]), Old: map[string]any{}, key: added[k][:nkey]}
 			for i, c := range t.cols {
-				if fmt.Sprint(value(old[i])) != fmt.Sprint(value(added[k][i])) {
+				if fmt.Sprint(value(old[i])) != fmt.Sprint(value(now[i])) {
 					ch.Old[c.Name] = value(old[i])
 				}
 			}
 			out = append(out, ch)
 			continue
 		}
-		out = append(out, RowChange{Table: name, Op: "insert", Row: row(added[k])})
+		out = append(out, RowChange{Table: name, Op: "insert", Row: row(added[k]), key: added[k][:nkey]})
 	}
 	for _, k := range goneOrder {
 		if len(out) >= keep {
 			break
 		}
 		if _, isAdded := both[k]; !isAdded {
-			out = append(out, RowChange{Table: name, Op: "delete", Row: row(gone[k])})
+			out = append(out, RowChange{Table: name, Op: "delete", Row: row(gone[k]), key: gone[k][:nkey]})
 		}
 	}
 	return total, out, nil

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/webserv-rl/webserv/hosting"
 )
 
 // Placeholders of WebArena configs and the site each stands for.
@@ -55,6 +57,15 @@ type Task struct {
 	// container), like creating the record the task is about. {url} is
 	// the site's origin.
 	Setup [][]string `json:"setup,omitempty"`
+
+	// MayChange names state the task may change besides the rows its
+	// state checks read (docs/tasks.md "Side effects"): a purchase's stock
+	// decrement, say. Any other change is a side effect.
+	MayChange []hosting.StateRows `json:"may_change,omitempty"`
+	// SideEffects is what a side effect does to the episode: report
+	// (the default: listed in info, the reward stands) or fail (the
+	// episode scores 0). Make's side_effects, when given, decides instead.
+	SideEffects string `json:"side_effects,omitempty"`
 
 	// Explored is where an exploration run found the task (its episode,
 	// persona, steps; docs/explore.md). Provenance only: nothing grades
@@ -252,6 +263,14 @@ func (t *Task) Validate() error {
 				return fmt.Errorf("login.cookies[%d].name: empty", k)
 			}
 		}
+	}
+	for k, r := range t.MayChange {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("may_change[%d].%w", k, err)
+		}
+	}
+	if err := CheckSideEffectMode(t.SideEffects); err != nil {
+		return fmt.Errorf("side_effects: %w", err)
 	}
 	if t.Login != nil && t.Login.As == "customer" && t.Login.Email == "" {
 		return fmt.Errorf("login.email: a customer login needs the customer's email")

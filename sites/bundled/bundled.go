@@ -54,6 +54,11 @@ type Shop struct {
 	EvalToken string
 }
 
+// Bookkeeping is the shop's state every episode may touch whatever its
+// task: the sessions a sign-in, a cart or a checkout keeps its place in,
+// and the admin API's tokens. A change to them is never a side effect.
+var Bookkeeping = []hosting.StateRows{{Table: "sessions"}, {Table: "tokens"}}
+
 // Roles are the bundled shop's site names and where their episodes start.
 var Roles = map[string]string{"shopping": "/", "cms": "/admin"}
 
@@ -80,6 +85,7 @@ func Sites(ctx context.Context, o Options) (*Shop, error) {
 			Secrets:     map[string]string{"EVAL_TOKEN": out.EvalToken},
 			StartPath:   Roles[name],
 			StateDB:     shop.DBFile,
+			Bookkeeping: Bookkeeping,
 		}
 		if o.IncusImage != "" {
 			s.Incus = &hosting.IncusRun{Image: o.IncusImage}

@@ -8,7 +8,8 @@ import (
 // VerifiedTasks returns site's WebArena-Verified-style task set (graded
 // by the webarena-verified package from each episode's network trace),
 // each task signed in as the task of its id in native, the site's native
-// set.
+// set, and allowed to change what that task may (its state checks, kept
+// to name the rows it may change, not to grade, and its may_change).
 func VerifiedTasks(site string, native *tasks.Set) (*tasks.Set, error) {
 	raw, err := shop.VerifiedTaskFile(site)
 	if err != nil {
@@ -18,9 +19,10 @@ func VerifiedTasks(site string, native *tasks.Set) (*tasks.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i := range set.Tasks { // signed in as the native task is
+	for i := range set.Tasks { // signed in as the native task is, changing what it may
 		if nt := native.ByID[set.Tasks[i].ID]; nt != nil {
 			set.Tasks[i].Login = nt.Login
+			set.Tasks[i].Eval.State, set.Tasks[i].MayChange = nt.Eval.State, nt.MayChange
 		}
 	}
 	return set, nil

@@ -157,8 +157,10 @@ func (st *TaskSet) infos(site string) []server.TaskInfo {
 // episode prepares a task episode; origins maps each task role (WebArena's
 // site names) to the canonical origin of the site serving it, and hc
 // reaches the environment's instances (sign-in). in runs the task's setup
-// and checks in the environment's instance (nil where it cannot).
-func (st *TaskSet) episode(ctx context.Context, site string, origins map[string]string, hc *http.Client, opts server.EpisodeOptions, task string, in hosting.Execer) (server.Episode, error) {
+// and checks in the environment's instance (nil where it cannot). state is
+// the site whose declared state the episode's side effects are looked for
+// in (nil: none are).
+func (st *TaskSet) episode(ctx context.Context, site string, origins map[string]string, hc *http.Client, opts server.EpisodeOptions, task string, in hosting.Execer, state *hosting.Site) (server.Episode, error) {
 	id := opts.Task
 	if id == "" {
 		id = task
@@ -189,6 +191,15 @@ func (st *TaskSet) episode(ctx context.Context, site string, origins map[string]
 	ep := server.Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
 	if err := setup(ctx, in, ep.TaskID, inst); err != nil {
 		return server.Episode{}, err
+	}
+	if state != nil && (state.StateDB != "" || state.State != nil) {
+		db := state.StateDB
+		if state.State != nil {
+			db = hosting.StateTables
+		}
+		if sc, ok := tasks.ScopeOf(inst, st.Roles, db, state.Bookkeeping); ok {
+			ep.Scope, ep.SideEffects = &sc, inst.SideEffects
+		}
 	}
 	if inst.Login == nil && inst.RequireLogin && inst.StorageState != "" {
 		if ep.Cookies, err = st.storageCookies(origins, origin, inst.StorageState); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/sites/shop"
 )
 
@@ -30,8 +31,11 @@ type Task struct {
 	RequireLogin bool           `json:"require_login"`
 	Login        map[string]any `json:"login,omitempty"`
 	Eval         map[string]any `json:"eval"`
-	Oracle       []string       `json:"oracle"`
-	Wrong        []string       `json:"wrong"`
+	// MayChange names what the task changes beyond the rows its state
+	// checks read: the stock an order takes or a cancel puts back.
+	MayChange []hosting.StateRows `json:"may_change,omitempty"`
+	Oracle    []string            `json:"oracle"`
+	Wrong     []string            `json:"wrong"`
 }
 
 // Generate builds both task sets from a fresh seed-1 small catalog.
@@ -168,6 +172,39 @@ func ID(scope, name string) string {
 	}
 	if scope != "" {
 		return scope + "." + out
+	}
+	return out
+}
+
+// stockOf lets a task change the stock of the products skus.
+func stockOf(skus ...string) []hosting.StateRows {
+	var out []hosting.StateRows
+	for _, sku := range skus {
+		out = append(out, hosting.StateRows{Table: "products", Where: map[string]any{"sku": sku}, Columns: []string{"stock"}})
+	}
+	return out
+}
+
+// orderSKUs are the products of order number, whose stock its cancel puts
+// back.
+func (g *gen) orderSKUs(number string) []string {
+	if g.err != nil {
+		return nil
+	}
+	rows, err := g.db.Query(`SELECT DISTINCT i.sku FROM order_items i JOIN orders o ON o.id = i.order_id WHERE o.number = ? ORDER BY i.sku`, number)
+	if err != nil {
+		g.err = err
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		_ = rows.Scan(&s)
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		g.err = err
 	}
 	return out
 }
@@ -316,6 +353,7 @@ func (g *gen) storefront() []Task {
 			Login: map[string]any{"as": "customer", "email": email},
 			Eval: state(`SELECT COUNT(*) FROM orders o JOIN order_items i ON i.order_id = o.id JOIN customers c ON c.id = o.customer_id
 			  WHERE c.email = ? AND i.sku = ? AND i.size = ? AND i.colour = ? AND i.qty = 1 AND o.shipping_method = 'Express' AND o.payment = 'PayPal'`, "1", email, p.sku, size, colour),
+			MayChange: stockOf(p.sku),
 			Oracle: append(search(p), selectOpt("add-to-cart.size", size), selectOpt("add-to-cart.colour", colour), click("add-to-cart.add-to-cart"),
 				click("cart"), click("proceed-to-checkout"), click("shipping-address.continue-to-payment"),
 				click("payment.shipping-method.express-15-00-1-2-days"), click("payment.payment-method.paypal"), click("payment.continue-to-review"),
@@ -412,9 +450,10 @@ func (g *gen) admin() []Task {
 	}
 	for _, o := range orders("pending", 2) {
 		add(Task{Category: "state", Intent: "Cancel order #" + o.number + ".",
-			Eval:   state(`SELECT status FROM orders WHERE number = ?`, "canceled", o.number),
-			Oracle: append(view(o.number), click("cancel-order.cancel-order"), stop("")),
-			Wrong:  append(view(o.number), stop(""))})
+			Eval:      state(`SELECT status FROM orders WHERE number = ?`, "canceled", o.number),
+			MayChange: stockOf(g.orderSKUs(o.number)...),
+			Oracle:    append(view(o.number), click("cancel-order.cancel-order"), stop("")),
+			Wrong:     append(view(o.number), stop(""))})
 	}
 	rows, err := g.db.Query(`SELECT r.id, r.title, r.nickname, p.name FROM reviews r JOIN products p ON p.id = r.product_id WHERE r.status = 'pending' ORDER BY r.created_at DESC, r.id DESC LIMIT 3`)
 	if err != nil {

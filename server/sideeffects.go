@@ -1,0 +1,92 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/webserv-rl/webserv/tasks"
+)
+
+// Side effects: on the step that ends a task's episode (the agent's stop,
+// the task's own end), the changes the episode made to its site's state
+// that the task did not ask for are listed in info.side_effects
+// (tasks.FindSideEffects compares the state with the copy kept at the
+// episode's start). Under side_effects: fail (make's, else the task's)
+// any of them scores the episode 0; under report, the default, the reward
+// stands; off looks for none.
+
+// sideEffectMode is the side-effect mode of episode ep: off without a
+// scope (no task, or one on a site that names nothing), else make's,
+// else the task's, else report.
+func (x *session) sideEffectMode(ep *Episode) string {
+	switch {
+	case ep.Scope == nil:
+		return tasks.SideEffectsOff
+	case x.limits.sideEffects != "":
+		return x.limits.sideEffects
+	case ep.SideEffects != "":
+		return ep.SideEffects
+	}
+	return tasks.SideEffectsReport
+}
+
+// judgeSideEffects looks for the side effects of x's episode, which this
+// step ends, reports them in wi and returns the step's reward: under
+// fail, the episode's grade becomes 0 (score side_effects 0) when it has
+// any, and the step is not graded (reward nil, eval_error) when they
+// could not be looked for.
+func (s *Server) judgeSideEffects(ctx context.Context, x *session, wi *StepInfo, reward *float64) *float64 {
+	mode := x.sideEffectMode(&x.episode)
+	if mode == tasks.SideEffectsOff || x.down != nil {
+		return reward
+	}
+	dir := x.stateDir.Load()
+	file, in, err := stateDB(x)
+	if err != nil || dir == nil {
+		return reward // a site without state, under report (fail is refused at the start)
+	}
+	se, err := tasks.FindSideEffects(ctx, in.Execer(), file, filepath.Join(*dir, "start.db"), *x.episode.Scope)
+	if err != nil {
+		s.log.Warn("side effects not looked for", zap.String("env", x.id), zap.String("task", x.episode.TaskID), zap.Error(err))
+		if mode == tasks.SideEffectsFail {
+			wi.Graded = nil
+			wi.EvalError = fmt.Sprintf("not graded: side_effects is fail and the episode's side effects could not be looked for: %v", err)
+			return nil
+		}
+		wi.SideEffectsNote = fmt.Sprintf("side effects could not be looked for: %v", err)
+		return reward
+	}
+	if se.Total == 0 && !se.Unread {
+		return reward
+	}
+	wi.SideEffects = se.Changes
+	note := fmt.Sprintf("%d change(s) to the site's state that the task did not ask for", se.Total)
+	if len(se.Changes) < se.Total {
+		note += fmt.Sprintf(" (the first %d listed)", len(se.Changes))
+	}
+	if se.Unread {
+		note += fmt.Sprintf("; the state changed in more rows than were read, and there may be more")
+	}
+	if mode != tasks.SideEffectsFail {
+		wi.SideEffectsNote = note + "; side_effects is report: the reward stands"
+		return reward
+	}
+	wi.SideEffectsNote = note + "; side_effects is fail: the episode scores 0"
+	if wi.Graded == nil || reward == nil {
+		return reward
+	}
+	g := *wi.Graded
+	g.Scores = maps.Clone(g.Scores)
+	if g.Scores == nil {
+		g.Scores = map[string]float64{}
+	}
+	g.Scores["side_effects"] = 0
+	r := *reward - g.Grade // the change from the last grade to 0
+	g.Grade, x.grade = 0, 0
+	wi.Graded = &g
+	return rewardOf(r)
+}
