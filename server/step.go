@@ -132,6 +132,7 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 	wi.EvalError, wi.Graded, wi.EndReason = evalErr, graded, string(end)
 	if taskEnd != nil {
 		wi.MiniWoB = taskEnd.MiniWoB
+		wi.Grader = graderInfo(taskEnd.Answer)
 	}
 	wi.Review, wi.TargetBox = review, target
 	if x.down != nil {

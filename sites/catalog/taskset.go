@@ -158,7 +158,7 @@ func (st *TaskSet) infos(site string) []server.TaskInfo {
 // site names) to the canonical origin of the site serving it, and hc
 // reaches the environment's instances (sign-in). in runs the task's setup
 // and checks in the environment's instance (nil where it cannot).
-func (st *TaskSet) episode(ctx context.Context, site string, origins map[string]string, hc *http.Client, opts server.EpisodeOptions, task string, in hosting.Execer) (server.Episode, error) {
+func (st *TaskSet) episode(ctx context.Context, site string, origins map[string]string, hc *http.Client, opts server.EpisodeOptions, task string, strict bool, in hosting.Execer) (server.Episode, error) {
 	id := opts.Task
 	if id == "" {
 		id = task
@@ -232,6 +232,7 @@ func (st *TaskSet) episode(ctx context.Context, site string, origins map[string]
 		}
 		g := *st.Grader
 		g.HTTP = hc
+		g.StrictAnswers = g.StrictAnswers || strict
 		res, err := g.Grade(ctx, inst, envPage{env}, info.Answer, sites)
 		if err != nil {
 			return nil, err
