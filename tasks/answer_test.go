@@ -94,7 +94,7 @@ func TestTypedReferencesAreChecked(t *testing.T) {
 func TestRequireAnswerType(t *testing.T) {
 	untyped := task(t, `[{"task_id": 3, "sites": ["shopping"], "intent": "x", "start_url": "/", "eval": {"eval_types": ["string_match"], "reference_answers": {"must_include": ["3"]}}}]`)
 	err := untyped.RequireAnswerType()
-	if err == nil || !strings.Contains(err.Error(), "task 3: eval.answer_type: missing") || !strings.Contains(err.Error(), `add "answer_type"`) {
+	if err == nil || !strings.HasPrefix(err.Error(), "eval.answer_type: missing") || !strings.Contains(err.Error(), `add "answer_type"`) {
 		t.Errorf("untyped answer task: %v", err)
 	}
 	for _, ok := range []*tasks.Task{

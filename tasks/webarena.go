@@ -276,12 +276,13 @@ func (t *Task) Validate() error {
 // RequireAnswerType refuses an answer task without a type: a task of the
 // project's own formats whose string_match has no eval.answer_type (its
 // must_include would pay an answer listing every candidate). WebArena's
-// configs keep their semantics and are not held to it.
+// configs keep their semantics and are not held to it. The error names
+// the field, not the task: the caller says which task.
 func (t *Task) RequireAnswerType() error {
 	if !slices.Contains(t.Eval.Types, "string_match") || t.Eval.AnswerType != "" {
 		return nil
 	}
-	return fmt.Errorf("task %d: eval.answer_type: missing; an answer task says its answer's type, so that an answer listing candidates is not paid: add \"answer_type\": one of %s (the reference then in exact_match; a list's items in must_include)", t.ID, strings.Join(AnswerTypes, ", "))
+	return fmt.Errorf("eval.answer_type: missing; an answer task says its answer's type, so that an answer listing candidates is not paid: add \"answer_type\": one of %s (the reference then in exact_match; a list's items in must_include)", strings.Join(AnswerTypes, ", "))
 }
 
 // Instantiate returns a copy of t with the site placeholders of the sites
