@@ -259,7 +259,7 @@ func firstOfEachKind(n int) func(int, bundledTask) bool {
 	seen := map[string]int{}
 	return func(_ int, bt bundledTask) bool {
 		tk := bt.task
-		kind := []string{bt.site, tk.Category, strings.Join(tk.Eval.Types, "+"), tk.Eval.AnswerType}
+		kind := []string{bt.site, tk.Category, strings.Join(tk.Eval.Types, "+")}
 		if tk.Login != nil {
 			kind = append(kind, "login:"+tk.Login.As)
 		}
