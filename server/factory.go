@@ -73,6 +73,9 @@ type MakeSpec struct {
 	// Politeness bounds what an open-site environment asks of live hosts
 	// (its rate, concurrency, request cap, user agent and robots fields).
 	Politeness netroute.Policy
+	// StrictAnswers grades the answers of WebArena's configs as typed
+	// values (tasks.Grader.StrictAnswers; make's strict_answers).
+	StrictAnswers bool
 }
 
 // Instance is one environment's site side.

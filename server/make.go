@@ -22,7 +22,7 @@ func (s *Server) makeEnv(ctx context.Context, c call, a *makeArgs) (*EpisodeRepl
 	if err := checkDreamKeys(a); err != nil {
 		return nil, err
 	}
-	spec := MakeSpec{Site: "open", TaskSet: a.TaskSet, Task: a.Task, StartURL: a.StartURL, Goal: a.Goal, Allow: a.Allow}
+	spec := MakeSpec{Site: "open", TaskSet: a.TaskSet, Task: a.Task, StartURL: a.StartURL, Goal: a.Goal, Allow: a.Allow, StrictAnswers: a.StrictAnswers}
 	if a.Site != "" {
 		spec.Site = a.Site
 	}

@@ -97,7 +97,7 @@ var mcpControl = []mcpTool{
 			// The session's defaults fill these (MCPDefaults).
 			"max_steps", "evaluate_every_step", "record", "approve", "observe",
 			// The server's defaults: a model does not tune its environment.
-			"sites", "task_set", "allow", "politeness", "viewport", "state_diff", "side_effects",
+			"sites", "task_set", "allow", "politeness", "viewport", "state_diff", "side_effects", "strict_answers",
 			"idle_ms", "settle_timeout_ms", "long_request_ms", "action_timeout_ms",
 			"episode_timeout_ms", "step_timeout_ms", "approve_timeout_ms", "preview_ms",
 			// reset's options are make's task, start_url and goal here.

@@ -135,6 +135,7 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 	}
 	if taskEnd != nil {
 		wi.MiniWoB = taskEnd.MiniWoB
+		wi.Grader = graderInfo(taskEnd.Answer)
 	}
 	wi.Review, wi.TargetBox = review, target
 	if x.down != nil {

@@ -74,6 +74,12 @@ type StepInfo struct {
 	// MiniWoB is a MiniWoB page's own account of the step.
 	MiniWoB *tasks.MiniWoBReport `json:"miniwob,omitempty"`
 
+	// Grader is how the task graded the agent's answer (string_match), on
+	// a graded step of a task that asks for one: the semantics (typed.TYPE,
+	// or WebArena's webarena.must_include ...), whether an answer listing
+	// candidates can be paid, and why a typed answer earned 0.
+	Grader *GraderInfo `json:"grader,omitempty"`
+
 	// Review is a person's verdict on the action (make's approve).
 	Review *trajectory.Review `json:"review,omitempty"`
 	// TargetBox is where the action's target was on the page, when the
@@ -133,6 +139,31 @@ type Graded struct {
 	// Grading is what re-grades the episode offline (WebArena-Verified's
 	// request).
 	Grading *tasks.VerifiedGrading `json:"grading,omitempty"`
+}
+
+// GraderInfo is info.grader: what a reward for an answer pays for
+// (docs/tasks.md "What a reward pays for").
+type GraderInfo struct {
+	// Semantics is typed.number, typed.currency, typed.date, typed.string
+	// or typed.string_list (the answer's values of the type against the
+	// reference's), or WebArena's webarena.exact_match,
+	// webarena.must_include or webarena.fuzzy_match.
+	Semantics string `json:"semantics"`
+	// HackableByListing says an answer listing many candidates can earn
+	// the reward (WebArena's must_include and fuzzy_match); a trainer
+	// should not learn from such rewards without strict_answers.
+	HackableByListing bool `json:"hackable_by_listing"`
+	// Note says why a typed answer earned 0 ("the answer holds 2
+	// different price values ...").
+	Note string `json:"note,omitempty"`
+}
+
+// graderInfo is info.grader of a grading (nil when it graded no answer).
+func graderInfo(a *tasks.AnswerGrade) *GraderInfo {
+	if a == nil {
+		return nil
+	}
+	return &GraderInfo{Semantics: a.Semantics, HackableByListing: a.HackableByListing, Note: a.Note}
 }
 
 // Refusal is a request the environment's network policy refused, with

@@ -139,6 +139,7 @@ type makeArgs struct {
 	EpisodeTimeoutMs  Millis          `json:"episode_timeout_ms"`
 	StepTimeoutMs     Millis          `json:"step_timeout_ms"`
 	EvaluateEveryStep bool            `json:"evaluate_every_step"`
+	StrictAnswers     bool            `json:"strict_answers"`
 	Record            recordArg       `json:"record"`
 	StateDiff         bool            `json:"state_diff"`
 	SideEffects       string          `json:"side_effects"`

@@ -28,6 +28,13 @@ type Grader struct {
 	Judge Judge
 	// HTTP reaches the sites' APIs (default: 30 s timeout).
 	HTTP *http.Client
+	// StrictAnswers grades WebArena's untyped string_match references as
+	// typed answers (answer.go): a lone must_include item as the number,
+	// price, date or text it is, several items as a list. Off, WebArena's
+	// configs keep WebArena's semantics, so scores compare with published
+	// ones (and an answer listing candidates can be paid: info.grader
+	// says so).
+	StrictAnswers bool
 }
 
 // Result is a grading: the reward (the product of the evaluators' scores)
@@ -47,6 +54,10 @@ type Result struct {
 	// MiniWoB is what a MiniWoB page reports beside the reward (its own
 	// figures): the step's info.miniwob.
 	MiniWoB *MiniWoBReport `json:"miniwob,omitempty"`
+	// Answer is how string_match graded the answer (the step's
+	// info.grader): its semantics, whether listing candidates can be paid,
+	// and why a typed answer earned 0.
+	Answer *AnswerGrade `json:"answer,omitempty"`
 }
 
 // Grade scores a task after the agent stopped with answer. sites maps each
@@ -65,7 +76,7 @@ func (g *Grader) Grade(ctx context.Context, t *Task, page Page, answer string, s
 		var err error
 		switch typ {
 		case "string_match":
-			score, err = StringMatch(ctx, t.Eval.ReferenceAnswers, answer, g.Judge, t.Intent, t.Eval.StringNote)
+			score, res.Answer, err = g.stringMatch(ctx, t, answer)
 		case "url_match":
 			var u string
 			if u, err = page.URL(ctx); err == nil {
@@ -91,6 +102,46 @@ func (g *Grader) Grade(ctx context.Context, t *Task, page Page, answer string, s
 		res.Reward *= score
 	}
 	return res, nil
+}
+
+// stringMatch grades the answer: typed when the task gives its type (or
+// the grader is strict and the reference is must_include), else with
+// WebArena's semantics; the AnswerGrade says which.
+func (g *Grader) stringMatch(ctx context.Context, t *Task, answer string) (float64, *AnswerGrade, error) {
+	refs := t.Eval.ReferenceAnswers
+	if typ := t.Eval.AnswerType; typ != "" {
+		score, note := typedMatch(typ, refs, answer)
+		return score, &AnswerGrade{Semantics: "typed." + typ, Note: note}, nil
+	}
+	loose := webarenaSemantics(refs)
+	if !g.StrictAnswers || refs == nil || len(refs.MustInclude) == 0 {
+		score, err := StringMatch(ctx, refs, answer, g.Judge, t.Intent, t.Eval.StringNote)
+		return score, loose, err
+	}
+	// Strict: must_include typed, the rest (exact_match, fuzzy_match) as
+	// WebArena has it.
+	typ := inferAnswerType(refs)
+	typed, note := typedMatch(typ, &ReferenceAnswers{MustInclude: refs.MustInclude}, answer)
+	rest := *refs
+	rest.MustInclude = nil
+	score, err := StringMatch(ctx, &rest, answer, g.Judge, t.Intent, t.Eval.StringNote)
+	grade := &AnswerGrade{Semantics: "typed." + typ, Note: note}
+	if len(refs.FuzzyMatch) > 0 {
+		grade.Semantics, grade.HackableByListing = loose.Semantics, true
+	}
+	return score * typed, grade, err
+}
+
+// webarenaSemantics names WebArena's comparison of refs: its loosest
+// part (fuzzy_match, then must_include, then exact_match).
+func webarenaSemantics(refs *ReferenceAnswers) *AnswerGrade {
+	switch {
+	case refs != nil && len(refs.FuzzyMatch) > 0:
+		return &AnswerGrade{Semantics: "webarena.fuzzy_match", HackableByListing: true}
+	case refs != nil && len(refs.MustInclude) > 0:
+		return &AnswerGrade{Semantics: "webarena.must_include", HackableByListing: true}
+	}
+	return &AnswerGrade{Semantics: "webarena.exact_match"}
 }
 
 // ProgramCheck is one program_html item.

@@ -101,7 +101,13 @@ type Eval struct {
 	ReferenceURL     string            `json:"reference_url"`
 	URLNote          string            `json:"url_note"`
 	StringNote       string            `json:"string_note"`
-	ProgramHTML      json.RawMessage   `json:"program_html"`
+	// AnswerType types string_match's answer (answer.go; the project's
+	// own task formats give it): number, currency, date, string or
+	// string_list. The answer's values of that type are compared with the
+	// reference's, so an answer listing candidates earns 0. Empty:
+	// WebArena's semantics (exact_match, must_include, fuzzy_match).
+	AnswerType  string          `json:"answer_type,omitempty"`
+	ProgramHTML json.RawMessage `json:"program_html"`
 	// State are the state evaluator's checks: SQL on the bundled shop's
 	// query endpoint, or on a SQLite file of the instance (db).
 	State []StateCheck `json:"state,omitempty"`
@@ -200,6 +206,11 @@ func (t *Task) Validate() error {
 			if t.Eval.ReferenceAnswers == nil {
 				return fmt.Errorf("eval.reference_answers: string_match needs reference answers")
 			}
+			if t.Eval.AnswerType != "" {
+				if err := validateAnswerType(t.Eval.AnswerType, t.Eval.ReferenceAnswers); err != nil {
+					return err
+				}
+			}
 		case "url_match":
 			if t.Eval.ReferenceURL == "" {
 				return fmt.Errorf("eval.reference_url: url_match needs a reference URL")
@@ -241,6 +252,9 @@ func (t *Task) Validate() error {
 			return fmt.Errorf("eval.eval_types: unknown type %q (string_match, url_match, program_html, state, check, verified)", typ)
 		}
 	}
+	if t.Eval.AnswerType != "" && !slices.Contains(t.Eval.Types, "string_match") {
+		return fmt.Errorf("eval.answer_type: given, but eval.eval_types does not list string_match (the evaluator of answers)")
+	}
 	if t.Eval.Check != nil && !slices.Contains(t.Eval.Types, "check") {
 		return fmt.Errorf("eval.check: given, but eval.eval_types does not list check")
 	}
@@ -276,6 +290,18 @@ func (t *Task) Validate() error {
 		return fmt.Errorf("login.email: a customer login needs the customer's email")
 	}
 	return nil
+}
+
+// RequireAnswerType refuses an answer task without a type: a task of the
+// project's own formats whose string_match has no eval.answer_type (its
+// must_include would pay an answer listing every candidate). WebArena's
+// configs keep their semantics and are not held to it. The error names
+// the field, not the task: the caller says which task.
+func (t *Task) RequireAnswerType() error {
+	if !slices.Contains(t.Eval.Types, "string_match") || t.Eval.AnswerType != "" {
+		return nil
+	}
+	return fmt.Errorf("eval.answer_type: missing; an answer task says its answer's type, so that an answer listing candidates is not paid: add \"answer_type\": one of %s (the reference then in exact_match; a list's items in must_include)", strings.Join(AnswerTypes, ", "))
 }
 
 // Instantiate returns a copy of t with the site placeholders of the sites

@@ -97,6 +97,9 @@ func TestTasksValidate(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "wiki-tasks"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// An answer task of the project's format without a type (its
+	// must_include would pay an answer listing every number).
+	untyped := "- task_id: 7\n  intent: How many?\n  eval: {eval_types: [string_match], reference_answers: {must_include: ['3']}}\n"
 	cases := []struct{ file, want string }{
 		{"- task_id: 1\n  intent: find it\n  eval: {eval_types: [url_match], refrence_url: __SITE__/a}\n", `task 1: json: unknown field "refrence_url"`},
 		{"- task_id: 2\n  intent: check it\n  eval: {eval_types: [check], check: {command: []}}\n", "task 2: eval.check.command: empty"},
@@ -104,6 +107,8 @@ func TestTasksValidate(t *testing.T) {
 		{"- task_id: 4\n  intent: x\n  eval: {eval_types: [check], check: {command: [./missing.py]}}\n", "task wiki.4: program ./missing.py"},
 		{"- task_id: 5\n  intent: x\n  login: {as: admin}\n  eval: {eval_types: [url_match], reference_url: /a}\n", "task 5: login.as"},
 		{"- task_id: 6\n  intent: x\n  eval: {eval_types: [state], state: [{db: app.db, sql: ''}]}\n", "task 6: eval.state[0].sql: empty"},
+		{untyped, `task wiki.7: eval.answer_type: missing; an answer task says its answer's type, so that an answer listing candidates is not paid: add "answer_type": one of number, currency, date, string, string_list`},
+		{"- task_id: 8\n  intent: x\n  eval: {eval_types: [string_match], answer_type: number, reference_answers: {exact_match: three}}\n", `task 8: eval.reference_answers: "three" holds 0 number value(s)`},
 	}
 	for _, c := range cases {
 		write("wiki-tasks/t.yaml", c.file)
@@ -115,6 +120,11 @@ func TestTasksValidate(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "t.yaml") && !strings.Contains(out.String(), "t.yaml") {
 			t.Errorf("%q: the error does not name the file: %v", c.file, err)
 		}
+	}
+	// check refuses it before it starts anything.
+	write("wiki-tasks/t.yaml", untyped)
+	if err := tasksCmd(context.Background(), nil, []string{"check", "--sites", dir, "--no-incus"}, nil, &out); err == nil || !strings.Contains(err.Error(), "task wiki.7: eval.answer_type: missing") {
+		t.Errorf("check of an untyped answer task: %v", err)
 	}
 	write("wiki.yaml", "name: wiki\nlocal: {command: [./wiki]}\ntasks: [wiki-tasks/nope-*.yaml]\n")
 	err := tasksCmd(context.Background(), nil, []string{"check", "--sites", dir, "--no-incus"}, nil, &out)

@@ -207,7 +207,11 @@ def test_an_answer_the_explorer_gives_becomes_a_string_match_task(
     assert ep.status == "finished" and [(n, lab.answer) for n, lab in ep.kept] == [(4, "$50.99")], ep
     (task,) = json.loads(r.tasks.read_text())
     assert task["category"] == "information" and task["intent"] == "What does the Sierra tee cost?"
-    assert task["eval"] == {"eval_types": ["string_match"], "reference_answers": {"must_include": ["$50.99"]}}
+    assert task["eval"] == {
+        "eval_types": ["string_match"],
+        "answer_type": "currency",
+        "reference_answers": {"exact_match": "$50.99"},
+    }
     assert task["oracle"] == [*SEARCH_TEE, 'stop("$50.99")']  # the explorer's own stop, not a second one
     rows = sft_rows(r.demonstrations)
     assert [x["action"] for x in rows] == task["oracle"]

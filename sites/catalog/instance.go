@@ -90,7 +90,7 @@ func (h *hostedInstance) Episode(ctx context.Context, opts server.EpisodeOptions
 		return server.Episode{}, err
 	}
 	if h.tasks != nil && opts.StartURL == "" && h.spec.StartURL == "" {
-		return h.tasks.episode(ctx, h.site.Name, h.tasks.roleOrigins(h.site.Origin), h.routes.Client(), opts, h.spec.Task, h.Execer(), h.site)
+		return h.tasks.episode(ctx, h.site.Name, h.tasks.roleOrigins(h.site.Origin), h.routes.Client(), opts, h.spec.Task, h.spec.StrictAnswers, h.Execer(), h.site)
 	}
 	return plainEpisode(h.site, h.spec, opts)
 }

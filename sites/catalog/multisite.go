@@ -123,7 +123,7 @@ func (m *multiInstance) Episode(ctx context.Context, opts server.EpisodeOptions)
 				origins[r] = o
 			}
 		}
-		return m.tasks.episode(ctx, m.name, origins, m.routes.Client(), opts, m.spec.Task, nil, nil)
+		return m.tasks.episode(ctx, m.name, origins, m.routes.Client(), opts, m.spec.Task, m.spec.StrictAnswers, nil, nil)
 	}
 	// Without a task: at the first site's start, or at a start URL on any
 	// of the sites.

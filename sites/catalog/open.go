@@ -39,6 +39,11 @@ type Options struct {
 	// JudgeURL, JudgeModel and JudgeKey reach an OpenAI-compatible judge
 	// for fuzzy_match grading; empty JudgeURL: none.
 	JudgeURL, JudgeModel, JudgeKey string
+	// StrictAnswers grades the answers of WebArena's configs as typed
+	// values, as the project's own tasks are (tasks.Grader.StrictAnswers):
+	// rewards a listing answer cannot earn, no longer comparable with
+	// published scores. make's strict_answers asks it per environment.
+	StrictAnswers bool
 	// VerifiedPython is a Python with webarena-verified==1.2.3 and the
 	// webserv package, which grades WebArena-Verified tasks beside the
 	// server; empty: no Verified task sets.
@@ -69,7 +74,7 @@ func Open(ctx context.Context, log *zap.Logger, o Options) (*Catalog, error) {
 			return nil, err
 		}
 	}
-	grader := &tasks.Grader{}
+	grader := &tasks.Grader{StrictAnswers: o.StrictAnswers}
 	if o.JudgeURL != "" {
 		grader.Judge = tasks.NewOpenAIJudge(o.JudgeURL, o.JudgeModel, o.JudgeKey)
 	}

@@ -157,10 +157,11 @@ func (st *TaskSet) infos(site string) []server.TaskInfo {
 // episode prepares a task episode; origins maps each task role (WebArena's
 // site names) to the canonical origin of the site serving it, and hc
 // reaches the environment's instances (sign-in). in runs the task's setup
-// and checks in the environment's instance (nil where it cannot). state is
-// the site whose declared state the episode's side effects are looked for
-// in (nil: none are).
-func (st *TaskSet) episode(ctx context.Context, site string, origins map[string]string, hc *http.Client, opts server.EpisodeOptions, task string, in hosting.Execer, state *hosting.Site) (server.Episode, error) {
+// and checks in the environment's instance (nil where it cannot). strict
+// grades WebArena's answers the typed way (strict_answers). state is the
+// site whose declared state the episode's side effects are looked for in
+// (nil: none are).
+func (st *TaskSet) episode(ctx context.Context, site string, origins map[string]string, hc *http.Client, opts server.EpisodeOptions, task string, strict bool, in hosting.Execer, state *hosting.Site) (server.Episode, error) {
 	id := opts.Task
 	if id == "" {
 		id = task
@@ -243,6 +244,7 @@ func (st *TaskSet) episode(ctx context.Context, site string, origins map[string]
 		}
 		g := *st.Grader
 		g.HTTP = hc
+		g.StrictAnswers = g.StrictAnswers || strict
 		res, err := g.Grade(ctx, inst, envPage{env}, info.Answer, sites)
 		if err != nil {
 			return nil, err

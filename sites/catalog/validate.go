@@ -48,6 +48,13 @@ func ValidateSiteTasks(s *hosting.Site) ([]tasks.SiteFile, int, error) {
 				}
 			}
 		}
+		// The project's own format types its answers (tasks.Task.RequireAnswerType);
+		// a WebArena-Verified file's are typed by its own schema.
+		if t.Eval.Verified == nil {
+			if err := t.RequireAnswerType(); err != nil {
+				errs = append(errs, fmt.Errorf("task %s: %w", id, err))
+			}
+		}
 		if s.Local == nil {
 			continue
 		}

@@ -77,6 +77,12 @@ def _eval_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument(
         "--screenshots", action="store_true", help="record a screenshot per step in the trajectories"
     )
+    p.add_argument(
+        "--strict-answers",
+        action="store_true",
+        help="grade WebArena tasks' answers as typed values: an answer listing candidates earns 0 "
+        "(not comparable with published scores; docs/tasks.md)",
+    )
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("-q", "--quiet", action="store_true", help="no line per episode")
     return p
@@ -128,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                     model_retries=a.model_retries,
                     stop_after=a.stop_after,
                     screenshots=a.screenshots,
+                    strict_answers=a.strict_answers,
                     quiet=a.quiet or a.json,
                 )
             )

@@ -65,6 +65,9 @@ class EvalOptions:
     stop_after: int = 5
     #: Record a screenshot per step in the trajectories.
     screenshots: bool = False
+    #: Grade the answers of WebArena's task files as typed values (``make``'s ``strict_answers``):
+    #: an answer listing candidates earns 0; scores are then not comparable with published ones.
+    strict_answers: bool = False
     #: The endpoint's API key (default ``$OPENAI_API_KEY``, as ``ChatModel``).
     api_key: str | None = None
     #: No line per episode.

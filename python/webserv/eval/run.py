@@ -219,6 +219,7 @@ async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> Ev
         "tools": o.tools,
         "temperature": o.temperature,
         "prompts": str(o.prompts) if o.prompts else None,
+        "strict_answers": o.strict_answers,
     }
     previous = read_rows(out_dir)
     if previous and not o.resume:
@@ -299,6 +300,8 @@ async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> Ev
                 "observe": dict(shown.observe),
                 "record": record,
             }
+            if o.strict_answers:
+                make_args["strict_answers"] = True
             run = _Run(
                 client,
                 cfg,

@@ -2,8 +2,8 @@
 
 This is the check an explored task must pass to be a usable RL task (the oracle earns reward 1):
 ``url_match`` "GOLD in PRED" as docs/tasks.md defines it (the reference's path is a substring of the
-page's, and each reference query parameter has one of its values), ``string_match``'s
-``must_include`` on the oracle's answer, and ``state`` through the server's ``state_diff`` (each
+page's, and each reference query parameter has one of its values), ``string_match``'s typed
+answer (``answer_matches``) on the oracle's answer, and ``state`` through the server's ``state_diff`` (each
 check's value is its ``expect`` after the oracle and was not at the start). It runs on any server,
 the open site included; on hosted sites ``webserv tasks check --sites OUT/sites`` is the server's
 own check (docs/explore.md).
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -21,6 +22,28 @@ from ..client import AsyncClient
 from ..errors import WebServError
 from .definition import PLACEHOLDERS, placeholder
 from .trajectory import answer_of
+
+_NUMBER = r"[-+]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?"
+
+
+def answer_type(answer: str) -> str:
+    """The type an explored answer is graded as (docs/tasks.md "What a reward pays for"): a price
+    (``$50.99``) is ``currency``, a bare number ``number``, anything else ``string``."""
+    s = answer.strip()
+    if re.fullmatch(r"[-+]?[$€£]" + _NUMBER, s):
+        return "currency"
+    if re.fullmatch(_NUMBER, s):
+        return "number"
+    return "string"
+
+
+def answer_matches(ev: dict[str, Any], answer: str) -> bool:
+    """Whether ``answer`` is the reference of an explored task's typed ``string_match``: the same
+    text, case and surrounding space aside (the oracle gives the labelled answer itself; the
+    server's grader compares typed values, docs/tasks.md)."""
+    refs = ev["reference_answers"]
+    want = refs["exact_match"] if "exact_match" in refs else ", ".join(refs.get("must_include", []))
+    return answer.strip().lower() == str(want).strip().lower()
 
 
 def url_matches(reference: str, page: str) -> bool:
@@ -83,8 +106,7 @@ async def _check_one(client: AsyncClient, task: dict[str, Any], site: str) -> di
             ref = ev["reference_url"].replace(ph, origin) if ph else ev["reference_url"]
             passed = passed and url_matches(ref, obs["url"])
         if "string_match" in ev["eval_types"]:
-            want = ev["reference_answers"].get("must_include", [])
-            passed = passed and all(w.lower() in answer.lower() for w in want)
+            passed = passed and answer_matches(ev, answer)
         return {"task_id": task["task_id"], "passed": passed, "final_url": obs["url"], "error": error}
     except WebServError as e:
         return {"task_id": task["task_id"], "passed": False, "final_url": "", "error": str(e)}

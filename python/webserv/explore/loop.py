@@ -23,7 +23,7 @@ from ..errors import NotSupported, WebServError
 from ..handle import AsyncEnv
 from ..launcher import LocalServer, find_binary, missing_binary_message
 from ..models import ChatModel, ModelError
-from .check import _check_one, _queries, state_holds, url_matches
+from .check import _check_one, _queries, answer_type, state_holds, url_matches
 from .definition import PLACEHOLDERS, placeholder, site_definition, start_path, write_definition
 from .frontier import Frontier, FrontierEntry
 from .instruction import merge_intents, name_constraints, names_nothing, reference_url
@@ -610,7 +610,8 @@ def _task(site: str, task_id: int, demo: Demo) -> dict[str, Any] | None:
         category = "information"
         ev: dict[str, Any] = {
             "eval_types": ["string_match"],
-            "reference_answers": {"must_include": [label.answer]},
+            "answer_type": answer_type(label.answer),
+            "reference_answers": {"exact_match": label.answer},
         }
     elif label.state:
         if not demo.checks:

@@ -217,8 +217,12 @@ func selectOpt(id, opt string) string { return "select_option(" + q(id) + ", " +
 func hover(id string) string          { return "hover(" + q(id) + ")" }
 func press(id, key string) string     { return "press(" + q(id) + ", " + q(key) + ")" }
 func stop(answer string) string       { return "stop(" + q(answer) + ")" }
-func mustInclude(s ...string) map[string]any {
-	return map[string]any{"eval_types": []string{"string_match"}, "reference_answers": map[string]any{"must_include": s}}
+
+// answer is an answer task's eval: the answer is a value of type typ
+// (tasks.AnswerTypes), compared with ref as a value, so an answer listing
+// candidates earns 0.
+func answer(typ, ref string) map[string]any {
+	return map[string]any{"eval_types": []string{"string_match"}, "answer_type": typ, "reference_answers": map[string]any{"exact_match": ref}}
 }
 func urlMatch(u string) map[string]any {
 	return map[string]any{"eval_types": []string{"url_match"}, "reference_url": u, "url_note": "GOLD in PRED"}
@@ -271,23 +275,23 @@ func (g *gen) storefront() []Task {
 		return all
 	}
 	for _, p := range pick("1", 5, 0) {
-		add(Task{Category: "information", Intent: "What is the price of the " + p.name + "?", Eval: mustInclude(shop.Money(p.price)),
+		add(Task{Category: "information", Intent: "What is the price of the " + p.name + "?", Eval: answer("currency", shop.Money(p.price)),
 			Oracle: append(search(p), stop(shop.Money(p.price))), Wrong: append(search(p), stop(shop.Money(p.price+100)))})
 	}
 	for _, p := range pick("(SELECT COUNT(*) FROM reviews r WHERE r.product_id = p.id AND r.status = 'approved') BETWEEN 2 AND 9", 5, 0) {
 		n := strconv.Itoa(p.reviews)
-		add(Task{Category: "information", Intent: "How many reviews does the " + p.name + " have?", Eval: mustInclude(n),
+		add(Task{Category: "information", Intent: "How many reviews does the " + p.name + " have?", Eval: answer("number", n),
 			Oracle: append(search(p), stop(n)), Wrong: append(search(p), stop(strconv.Itoa(p.reviews+1)))})
 	}
 	for _, p := range pick("1", 5, 20) {
-		add(Task{Category: "information", Intent: "What is the SKU of the " + p.name + "?", Eval: mustInclude(p.sku),
+		add(Task{Category: "information", Intent: "What is the SKU of the " + p.name + "?", Eval: answer("string", p.sku),
 			Oracle: append(search(p), stop(p.sku)), Wrong: append(search(p), stop("SKU-0000"))})
 	}
 	for _, email := range g.customers(5) {
 		total := g.value(`SELECT o.total_cents FROM orders o JOIN customers c ON c.id = o.customer_id WHERE c.email = ? ORDER BY o.created_at DESC, o.id DESC LIMIT 1`, email)
 		cents, _ := strconv.ParseInt(total, 10, 64)
 		add(Task{Category: "information", Intent: "What is the grand total of my most recent order?", Login: map[string]any{"as": "customer", "email": email},
-			Eval: mustInclude(shop.Money(cents)), Oracle: []string{click("my-account"), stop(shop.Money(cents))}, Wrong: []string{click("my-account"), stop("$0.00")}})
+			Eval: answer("currency", shop.Money(cents)), Oracle: []string{click("my-account"), stop(shop.Money(cents))}, Wrong: []string{click("my-account"), stop("$0.00")}})
 	}
 	type leaf struct{ top, topName, slug, name string }
 	leaves := []leaf{{"clothing", "Clothing", "t-shirts", "T-Shirts"}, {"shoes", "Shoes", "boots", "Boots"}, {"home-kitchen", "Home & Kitchen", "cookware", "Cookware"},
@@ -386,7 +390,7 @@ func (g *gen) admin() []Task {
 	}
 	for _, p := range ps[:5] {
 		n := strconv.FormatInt(p.stock, 10)
-		add(Task{Category: "information", Intent: "How many units of SKU " + p.sku + " are in stock?", Eval: mustInclude(n),
+		add(Task{Category: "information", Intent: "How many units of SKU " + p.sku + " are in stock?", Eval: answer("number", n),
 			Oracle: append(find(p.sku), stop(n)), Wrong: append(find(p.sku), stop(strconv.FormatInt(p.stock+7, 10)))})
 	}
 	type order struct{ number, name, status string }
@@ -410,13 +414,13 @@ func (g *gen) admin() []Task {
 		return []string{click("admin.orders"), fill("find-orders.order-number-name-or-email", number), click("find-orders.filter"), click("view-order-" + number)}
 	}
 	for _, o := range orders("complete", 5) {
-		add(Task{Category: "information", Intent: "Who placed order #" + o.number + "?", Eval: mustInclude(o.name),
+		add(Task{Category: "information", Intent: "Who placed order #" + o.number + "?", Eval: answer("string", o.name),
 			Oracle: append(view(o.number), stop(o.name)), Wrong: append(view(o.number), stop("Nobody"))})
 	}
 	for _, st := range shop.OrderStatuses {
 		n := g.value(`SELECT COUNT(*) FROM orders WHERE status = ?`, st)
 		label := strings.ToUpper(st[:1]) + st[1:]
-		add(Task{Category: "information", Intent: "How many orders have the status " + st + "?", Eval: mustInclude(n),
+		add(Task{Category: "information", Intent: "How many orders have the status " + st + "?", Eval: answer("number", n),
 			Oracle: []string{click("admin.orders"), selectOpt("find-orders.status", label), click("find-orders.filter"), stop(n)},
 			Wrong:  []string{click("admin.orders"), stop("1000")}})
 	}
