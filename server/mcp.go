@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
+	"github.com/webserv-rl/webserv/tasks"
 )
 
 // The Model Context Protocol front end: every environment as an MCP
@@ -284,10 +285,13 @@ type MCPDefaults struct {
 	// (observe.max_tokens and observe.tokenizer; docs/envcore.md).
 	MaxTokens int
 	Tokenizer string
+	// SideEffects is make's side_effects (report, fail or off): the
+	// host's choice, which the reset tool does not offer the agent.
+	SideEffects string
 }
 
 // mcpDefaultKeys are the URL query keys of MCPDefaults.
-var mcpDefaultKeys = []string{"site", "task", "start_url", "goal", "record", "approve", "max_steps", "evaluate_every_step", "max_tokens", "tokenizer"}
+var mcpDefaultKeys = []string{"site", "task", "start_url", "goal", "record", "approve", "max_steps", "evaluate_every_step", "max_tokens", "tokenizer", "side_effects"}
 
 // ParseMCPDefaults reads MCPDefaults from a URL query, refusing keys it
 // does not know.
@@ -324,6 +328,10 @@ func ParseMCPDefaults(q url.Values) (MCPDefaults, error) {
 		}
 	}
 	d.Tokenizer = q.Get("tokenizer")
+	d.SideEffects = q.Get("side_effects")
+	if err := tasks.CheckSideEffectMode(d.SideEffects); err != nil {
+		return d, fmt.Errorf("query parameter side_effects: %w", err)
+	}
 	return d, nil
 }
 
@@ -526,6 +534,7 @@ func (m *mcpSession) make(a *makeArgs) (*EpisodeReply, error) {
 	// make's default approve timeout fits the request's deadline.
 	a.Observe = &observeSpec{AXTree: true, MaxTokens: d.MaxTokens, Tokenizer: d.Tokenizer}
 	a.Record, a.Approve, a.MaxSteps, a.EvaluateEveryStep = recordArg{on: d.Record}, d.Approve, d.MaxSteps, d.EvaluateEveryStep
+	a.SideEffects = d.SideEffects
 	r, err := opResult[*EpisodeReply](m.s, typedOp("make", call{conn: m.owner}, a))
 	if err != nil {
 		return nil, err

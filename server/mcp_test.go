@@ -522,6 +522,18 @@ func TestMCPDefaultsTakeATokenBudget(t *testing.T) {
 	}
 }
 
+// The host's side_effects mode reaches the MCP defaults; a mode that does
+// not exist is refused with the modes that do.
+func TestMCPDefaultsTakeASideEffectsMode(t *testing.T) {
+	d, err := server.ParseMCPDefaults(url.Values{"side_effects": {"fail"}})
+	if err != nil || d.SideEffects != "fail" {
+		t.Fatalf("side_effects=fail: %+v, %v", d, err)
+	}
+	if _, err := server.ParseMCPDefaults(url.Values{"side_effects": {"strict"}}); err == nil || !strings.Contains(err.Error(), "report, fail, off") {
+		t.Fatalf("side_effects=strict: %v, want the modes named", err)
+	}
+}
+
 // Under the MCP defaults' budget, the text a tool returns is the view it
 // asks for, budgeted: the axtree, or the HTML view with view "html".
 func TestMCPBudgetPrunesTheViewAsked(t *testing.T) {

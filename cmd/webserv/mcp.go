@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/tasks"
 )
 
 // mcpCmd serves one MCP session over stdin and stdout (docs/mcp.md), for
@@ -38,6 +39,7 @@ func mcpCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader
 	fs.IntVar(&d.MaxSteps, "max-steps", 0, "truncate an episode after this many steps (0: no limit)")
 	fs.BoolVar(&d.EvaluateEveryStep, "evaluate-every-step", false, "grade every step: each reward is the change in the task's grade")
 	fs.IntVar(&d.MaxTokens, "max-tokens", 0, "a token budget for every page text, counted by --tokenizer (0: none; docs/envcore.md, Token budget)")
+	fs.StringVar(&d.SideEffects, "side-effects", "", "what a change the task did not ask for does to the reward: report (the default), fail or off (docs/tasks.md, Side effects)")
 	fs.StringVar(&d.Tokenizer, "tokenizer", "", "the tokenizer.json the token budget counts with: a path, or a name in --tokenizers")
 	var cfg server.Config
 	fs.StringVar(&cfg.TrajectoryDir, "trajectories", "", "directory where recorded episodes are written (off when empty)")
@@ -53,6 +55,9 @@ func mcpCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("mcp takes no arguments, got %q; see webserv mcp --help", fs.Args())
+	}
+	if err := tasks.CheckSideEffectMode(d.SideEffects); err != nil {
+		return fmt.Errorf("--side-effects: %w", err)
 	}
 	if d.Record && cfg.TrajectoryDir == "" {
 		return errors.New("--record needs --trajectories DIR, where the episodes are written")

@@ -317,6 +317,7 @@ def via_ray_episode(url: str, case: Case) -> Played:
             task=case.task_id,
             max_steps=make.get("max_steps", len(case.actions)),  # its turn budget
             evaluate_every_step=bool(make.get("evaluate_every_step")),
+            side_effects=make.get("side_effects"),
         )
 
         def policy(_obs: dict[str, Any], done: list[str]) -> str:

@@ -32,6 +32,9 @@ class EpisodeSpec:
     max_steps: int = 10
     #: Grade every step (``make``'s ``evaluate_every_step``): each reward is the grade's change.
     evaluate_every_step: bool = False
+    #: What a change the task did not ask for does to the reward (``make``'s ``side_effects``:
+    #: ``report``, ``fail`` or ``off``; None: the task's own, else ``report``).
+    side_effects: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,9 @@ async def run_episode(client: AsyncClient, spec: EpisodeSpec, policy: Policy) ->
         return policy(obs, [h["action"] for h in history])
 
     started = time.monotonic()
-    make = {"evaluate_every_step": True} if spec.evaluate_every_step else {}
+    make: dict[str, Any] = {"evaluate_every_step": True} if spec.evaluate_every_step else {}
+    if spec.side_effects is not None:
+        make["side_effects"] = spec.side_effects
     out = await rollouts.run(AsyncEnv(client, spec.site, **make), act, spec.max_steps, options=options)
     return Episode(
         spec=spec,
