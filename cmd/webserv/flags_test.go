@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -77,5 +78,28 @@ func TestLogLevelFlag(t *testing.T) {
 	err := parseArgs(fs, []string{"--log-level=verbose"})
 	if err == nil || !strings.Contains(err.Error(), "debug, info, warn or error") {
 		t.Errorf("--log-level=verbose: %v", err)
+	}
+}
+
+// --upload-dir gives environments their upload directory; a path that is
+// not a directory is refused when the flags are read, not at an agent's
+// first upload.
+func TestUploadDirFlag(t *testing.T) {
+	dir := t.TempDir()
+	var ef envFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	ef.register(fs)
+	if err := parseArgs(fs, []string{"--upload-dir", dir}); err != nil || ef.cfg.UploadDir != dir {
+		t.Fatalf("--upload-dir %s: %v, UploadDir %q", dir, err, ef.cfg.UploadDir)
+	}
+	file := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{filepath.Join(dir, "missing"), file} {
+		if err := parseArgs(fs, []string{"--upload-dir", bad}); err == nil || !strings.Contains(err.Error(), "is not a directory") {
+			t.Errorf("--upload-dir %s: %v, want it refused as not a directory", bad, err)
+		}
 	}
 }

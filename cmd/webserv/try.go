@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"go.uber.org/zap"
@@ -39,6 +40,14 @@ func (f *envFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bin, "chromium", "", "Chromium binary (default $WEBSERV_CHROMIUM, else /usr/bin/chromium-headless-shell when installed and --show is off, else /usr/bin/chromium)")
 	fs.IntVar(&f.warm, "warm-contexts", 0, "browser contexts to keep ready for resets and forks")
 	fs.StringVar(&f.user, "browser-user", "", "when run as root, the unprivileged user Chromium runs as, with its sandbox on (default "+chromium.DefaultUser+", which make setup creates)")
+	fs.Func("upload-dir", "directory the upload_file and mouse_upload_file actions choose files from, read-only to agents and the root of their paths (off when empty: uploads are refused); Chromium's user must be able to read it", func(dir string) error {
+		st, err := os.Stat(dir)
+		if err != nil || !st.IsDir() {
+			return fmt.Errorf("%q is not a directory: give the directory agents' uploads are chosen from", dir)
+		}
+		f.cfg.UploadDir = dir
+		return nil
+	})
 	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "turn Chromium's sandbox off (logs a warning): only on hosts where it cannot start, for lack of unprivileged user namespaces")
 }
 
