@@ -1179,3 +1179,133 @@ def test_a_task_is_left_out_while_its_replayed_steps_change_more_than_it_says(
     assert _task("notes-files", 0, made) is None and _task("notes-files", 2, twice) is None
     task = _task("notes-files", 1, kept)
     assert task is not None and task["eval"]["reference_url"].endswith("/note/welcome"), task
+
+
+# Links most real sites have in their footer: to other origins (the network policy blocks them; nothing
+# leaves 127.0.0.1) and to other schemes.
+FOOTER = (
+    '<footer><a href="https://creativecommons.org/licenses/by/4.0/">CC BY 4.0</a> '
+    '<a href="https://example.org/">Example</a> <a href="//example.net/wiki">Mirror</a> '
+    '<a href="mailto:editors@example.org">Write to us</a></footer>'
+)
+WIKI = {"index": "Home", "roses": "Roses", "tulips": "Tulips", "about": "About"}
+
+
+def _wiki_definition(dir: Path) -> Path:
+    """A small static wiki (four pages, each linking the others, each with FOOTER) as a site
+    definition served by Python's http.server from each instance's copy of its pages."""
+    pages = dir / "wiki-pages"
+    pages.mkdir(parents=True)
+    nav = " ".join(f'<a href="/{"" if p == "index" else p + ".html"}">{t}</a>' for p, t in WIKI.items())
+    for p, t in WIKI.items():
+        (pages / f"{p}.html").write_text(
+            f"<!doctype html><html><head><title>{t} · Garden Wiki</title></head><body><nav>{nav}</nav>"
+            f"<main><h1>{t}</h1><p>What the wiki knows about {t.lower()}.</p></main>{FOOTER}</body></html>"
+        )
+    d = {
+        "name": "wiki",
+        "description": "a static wiki whose footer links to other origins",
+        "local": {
+            "command": [
+                sys.executable,
+                "-m",
+                "http.server",
+                "{port}",
+                "--bind",
+                "127.0.0.1",
+                "--directory",
+                "{data}",
+            ],
+            "data_dir": str(pages),
+        },
+        "ready": {"path": "/", "timeout_ms": 20000},
+        "start_path": "/",
+    }
+    path = dir / "sites" / "wiki.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(d))
+    return path
+
+
+def test_a_site_whose_footer_links_away_is_explored_into_tasks_on_it_alone(
+    binary: str, tmp_path: Path
+) -> None:
+    """Model-free exploration of a wiki whose every page links to other origins in its footer: the
+    explorer follows none of them (a blocked navigation explores nothing), no task is of a page
+    outside the site, and `tasks check --strict` passes on what the run wrote (with strict, only
+    tasks with an independent solution are written)."""
+    definition = _wiki_definition(tmp_path)
+    srv = sites_server(binary, str(definition.parent), str(tmp_path / "i"))
+    try:
+        r = asyncio.run(
+            webserv.explore(
+                site="wiki",
+                episodes=2,
+                max_steps=8,
+                k=2,
+                out=tmp_path / "run",
+                server=srv.url,
+                site_definition_file=definition,
+                concurrency=1,
+                strict=True,
+            )
+        )
+    finally:
+        srv.stop()
+    from webserv.explore.modelfree import origin
+
+    assert r.stats["status"].get("env_error", 0) == 0 and not r.stats["errors"], r.stats["errors"]
+    for ep in r.episodes:
+        home = origin(ep.start_url)
+        assert home == "http://wiki.webserv.test", ep.start_url  # the site's stable origin
+        away = [(s.action, s.next_url) for s in ep.steps if origin(s.next_url) != home]
+        assert not away, f"episode {ep.index} followed links off the site: {away}"
+    tasks = json.loads(r.tasks.read_text())
+    assert tasks, r.stats
+    for t in tasks:
+        assert t["start_url"].startswith("__SITE__/"), t
+        assert t["eval"].get("reference_url", "__SITE__/").startswith("__SITE__/"), t
+        assert not any(h in t["intent"] for h in ("creativecommons", "example.")), t["intent"]
+    assert r.stats["left_out"].get("off_site", 0) == 0, r.stats["left_out_tasks"]
+    tasks_check(binary, tmp_path / "run" / "sites", len(tasks), unverified=0, strict=True)
+
+
+def test_no_task_of_a_demonstration_that_left_the_site() -> None:
+    """A footer link followed (the network policy blocks it: the page is the failed URL, titled by its
+    host) gives no task: explore leaves the demonstration out saying why, and a task of it would not
+    be rebased onto the site (no page of the site has that path)."""
+    from webserv.explore.loop import _relative, _task, off_site
+    from webserv.explore.modelfree import off_site_links
+    from webserv.explore.trajectory import Demo, Episode, Label, Step
+
+    home, cc = "http://127.0.0.1:5000", "https://creativecommons.org/licenses/by/4.0/"
+    ep = Episode(0, "p", f"{home}/", origin_url=f"{home}/")
+    ep.steps = [
+        Step(f"{home}/", "Home", "", 'click("roses")', f"{home}/roses.html", "Roses"),
+        Step(f"{home}/roses.html", "Roses", "", 'click("cc")', cc, "creativecommons.org", "blocked"),
+    ]
+    label = Label('Go to the "creativecommons.org" page.', cc, "creativecommons.org")
+    d = Demo(ep, 2, label, [ep.steps[0]], f"{home}/")
+    assert off_site(d) == f'step click("cc") went to {cc}, outside {home}'
+    assert _task("wiki", 0, d) is None
+    assert _relative("wiki", cc, home) is None
+    assert _relative("wiki", f"{home}/roses.html?x=1", home) == "__SITE__/roses.html?x=1"
+    on = Demo(
+        ep, 1, Label('Go to the "Roses" page.', f"{home}/roses.html", "Roses"), ep.steps[:1], f"{home}/"
+    )
+    assert off_site(on) == "" and _task("wiki", 0, on) is not None
+    # The explorer's view of the page: the footer's links lead away, the wiki's own do not.
+    axtree = "\n".join(
+        [
+            'RootWebArea "Roses"',
+            '\t[home] link "Home" url="/"',
+            '\t[tulips] link "Tulips" url="tulips.html"',
+            f'\t[cc] link "CC BY 4.0" url="{cc}"',
+            '\t[mirror] link "Mirror" url="//example.net/wiki"',
+            '\t[mail] link "Write to us" url="mailto:editors@example.org"',
+            '\t[same] link "Roses again" url="http://127.0.0.1:5000/roses.html"',
+            '\t[js] link "Print" url="javascript:print()"',
+        ]
+    )
+    obs = {"url": f"{home}/roses.html", "axtree_txt": axtree}
+    assert off_site_links(obs, home) == {"cc", "mirror", "mail"}

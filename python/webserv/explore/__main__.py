@@ -61,6 +61,11 @@ def parser(prog: str = "python -m webserv.explore") -> OptionParser:
         action="store_false",
         help="write demonstrations as explored (default: shortened to the fewest actions doing the task)",
     )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="write only tasks with an independent solution (what `webserv tasks check --strict` asks)",
+    )
     g = p.add_argument_group("live sites (--site open)")
     g.add_argument("--rate-per-host", type=float, help="requests per second per host")
     g.add_argument("--concurrency-per-host", type=int, help="requests in flight per host")

@@ -28,7 +28,7 @@ from .definition import PLACEHOLDERS, placeholder, site_definition, start_path, 
 from .frontier import Frontier, FrontierEntry
 from .instruction import merge_intents, name_constraints, names_nothing, reference_url
 from .llm import ModelAttempter, ModelExplorer, ModelLabeler, ModelReward, load_prompts
-from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler, page_key
+from .modelfree import NoveltyExplorer, PageStateReward, TrajectoryLabeler, origin, page_key
 from .options import ExploreOptions
 from .shorten import shortest
 from .solve import solve
@@ -569,15 +569,86 @@ async def _verify_frontier(run: _Run, demos: list[Demo], gate: asyncio.Semaphore
     return [d for d, good in zip(demos, ok, strict=True) if good]
 
 
+async def _verify_tasks(
+    run: _Run,
+    demos: list[Demo],
+    tasks_of: list[dict[str, Any] | None],
+    gate: asyncio.Semaphore,
+    strict: bool,
+) -> tuple[list[Demo], list[dict[str, Any] | None], list[dict[str, str]]]:
+    """Each task as it will be written, replayed from its start in a fresh environment (check.py,
+    as ``webserv tasks check`` grades it): its oracle and each independent solution must pass. A
+    task whose oracle fails is left out with its demonstration (it does not do what it says from
+    the start); a failing solution is removed (the task stays, unverified); with ``strict``, a task
+    without a solution is left out (its demonstration stays, rows only). Returns the
+    demonstrations, their tasks and what was left out, each with why."""
+
+    async def passes(t: dict[str, Any], oracle: list[str]) -> tuple[bool, str]:
+        async with gate:
+            r = await _check_one(run.client, t | {"oracle": oracle}, run.site)
+        return bool(r["passed"]), r["error"] or f"it ended on {r['final_url']}"
+
+    async def one(t: dict[str, Any] | None) -> str:
+        if t is None:
+            return ""
+        ok, why = await passes(t, t["oracle"])
+        if not ok:
+            return f"oracle_failed: {why}"
+        sols = t.get("solutions") or []
+        graded = await asyncio.gather(*(passes(t, s) for s in sols))
+        good = [s for s, (ok, _) in zip(sols, graded, strict=True) if ok]
+        if good:
+            t["solutions"] = good
+        else:
+            t.pop("solutions", None)
+            if strict:
+                return "unverified: no independent solution passes (strict)"
+        return ""
+
+    fates = await asyncio.gather(*(one(t) for t in tasks_of))
+    out_demos: list[Demo] = []
+    out_tasks: list[dict[str, Any] | None] = []
+    left: list[dict[str, str]] = []
+    for d, t, why in zip(demos, tasks_of, fates, strict=True):
+        if t is not None and why:
+            left.append({"reason": why.split(":")[0], "intent": t["intent"], "why": why})
+            if why.startswith("oracle_failed"):
+                continue
+            t = None
+        out_demos.append(d)
+        out_tasks.append(t)
+    return out_demos, out_tasks, left
+
+
 # ---- outputs ----
 
 
-def _relative(site: str, url: str) -> str:
+def _relative(site: str, url: str, home: str) -> str | None:
+    """url as a task writes it: on a hosted site its origin becomes the site's placeholder. None for
+    a URL outside ``home`` (the site's origin): rebased onto the site it would name a page the site
+    does not have."""
+    if origin(url) != home:
+        return None
     ph = placeholder(site)
     if not ph:
         return url
     u = urlparse(url)
     return ph + u.path + (f"?{u.query}" if u.query else "")
+
+
+def off_site(d: Demo) -> str:
+    """Why d leaves the site's origin (its task's start's), or "": a step that started or ended on
+    another origin (a link followed away, which the network policy blocks) or a label of a page
+    there. A task of it would ask for a page no agent can reach from the site."""
+    home = origin(d.start_url)
+    for s in d.episode.path(d.n):
+        for url in (s.url, s.next_url):
+            if url and origin(url) != home:
+                return f"step {s.action} went to {url}, outside {home}"
+    for url in (d.label.url, d.label.reference):
+        if url and origin(url) != home:
+            return f"its page {url} is outside {home}"
+    return ""
 
 
 def _json_str(s: str) -> str:
@@ -623,10 +694,13 @@ def _task(site: str, task_id: int, demo: Demo) -> dict[str, Any] | None:
         reference = reference_url(label.reference or label.url, label.instruction)
         if url_matches(reference, demo.start_url):
             return None  # the start page already matches: stopping at once would pass
+        relative = _relative(site, reference, origin(demo.start_url))
+        if relative is None:
+            return None  # a page outside the site
         category = "navigation"
         ev = {
             "eval_types": ["url_match"],
-            "reference_url": _relative(site, reference),
+            "reference_url": relative,
             "url_note": "GOLD in PRED",
         }
     explored: dict[str, Any] = {
@@ -638,12 +712,15 @@ def _task(site: str, task_id: int, demo: Demo) -> dict[str, Any] | None:
     }
     if demo.best_of:
         explored["best_of"] = demo.best_of
+    start = _relative(site, demo.start_url, origin(demo.start_url))
+    if start is None:
+        return None  # no origin to start from (about:blank)
     return {
         "task_id": task_id,
         "sites": [site],
         "category": category,
         "intent": label.instruction,
-        "start_url": _relative(site, demo.start_url),
+        "start_url": start,
         "require_login": False,
         "eval": ev,
         "oracle": _oracle(demo),
@@ -921,8 +998,19 @@ async def explore(options: ExploreOptions | None = None, /, **keywords: Any) -> 
                 if frontier:
                     demos = await _verify_frontier(run, demos, gate)
                 dropped = found - len(demos)
+                # No demonstration that leaves the site: its task would be of a page the site has
+                # not (a footer's licence link, blocked by the network policy).
+                away = [(d, off_site(d)) for d in demos]
+                left_out = [
+                    {"reason": "off_site", "intent": d.label.instruction, "why": why}
+                    for d, why in away
+                    if why
+                ]
+                demos = [d for d, why in away if not why]
                 demos, tasks_of, intents = _settle_instructions(site, demos)
                 await _solve(run, demos, tasks_of, gate)
+                demos, tasks_of, failed = await _verify_tasks(run, demos, tasks_of, gate, o.strict)
+                left_out += failed
             finally:
                 await asyncio.gather(*(h.close() for h in run.holders), return_exceptions=True)
     finally:
@@ -960,6 +1048,11 @@ async def explore(options: ExploreOptions | None = None, /, **keywords: Any) -> 
         "started_from_frontier": sum(ep.start_cause == "frontier" for ep in eps),
         # Frontier demonstrations whose replay from the site's start did not pass: not in the outputs.
         "frontier_dropped": dropped,
+        # Tasks not written, by reason (off_site: its demonstration left the site's origin;
+        # oracle_failed: its oracle, replayed from its start, does not pass; unverified: strict and no
+        # independent solution passes), and each one's intent and why.
+        "left_out": dict(Counter(x["reason"] for x in left_out)),
+        "left_out_tasks": left_out,
         "best_of": {
             "k": best_of,
             "replaced": sum(1 for d in demos if d.best_of and d.best_of["chosen"] > 0),

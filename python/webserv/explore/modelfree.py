@@ -15,13 +15,42 @@ import random
 import re
 from collections import Counter
 from typing import Any
-from urllib.parse import parse_qs, parse_qsl, urlencode, urlparse
+from urllib.parse import parse_qs, parse_qsl, urlencode, urljoin, urlparse
 
 from .state import candidates, humanize
 from .trajectory import Episode, Label, obs_text
 
 # Elements the explorer leaves alone: signing out or in changes who is browsing, not the site's pages.
 SKIP = re.compile(r"sign-?out|log-?out|sign-?in|log-?in|delete|remove|cancel", re.IGNORECASE)
+
+
+def origin(url: str) -> str:
+    """The URL's origin (``http://127.0.0.1:8080``), "" for one without a host (``about:blank``)."""
+    u = urlparse(url)
+    return f"{u.scheme}://{u.netloc}".lower() if u.netloc else ""
+
+
+# A link of the accessibility tree with its target: [id] link "name" url="href".
+LINK = re.compile(r'^\s*\[([^\]]+)\] link\b.*? url=("(?:[^"\\]|\\.)*")', re.MULTILINE)
+
+
+def off_site_links(obs: dict[str, Any], home: str) -> set[str]:
+    """The ids of the page's links that lead away from the origin ``home``: to another origin (a
+    footer's licence or social links, which the network policy blocks and no task can start or end
+    on), or to another scheme (``mailto:``, ``tel:``)."""
+    out = set()
+    for m in LINK.finditer(obs.get("axtree_txt") or ""):
+        try:
+            href = str(json.loads(m.group(2))).strip()
+        except ValueError:
+            continue
+        target = urljoin(obs.get("url") or home, href)
+        scheme = urlparse(target).scheme.lower()
+        if scheme == "javascript":
+            continue  # a script on this page
+        if scheme not in ("http", "https") or origin(target) != home:
+            out.add(m.group(1))
+    return out
 
 
 def page_key(url: str) -> str:
@@ -55,8 +84,11 @@ class NoveltyExplorer:
         self.touched: Counter[str] = Counter()  # element ids over every page
         self.seen: Counter[str] = Counter()  # pages reached
 
-    def candidates(self, obs: dict[str, Any], persona: str) -> list[str]:
-        acts = [f"click({_q(c)})" for c in obs.get("clickable", []) if not SKIP.search(c)]
+    def candidates(self, obs: dict[str, Any], persona: str, home: str = "") -> list[str]:
+        """The actions it may take on the page; with ``home`` (the site's origin), no click on a link
+        that leaves it (a blocked navigation explores nothing and its page is no task)."""
+        away = off_site_links(obs, home) if home else set()
+        acts = [f"click({_q(c)})" for c in obs.get("clickable", []) if not SKIP.search(c) and c not in away]
         words = [w for w in re.findall(r"[A-Za-z]{5,}", persona)] or ["jacket"]
         for inp in obs.get("inputs", []):
             if (
@@ -103,7 +135,8 @@ class NoveltyExplorer:
                     c -= 2.0  # a field of it not set yet: first
             return (c, self.rng.random())
 
-        action = min(self.candidates(obs, episode.persona), key=cost)
+        home = origin(episode.origin_url or episode.start_url)
+        action = min(self.candidates(obs, episode.persona, home), key=cost)
         self.tried[(page, action)] += 1
         m = re.match(r'\w+\("([^"]*)"', action)
         if m:

@@ -74,6 +74,9 @@ class ExploreOptions:
     screenshots: bool = False
     #: Shorten each demonstration to the fewest actions that still do its task (shorten.py).
     shorten: bool = True
+    #: Write only tasks with an independent solution that passes (what ``webserv tasks check
+    #: --strict`` asks); the others keep their demonstrations and are counted in stats' left_out.
+    strict: bool = False
 
     @classmethod
     def of(cls, options: ExploreOptions | None = None, /, **keywords: Any) -> ExploreOptions:
