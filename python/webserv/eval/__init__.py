@@ -20,13 +20,14 @@ from .agent import (
     tool_schema,
 )
 from .compare import compare
-from .options import EvalOptions
-from .report import console, summarize
+from .options import SIDE_EFFECTS, EvalOptions
+from .report import console, cup_of, summarize
 from .run import EvalResult, episode_seed, evaluate, latest, read_rows
 
 __all__ = [
     "NOOP",
     "OBSERVATIONS",
+    "SIDE_EFFECTS",
     "Agent",
     "AgentConfig",
     "EvalOptions",
@@ -35,6 +36,7 @@ __all__ = [
     "Observation",
     "compare",
     "console",
+    "cup_of",
     "episode_seed",
     "evaluate",
     "latest",

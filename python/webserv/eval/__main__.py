@@ -15,7 +15,7 @@ from ..options import OptionParser
 from .agent import OBSERVATIONS, observation
 from .compare import compare
 from .compare import console as compare_console
-from .options import EvalOptions
+from .options import SIDE_EFFECTS, EvalOptions
 from .report import console
 from .run import evaluate
 
@@ -83,6 +83,13 @@ def _eval_parser(prog: str) -> argparse.ArgumentParser:
         help="grade WebArena tasks' answers as typed values: an answer listing candidates earns 0 "
         "(not comparable with published scores; docs/tasks.md)",
     )
+    p.add_argument(
+        "--side-effects",
+        choices=SIDE_EFFECTS,
+        default=SIDE_EFFECTS[0],
+        help="a change to the site's state the task did not ask for: report (listed; the episode "
+        "fails completion under policy), fail (it scores 0) or off (not looked for; docs/tasks.md)",
+    )
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("-q", "--quiet", action="store_true", help="no line per episode")
     return p
@@ -135,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                     stop_after=a.stop_after,
                     screenshots=a.screenshots,
                     strict_answers=a.strict_answers,
+                    side_effects=a.side_effects,
                     quiet=a.quiet or a.json,
                 )
             )

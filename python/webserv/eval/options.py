@@ -9,11 +9,20 @@ builds one from its command line.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..prompt import refuse_unknown
+
+#: ``side_effects``'s values (make's): the first is the default.
+SIDE_EFFECTS = ("report", "fail", "off")
+
+
+def _nearest(value: object, names: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(str(value), names, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,11 @@ class EvalOptions:
     #: Grade the answers of WebArena's task files as typed values (``make``'s ``strict_answers``):
     #: an answer listing candidates earns 0; scores are then not comparable with published ones.
     strict_answers: bool = False
+    #: What a change to the site's state that the task did not ask for does (``make``'s
+    #: ``side_effects``, docs/tasks.md "Side effects"): ``report`` (the reward stands; the changes
+    #: are listed and the episode fails completion under policy), ``fail`` (such an episode scores
+    #: 0) or ``off`` (none are looked for: completion under policy is unknown).
+    side_effects: str = "report"
     #: The endpoint's API key (default ``$OPENAI_API_KEY``, as ``ChatModel``).
     api_key: str | None = None
     #: No line per episode.
@@ -77,7 +91,8 @@ class EvalOptions:
     def of(cls, options: EvalOptions | None = None, /, **keywords: Any) -> EvalOptions:
         """Options from keywords, over ``options``; a keyword that is not an option is refused
         (``TypeError``) naming the nearest, and so is a run without ``model``, ``model_name`` and
-        ``tasks``."""
+        ``tasks``; a ``side_effects`` that is not one of ``SIDE_EFFECTS`` is refused
+        (``ValueError``)."""
         fields = dataclasses.fields(cls)
         refuse_unknown("evaluate", keywords, [f.name for f in fields])
         if options is not None:
@@ -87,6 +102,14 @@ class EvalOptions:
         if missing:
             raise TypeError(f"evaluate needs {', '.join(missing)} (it needs {', '.join(required)})")
         return cls(**keywords)
+
+    def __post_init__(self) -> None:
+        # A value outside a closed set is refused where it is written (here, or in ``of``).
+        if self.side_effects not in SIDE_EFFECTS:
+            raise ValueError(
+                f"side_effects {self.side_effects!r} is not one of {', '.join(SIDE_EFFECTS)}"
+                + _nearest(self.side_effects, SIDE_EFFECTS)
+            )
 
     def check(self) -> None:
         """Raises ``ValueError`` for settings out of range."""
@@ -104,4 +127,4 @@ class EvalOptions:
             )
 
 
-__all__ = ["EvalOptions"]
+__all__ = ["SIDE_EFFECTS", "EvalOptions"]

@@ -22,14 +22,16 @@ from ..models import ChatModel, ModelError
 from .agent import Agent, AgentConfig, load_prompts
 from .agent import observation as observation_of
 from .options import EvalOptions
-from .report import summarize, write_report
+from .report import cup_of, summarize, write_report
 from .tasks import plan as plan_tasks
 from .tasks import select, task_set
 
 RESULTS = "results.jsonl"
 RUN = "run.json"
 #: What a resumed run must share with the run it continues.
-_SAME_ON_RESUME = ("model_name", "seed", "max_steps", "observation", "tools")
+_SAME_ON_RESUME = ("model_name", "seed", "max_steps", "observation", "tools", "side_effects")
+#: What a run.json written before a setting existed ran with.
+_BEFORE_IT_EXISTED = {"side_effects": "report"}
 #: Statuses of a results row.
 SCORED, INFRA = "scored", "infra"
 #: Model answers that say the run is misconfigured: the run stops instead of counting them.
@@ -100,6 +102,33 @@ class _Run:
                 os.fsync(f.fileno())
 
 
+def side_effects_of(info: dict[str, Any], mode: str) -> dict[str, Any]:
+    """The row's side effects from the last step's info: the changes the server listed
+    (``info.side_effects``, [] for a clean episode), how many, and its note. Unknown (None) when none
+    were looked for: ``side_effects="off"``, or the server could not look."""
+    note = str(info.get("side_effects_note") or "")
+    listed = info.get("side_effects")
+    if mode == "off" or (not listed and note.startswith("side effects could not be looked for")):
+        return {"side_effects": None, "side_effects_count": None, "side_effects_note": note}
+    changes = list(listed or [])
+    total = re.match(r"(\d+) change\(s\)", note)  # the note counts past the 50 listed
+    count = max(len(changes), int(total.group(1)) if total else 0)
+    return {"side_effects": changes, "side_effects_count": count, "side_effects_note": note}
+
+
+def grader_of(info: dict[str, Any]) -> dict[str, Any] | None:
+    """How the task graded the answer (``info.grader``: semantics, hackable_by_listing, note), or
+    None when the last step graded no answer."""
+    g = info.get("grader")
+    if not isinstance(g, dict) or not g.get("semantics"):
+        return None
+    return {
+        "semantics": str(g["semantics"]),
+        "hackable_by_listing": bool(g.get("hackable_by_listing")),
+        "note": str(g.get("note") or ""),
+    }
+
+
 def _row(task: dict[str, Any], repeat: int, seed: int) -> dict[str, Any]:
     return {
         "task": str(task["id"]),
@@ -137,10 +166,15 @@ async def _episode(run: _Run, task: dict[str, Any], repeat: int) -> dict[str, An
         run.failing = 0
         assert out.reward is not None
         u = agent.usage
+        success = out.reward >= 1 - 1e-9
+        harm = side_effects_of(out.info, str(run.make_args.get("side_effects", "report")))
         row.update(
             status=SCORED,
             reward=out.reward,
-            success=out.reward >= 1 - 1e-9,
+            success=success,
+            **harm,
+            cup=cup_of(success, harm["side_effects_count"]),
+            grader=grader_of(out.info),
             steps=out.turns,
             end_reason=out.end_reason,
             answer=str(out.info.get("answer") or ""),
@@ -220,6 +254,7 @@ async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> Ev
         "temperature": o.temperature,
         "prompts": str(o.prompts) if o.prompts else None,
         "strict_answers": o.strict_answers,
+        "side_effects": o.side_effects,
     }
     previous = read_rows(out_dir)
     if previous and not o.resume:
@@ -229,6 +264,8 @@ async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> Ev
         )
     if o.resume and (out_dir / RUN).exists():
         before = json.loads((out_dir / RUN).read_text())
+        for k, v in _BEFORE_IT_EXISTED.items():
+            before.setdefault(k, v)
         diff = [k for k in _SAME_ON_RESUME if before.get(k) != config[k]]
         if diff:
             raise ValueError(
@@ -299,6 +336,7 @@ async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> Ev
                 "max_steps": o.max_steps,
                 "observe": dict(shown.observe),
                 "record": record,
+                "side_effects": o.side_effects,
             }
             if o.strict_answers:
                 make_args["strict_answers"] = True
@@ -371,7 +409,8 @@ def _progress(row: dict[str, Any]) -> None:
     if row["status"] == SCORED:
         print(
             f"{row['task']} #{row['repeat']}: reward {row['reward']:g} in {row['steps']} steps "
-            f"({row['end_reason']}, {row['wall_s']:.1f}s)",
+            f"({row['end_reason']}, {row['wall_s']:.1f}s)"
+            + (f"; {row['side_effects_count']} side effect(s)" if row.get("side_effects_count") else ""),
             flush=True,
         )
     else:
