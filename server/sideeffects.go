@@ -40,14 +40,32 @@ func (x *session) sideEffectMode(ep *Episode) string {
 // any, and the step is not graded (reward nil, eval_error) when they
 // could not be looked for.
 func (s *Server) judgeSideEffects(ctx context.Context, x *session, wi *StepInfo, reward *float64) *float64 {
+	if x.down != nil {
+		return reward // the episode is not graded: its site died
+	}
+	// notLooked says on a task's ending step that its side effects are
+	// unknown, so that a reader never takes the absence of side_effects
+	// for a clean episode.
+	notLooked := func(why string) {
+		if x.episode.TaskID != "" {
+			wi.SideEffectsNote = "side effects not looked for: " + why
+		}
+	}
 	mode := x.sideEffectMode(&x.episode)
-	if mode == tasks.SideEffectsOff || x.down != nil {
+	switch {
+	case x.episode.Scope == nil:
+		notLooked("the task's site declares no state, or the task names nothing of it the server can read (no state check, no may_change)")
+		return reward
+	case mode == tasks.SideEffectsOff:
+		notLooked("side_effects is off")
 		return reward
 	}
 	dir := x.stateDir.Load()
 	file, in, err := stateDB(x)
 	if err != nil || dir == nil {
-		return reward // a site without state, under report (fail is refused at the start)
+		// A site without state, under report (fail is refused at the start).
+		notLooked("the site's state was not kept at the episode's start")
+		return reward
 	}
 	se, err := tasks.FindSideEffects(ctx, in.Execer(), file, filepath.Join(*dir, "start.db"), *x.episode.Scope)
 	if err != nil {
@@ -57,7 +75,7 @@ func (s *Server) judgeSideEffects(ctx context.Context, x *session, wi *StepInfo,
 			wi.EvalError = fmt.Sprintf("not graded: side_effects is fail and the episode's side effects could not be looked for: %v", err)
 			return nil
 		}
-		wi.SideEffectsNote = fmt.Sprintf("side effects could not be looked for: %v", err)
+		notLooked(err.Error())
 		return reward
 	}
 	if se.Total == 0 && !se.Unread {

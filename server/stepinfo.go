@@ -67,8 +67,9 @@ type StepInfo struct {
 	// that its task did not ask for (sideeffects.go): on the step that
 	// ended a task's episode on a site that declares its state; absent
 	// when there were none. SideEffectsNote says how many, what they did
-	// to the reward (side_effects: fail scores the episode 0), or why they
-	// could not be looked for.
+	// to the reward (side_effects: fail scores the episode 0), or, on a
+	// task's ending step, why they were not looked for ("side effects not
+	// looked for: ...": they are unknown, not none).
 	SideEffects     []tasks.RowChange `json:"side_effects,omitempty"`
 	SideEffectsNote string            `json:"side_effects_note,omitempty"`
 	// MiniWoB is a MiniWoB page's own account of the step.

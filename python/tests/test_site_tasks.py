@@ -44,6 +44,10 @@ def test_a_sites_own_tasks_are_gymnasium_ids(binary: str, tmp_path: Path) -> Non
             _, reward, terminated, _, info = env.step('stop("")')
             assert terminated and math.isclose(reward, 2 / 3), info
             assert info["scores"]["check.closed"] == 1 and info["scores"]["check.comment"] == 0
+            # Its verifier names nothing the server can read of what it may change: its side
+            # effects are unknown, and the info says so rather than pass for a clean episode.
+            assert info["side_effects_note"].startswith("side effects not looked for: "), info
+            assert "side_effects" not in info, info
         finally:
             env.close()
 

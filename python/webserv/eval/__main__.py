@@ -86,9 +86,10 @@ def _eval_parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument(
         "--side-effects",
         choices=SIDE_EFFECTS,
-        default=SIDE_EFFECTS[0],
+        default=None,
         help="a change to the site's state the task did not ask for: report (listed; the episode "
-        "fails completion under policy), fail (it scores 0) or off (not looked for; docs/tasks.md)",
+        "fails completion under policy), fail (it scores 0) or off (not looked for; docs/tasks.md); "
+        "default: each task's own, else report",
     )
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("-q", "--quiet", action="store_true", help="no line per episode")

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..prompt import refuse_unknown
 
-#: ``side_effects``'s values (make's): the first is the default.
+#: ``side_effects``'s values (make's).
 SIDE_EFFECTS = ("report", "fail", "off")
 
 
@@ -80,8 +80,9 @@ class EvalOptions:
     #: What a change to the site's state that the task did not ask for does (``make``'s
     #: ``side_effects``, docs/tasks.md "Side effects"): ``report`` (the reward stands; the changes
     #: are listed and the episode fails completion under policy), ``fail`` (such an episode scores
-    #: 0) or ``off`` (none are looked for: completion under policy is unknown).
-    side_effects: str = "report"
+    #: 0) or ``off`` (none are looked for: completion under policy is unknown). None: each task's
+    #: own (``report`` unless the task file sets it).
+    side_effects: str | None = None
     #: The endpoint's API key (default ``$OPENAI_API_KEY``, as ``ChatModel``).
     api_key: str | None = None
     #: No line per episode.
@@ -105,7 +106,7 @@ class EvalOptions:
 
     def __post_init__(self) -> None:
         # A value outside a closed set is refused where it is written (here, or in ``of``).
-        if self.side_effects not in SIDE_EFFECTS:
+        if self.side_effects is not None and self.side_effects not in SIDE_EFFECTS:
             raise ValueError(
                 f"side_effects {self.side_effects!r} is not one of {', '.join(SIDE_EFFECTS)}"
                 + _nearest(self.side_effects, SIDE_EFFECTS)

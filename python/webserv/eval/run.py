@@ -31,7 +31,7 @@ RUN = "run.json"
 #: What a resumed run must share with the run it continues.
 _SAME_ON_RESUME = ("model_name", "seed", "max_steps", "observation", "tools", "side_effects")
 #: What a run.json written before a setting existed ran with.
-_BEFORE_IT_EXISTED = {"side_effects": "report"}
+_BEFORE_IT_EXISTED: dict[str, Any] = {"side_effects": None}
 #: Statuses of a results row.
 SCORED, INFRA = "scored", "infra"
 #: Model answers that say the run is misconfigured: the run stops instead of counting them.
@@ -102,13 +102,15 @@ class _Run:
                 os.fsync(f.fileno())
 
 
-def side_effects_of(info: dict[str, Any], mode: str) -> dict[str, Any]:
+def side_effects_of(info: dict[str, Any], mode: str | None) -> dict[str, Any]:
     """The row's side effects from the last step's info: the changes the server listed
     (``info.side_effects``, [] for a clean episode), how many, and its note. Unknown (None) when none
-    were looked for: ``side_effects="off"``, or the server could not look."""
+    were looked for: ``side_effects="off"``, or the server says it did not look (its note begins
+    "side effects not looked for": the site declares no state, the task names none of it, the task's
+    own mode is off, or the state could not be read)."""
     note = str(info.get("side_effects_note") or "")
     listed = info.get("side_effects")
-    if mode == "off" or (not listed and note.startswith("side effects could not be looked for")):
+    if mode == "off" or (not listed and note.startswith("side effects not looked for")):
         return {"side_effects": None, "side_effects_count": None, "side_effects_note": note}
     changes = list(listed or [])
     total = re.match(r"(\d+) change\(s\)", note)  # the note counts past the 50 listed
@@ -167,7 +169,7 @@ async def _episode(run: _Run, task: dict[str, Any], repeat: int) -> dict[str, An
         assert out.reward is not None
         u = agent.usage
         success = out.reward >= 1 - 1e-9
-        harm = side_effects_of(out.info, str(run.make_args.get("side_effects", "report")))
+        harm = side_effects_of(out.info, run.make_args.get("side_effects"))
         row.update(
             status=SCORED,
             reward=out.reward,
@@ -336,8 +338,9 @@ async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> Ev
                 "max_steps": o.max_steps,
                 "observe": dict(shown.observe),
                 "record": record,
-                "side_effects": o.side_effects,
             }
+            if o.side_effects is not None:
+                make_args["side_effects"] = o.side_effects
             if o.strict_answers:
                 make_args["strict_answers"] = True
             run = _Run(
