@@ -250,7 +250,7 @@ func (s *Server) AuditTasks(ctx context.Context, scripts []TaskScripts, perKind,
 		if isStateTask(t) {
 			j := collateralOf(scripts, i)
 			if j < 0 || oracles[j].startURL == "" {
-				out[i].Problems = append(out[i].Problems, "collateral: no other task of the same site, grading and sign-in whose oracle solves it: not played")
+				out[i].Attacks = append(out[i].Attacks, AuditAttack{Name: "collateral", Reward: math.NaN(), Problem: "not played: no other task of the same site, grading and sign-in (same account) whose oracle solves it"})
 			} else {
 				seq := append([]string{"goto(" + quoteArg(oracles[j].startURL) + ")"}, withoutStop(scripts[j].Oracle)...)
 				seq = append(append(seq, "goto("+quoteArg(oracles[i].startURL)+")"), t.Oracle...)
