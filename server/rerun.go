@@ -19,10 +19,12 @@ func (s *Server) Rerun(ctx context.Context, ep *trajectory.Episode) (trajectory.
 type player struct {
 	s *Server
 	x *session
+	// sideEffects is make's side_effects ("": the task's mode).
+	sideEffects string
 }
 
 func (p *player) Start(ctx context.Context, head trajectory.Line) (*trajectory.Observation, error) {
-	a := &makeArgs{Goal: head.Goal}
+	a := &makeArgs{Goal: head.Goal, SideEffects: p.sideEffects}
 	switch {
 	case head.Site == "" || head.Site == "open":
 		a.StartURL = head.StartURL

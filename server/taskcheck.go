@@ -66,6 +66,14 @@ type TaskScripts struct {
 	Site, Task    string // like tracker and tracker.4
 	Oracle, Wrong []string
 	Solutions     [][]string
+	// What the audit (AuditTasks) reads of the task: its intent, category,
+	// eval types, answer type ("" when untyped or not an answer task) and
+	// who it starts signed in as (tasks of one sign-in share an episode's
+	// start, so one's oracle plays in the other's).
+	Intent, Category string
+	Evals            []string
+	AnswerType       string
+	Login            string
 }
 
 // checkAgent is one run of the loop: its kind (oracle, wrong, start,
@@ -79,6 +87,11 @@ type checkAgent struct {
 	// are the actions it took (its problems list them).
 	next func(k int, o *Observation) string
 	took []string
+	// sideEffects is make's side_effects for the episode ("": the task's).
+	sideEffects string
+	// startURL and endURL are where the episode began and where the page
+	// was when it ended (before its last action): set by playTask.
+	startURL, endURL string
 }
 
 // CheckTasks replays the oracle, wrong sequence, start state, null agents
@@ -288,7 +301,7 @@ type playProblem struct{ text, graded string }
 // playTask plays an agent on a new environment of the task and returns
 // the reward of its last step, or why there is none.
 func (s *Server) playTask(ctx context.Context, site, id string, a *checkAgent) (float64, playProblem) {
-	p := &player{s: s}
+	p := &player{s: s, sideEffects: a.sideEffects}
 	defer p.Close()
 	fail := func(format string, args ...any) (float64, playProblem) {
 		return math.NaN(), playProblem{text: fmt.Sprintf(format, args...)}
@@ -297,6 +310,7 @@ func (s *Server) playTask(ctx context.Context, site, id string, a *checkAgent) (
 	if err != nil {
 		return fail("the episode did not start: %v", err)
 	}
+	a.startURL = o.URL
 	var last *StepReply
 	for k := 0; ; k++ {
 		var act string
@@ -312,6 +326,7 @@ func (s *Server) playTask(ctx context.Context, site, id string, a *checkAgent) (
 		if a.next != nil {
 			a.took = append(a.took, act)
 		}
+		a.endURL = o.URL
 		r, err := p.stepReply(ctx, act)
 		if err != nil {
 			return fail("step %d %s: %v", k+1, act, err)

@@ -19,7 +19,7 @@ import (
 // tasksCmd: webserv tasks validate|check --sites DIR [--site NAME], a task
 // author's loop over the tasks: files of site definitions (docs/tasks.md).
 func tasksCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Reader, stdout io.Writer) error {
-	const usage = "usage: webserv tasks validate|check --sites DIR [--site NAME] [flags]"
+	const usage = "usage: webserv tasks validate|check|audit --sites DIR [--site NAME] [flags]"
 	if len(args) == 0 {
 		return errors.New(usage)
 	}
@@ -28,8 +28,10 @@ func tasksCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Read
 		return tasksValidateCmd(args[1:], stdout)
 	case "check":
 		return tasksCheckCmd(ctx, log, args[1:], stdout)
+	case "audit":
+		return tasksAuditCmd(ctx, log, args[1:], stdout)
 	case "-h", "--help", "help":
-		fmt.Fprintln(os.Stderr, usage+"\n\n  validate  load every task file of the sites and check it (no browser, no site started)\n  check     replay every task's oracle and solutions (reward must be 1), wrong sequence, stop(\"\") on its start state and null agents (reward 0) on fresh instances")
+		fmt.Fprintln(os.Stderr, usage+"\n\n  validate  load every task file of the sites and check it (no browser, no site started)\n  check     replay every task's oracle and solutions (reward must be 1), wrong sequence, stop(\"\") on its start state and null agents (reward 0) on fresh instances\n  audit     play the shortcuts a learning policy finds (stuffed, question, empty and overlong answers; collateral changes; a jump to the end URL): none may be paid")
 		return flag.ErrHelp
 	}
 	return fmt.Errorf("unknown tasks command %q; %s", args[0], usage)

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -277,7 +278,17 @@ func (c *Catalog) TaskScripts(sites []string) ([]server.TaskScripts, error) {
 			if err != nil {
 				return nil, fmt.Errorf("task %s: %w", id, err)
 			}
-			out = append(out, server.TaskScripts{Site: site, Task: id, Oracle: t.Oracle, Wrong: t.Wrong, Solutions: t.Solutions})
+			login := ""
+			if t.Login != nil {
+				b, err := json.Marshal(t.Login)
+				if err != nil {
+					return nil, fmt.Errorf("task %s: login: %w", id, err)
+				}
+				login = string(b)
+			}
+			login += t.StorageState
+			out = append(out, server.TaskScripts{Site: site, Task: id, Oracle: t.Oracle, Wrong: t.Wrong, Solutions: t.Solutions,
+				Intent: t.Intent, Category: t.Category, Evals: t.Eval.Types, AnswerType: t.Eval.AnswerType, Login: login})
 		}
 	}
 	return out, nil
