@@ -1104,8 +1104,8 @@ def test_no_task_of_a_page_the_demonstration_made_or_of_a_change_it_made_twice()
     """A url task whose demonstration saved data on the way (the page it reached may not exist at the
     task's start) and a state task whose checks want the change twice (the instruction says it once)
     keep their rows but get no task."""
-    from webserv.explore.loop import _task
     from webserv.explore.trajectory import Demo, Episode, Label, Step
+    from webserv.explore.write import _task
 
     ep = Episode(index=0, persona="p", start_url="http://s/")
     saved = Step(
@@ -1132,8 +1132,10 @@ def test_a_task_is_left_out_while_its_replayed_steps_change_more_than_it_says(
     task whose steps still save a note (the page reached is the note they made) is left out, one
     whose saving detour was left out keeps its task; a state task whose steps save twice (the checked
     note's slug "zz-2" needs the first "zz") is left out, one that saves once is not."""
-    from webserv.explore.loop import _recheck_changes, _Run, _task
+    from webserv.explore.run import _Run
     from webserv.explore.trajectory import Demo, Episode, Label, Step
+    from webserv.explore.verify import _recheck_changes
+    from webserv.explore.write import _task
 
     start = "http://notes-files.webserv.test/"
     ep = Episode(index=0, persona="p", start_url=start)
@@ -1274,9 +1276,9 @@ def test_no_task_of_a_demonstration_that_left_the_site() -> None:
     """A footer link followed (the network policy blocks it: the page is the failed URL, titled by its
     host) gives no task: explore leaves the demonstration out saying why, and a task of it would not
     be rebased onto the site (no page of the site has that path)."""
-    from webserv.explore.loop import _relative, _task, off_site
     from webserv.explore.modelfree import off_site_links
     from webserv.explore.trajectory import Demo, Episode, Label, Step
+    from webserv.explore.write import _relative, _task, off_site
 
     home, cc = "http://127.0.0.1:5000", "https://creativecommons.org/licenses/by/4.0/"
     ep = Episode(0, "p", f"{home}/", origin_url=f"{home}/")

@@ -17,14 +17,20 @@ Every candidate is replayed from the task's start in a fresh environment (``pass
 are the replay's (their observations the ones the shorter sequence sees), so the demonstration rows
 teach what the shortened oracle does. At most ``budget`` replays per demonstration; a final action that
 ends the episode (``stop("answer")``) is never left out.
+
+The shorten phase of a run (``_shorten``) applies it to each demonstration that has a task, replaying
+candidates through verify.py's ``_replay``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 
-from .trajectory import Step, ends_episode
+from .run import _Run
+from .trajectory import Demo, Step, ends_episode
+from .verify import _replay
 
 # A replay of actions from the task's start: its steps when it still does the task, else None.
 Passes = Callable[[list[str]], Awaitable[list[Step] | None]]
@@ -132,3 +138,19 @@ def shortcuts(steps: list[Step]) -> list[tuple[int, int]]:
         mark = f"[{m.group(1)}]"
         out.extend((i, j) for i in range(j) if mark in steps[i].observation)
     return out
+
+
+async def _shorten(run: _Run, demos: list[Demo], gate: asyncio.Semaphore) -> int:
+    """Each demonstration that has a task, shortened to the fewest actions that still do it from its
+    start (shorten.py); returns the replays spent."""
+
+    async def one(d: Demo) -> int:
+        if len(d.steps) < 2 or (d.label.state and not d.checks):
+            return 0  # nothing to leave out, or no task to keep doing
+        async with gate:
+            steps, spent = await shortest(d.steps, lambda acts: _replay(run, d, acts), 2 * len(d.steps) + 4)
+        if len(steps) < len(d.steps):
+            d.steps = steps
+        return spent
+
+    return sum(await asyncio.gather(*(one(d) for d in demos)))
