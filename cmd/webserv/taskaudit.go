@@ -17,15 +17,9 @@ import (
 // (server.AuditTasks; docs/tasks.md, "What a reward pays for").
 func tasksAuditCmd(ctx context.Context, log *zap.Logger, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tasks audit", flag.ContinueOnError)
-	var ef envFlags
-	ef.register(fs)
-	ef.registerBrowsers(fs)
-	var hf hostingFlags
-	hf.register(fs)
-	only := fs.String("site", "", "audit only this site's tasks")
-	parallel := fs.Int("parallel", 4, "episodes at once")
+	var p taskPlay
+	p.register(fs, "audit")
 	perKind := fs.Int("per-kind", 0, "audit only the first N tasks of each kind (site, category, grading, answer type, sign-in); 0: every task")
-	verbose := fs.Bool("v", false, "log the server's info messages too")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: webserv tasks audit [--sites DIR] [--site NAME] [--per-kind N] [--parallel N] [flags]\n\n"+
 			"Plays the shortcuts a learning policy finds against every task, each on a fresh instance:\n"+
@@ -40,23 +34,18 @@ func tasksAuditCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
-	if log == nil {
-		log = zap.NewNop()
-	}
-	if !*verbose {
-		log = log.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
-	}
+	log = p.logger(log)
 	var names []string
-	if hf.opts.SitesDir == "" {
+	if p.hf.opts.SitesDir == "" {
 		names = []string{"shopping", "cms"}
-		if *only != "" {
-			if *only != "shopping" && *only != "cms" {
-				return fmt.Errorf("no bundled site %q: give shopping or cms, or --sites DIR for a definition's tasks", *only)
+		if *p.only != "" {
+			if *p.only != "shopping" && *p.only != "cms" {
+				return fmt.Errorf("no bundled site %q: give shopping or cms, or --sites DIR for a definition's tasks", *p.only)
 			}
-			names = []string{*only}
+			names = []string{*p.only}
 		}
 	} else {
-		sites, err := taskSites(hf.opts.SitesDir, *only)
+		sites, err := taskSites(p.hf.opts.SitesDir, *p.only)
 		if err != nil {
 			return err
 		}
@@ -66,23 +55,17 @@ func tasksAuditCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 			}
 			names = append(names, s.Name)
 		}
-		hf.opts.NoBundled = true
+		p.hf.opts.NoBundled = true
 	}
 	if *perKind < 0 {
 		return fmt.Errorf("--per-kind %d: give 0 (every task) or more", *perKind)
 	}
-	st, err := startStack(ctx, log, &ef, &hf)
+	srv, scripts, stop, err := p.serve(ctx, log, names)
 	if err != nil {
 		return err
 	}
-	defer st.close()
-	srv := server.New(log.Named("server"), st.browser, st.factory, server.Config{Env: ef.cfg, MaxEnvs: 2 * max(1, *parallel), MaxCreating: max(1, *parallel)})
-	defer srv.Close()
-	scripts, err := st.factory.TaskScripts(names)
-	if err != nil {
-		return err
-	}
-	audits, err := srv.AuditTasks(ctx, scripts, *perKind, *parallel)
+	defer stop()
+	audits, err := srv.AuditTasks(ctx, scripts, *perKind, *p.parallel)
 	if err != nil {
 		return err
 	}

@@ -108,15 +108,9 @@ func validateSiteTasks(s *hosting.Site, stdout io.Writer) (int, error) {
 
 func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tasks check", flag.ContinueOnError)
-	var ef envFlags
-	ef.register(fs)
-	ef.registerBrowsers(fs)
-	var hf hostingFlags
-	hf.register(fs)
-	only := fs.String("site", "", "check only this site's tasks")
-	parallel := fs.Int("parallel", 4, "episodes at once")
+	var p taskPlay
+	p.register(fs, "check")
 	strict := fs.Bool("strict", false, "fail on unverified tasks too (those without an independent solution)")
-	verbose := fs.Bool("v", false, "log the server's info messages too")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: webserv tasks check --sites DIR [--site NAME] [--parallel N] [flags]\n\n"+
 			"Replays every task's oracle (reward must be 1), wrong sequence (reward 0), stop(\"\") on its\n"+
@@ -130,13 +124,8 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
-	if log == nil {
-		log = zap.NewNop()
-	}
-	if !*verbose {
-		log = log.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
-	}
-	sites, err := taskSites(hf.opts.SitesDir, *only)
+	log = p.logger(log)
+	sites, err := taskSites(p.hf.opts.SitesDir, *p.only)
 	if err != nil {
 		return err
 	}
@@ -146,23 +135,17 @@ func tasksCheckCmd(ctx context.Context, log *zap.Logger, args []string, stdout i
 		}
 	}
 	// Only the definitions' sites: the bundled shop has its own oracle test.
-	hf.opts.NoBundled = true
-	st, err := startStack(ctx, log, &ef, &hf)
-	if err != nil {
-		return err
-	}
-	defer st.close()
-	srv := server.New(log.Named("server"), st.browser, st.factory, server.Config{Env: ef.cfg, MaxEnvs: 2 * max(1, *parallel), MaxCreating: max(1, *parallel)})
-	defer srv.Close()
+	p.hf.opts.NoBundled = true
 	var names []string
 	for _, s := range sites {
 		names = append(names, s.Name)
 	}
-	scripts, err := st.factory.TaskScripts(names)
+	srv, scripts, stop, err := p.serve(ctx, log, names)
 	if err != nil {
 		return err
 	}
-	checks, err := srv.CheckTasks(ctx, scripts, *parallel)
+	defer stop()
+	checks, err := srv.CheckTasks(ctx, scripts, *p.parallel)
 	if err != nil {
 		return err
 	}
