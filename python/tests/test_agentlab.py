@@ -31,6 +31,8 @@ os.environ["TIKTOKEN_CACHE_DIR"] = str(Path(_litellm.origin).parent / "litellm_c
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 from agentlab.agents.generic_agent import AGENT_4o_MINI, GenericAgentArgs  # noqa: E402
+from agentlab.analyze import inspect_results  # noqa: E402
+from agentlab.experiments.launch_exp import run_experiments  # noqa: E402
 from agentlab.experiments.loop import ExpArgs  # noqa: E402
 from agentlab.llm.chat_api import OpenAIModelArgs  # noqa: E402
 
@@ -108,6 +110,46 @@ def test_generic_agent_solves_miniwob_in_agentlabs_loop(
     assert (Path(exp.exp_dir) / "step_0.pkl.gz").exists() and (Path(exp.exp_dir) / "exp_args.pkl").exists()
     # The stand-in was asked, and answered from what the page showed.
     assert model.requests and "button" in json.dumps(model.requests[0]["messages"])
+
+
+# Ten WebServ tasks: MiniWoB's (two the stand-in solves) and the bundled shop's and CMS's.
+TEN = [
+    "miniwob.click-test",
+    "miniwob.click-button",
+    "miniwob.click-link",
+    "miniwob.click-dialog",
+    "miniwob.focus-text",
+    "miniwob.enter-text",
+    "miniwob.click-checkboxes",
+    "miniwob.click-tab",
+    "shopping.1",
+    "cms.1",
+]
+
+
+def test_agentlabs_runner_over_ten_webserv_tasks_writes_its_result_files(
+    server: str, model: StandInModel, tmp_path: Path
+) -> None:
+    bench = benchmark(TEN, name="webserv-ten", max_steps=2)
+    args = agent_args()
+    args.set_benchmark(bench, demo_mode=False)
+    exps = [ExpArgs(agent_args=args, env_args=e) for e in bench.env_args_list]
+    run_experiments(1, exps, tmp_path, parallel_backend="sequential")
+
+    df = inspect_results.load_result_df(tmp_path)
+    assert df is not None
+    df = df.reset_index()  # AgentLab indexes its table by task name
+    assert sorted(df["env.task_name"]) == sorted(TEN), df
+    rows = df.set_index("env.task_name")
+    assert rows["err_msg"].isna().all(), rows["err_msg"].dropna().to_dict()
+    # Every episode ended: solved (terminated), or cut at max_steps (truncated).
+    assert (rows["terminated"] | rows["truncated"]).all(), rows[["terminated", "truncated"]]
+    assert rows.loc["miniwob.click-test", "cum_reward"] == 1.0
+    assert rows.loc["miniwob.click-button", "cum_reward"] == 1.0
+    for e in exps:
+        files = {p.name for p in Path(e.exp_dir).iterdir()}
+        assert {"exp_args.pkl", "summary_info.json", "step_0.pkl.gz", "experiment.log"} <= files, files
+        assert "screenshot_step_0.png" in files, files
 
 
 def test_task_names_of_the_env_args_are_webservs_ids() -> None:
