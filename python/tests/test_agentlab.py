@@ -16,6 +16,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from conftest import sites_server
 from standin_model import NOTE, StandInModel
 
 if importlib.util.find_spec("agentlab") is None or importlib.util.find_spec("litellm") is None:
@@ -36,7 +37,9 @@ from agentlab.experiments.launch_exp import run_experiments  # noqa: E402
 from agentlab.experiments.loop import ExpArgs  # noqa: E402
 from agentlab.llm.chat_api import OpenAIModelArgs  # noqa: E402
 
-from webserv.agentlab import AgentLabEnv, WebServEnvArgs, benchmark  # noqa: E402
+from webserv.agentlab import AgentLabEnv, WebServEnvArgs, benchmark, task_names  # noqa: E402
+
+EXAMPLE_SITES = Path(__file__).resolve().parents[2] / "examples" / "sites"
 
 # "[ID] button 'NAME'" lines of the accessibility tree text GenericAgent's prompt shows.
 BUTTON = re.compile(r"\[([^\]\s]+)\] button '([^']*)'")
@@ -163,3 +166,23 @@ def test_task_names_of_the_env_args_are_webservs_ids() -> None:
     assert "webserv/shopping.3" in gym.registry
     with pytest.raises(ValueError, match="viewport configure BrowserGym's Playwright"):
         WebServEnvArgs(task_name="shopping.3", viewport={"width": 800, "height": 600}).make_env()
+
+
+def test_a_sites_own_tasks_make_a_benchmark(binary: str, tmp_path: Path) -> None:
+    """The example tracker's tasks (`serve --sites`): listed by the server, made by their env args."""
+    srv = sites_server(binary, str(EXAMPLE_SITES), str(tmp_path))
+    try:
+        names = task_names("tracker", url=srv.url)
+        assert {f"tracker.{n}" for n in range(1, 7)} <= set(names), names
+        bench = benchmark(names, url=srv.url, max_steps=2)
+        env = bench.env_args_list[names.index("tracker.2")].make_env()
+        try:
+            obs, info = env.reset(seed=0)
+            assert info["task_id"] == "tracker.2" and obs["goal"] == "How many open issues are labelled bug?"
+            assert "bug" in obs["extra_element_properties"] and obs["axtree_object"]["nodes"]
+        finally:
+            env.close()
+        with pytest.raises(ValueError, match="no tasks of site 'nosuchsite'"):
+            task_names("nosuchsite", url=srv.url)
+    finally:
+        srv.stop()
