@@ -118,7 +118,8 @@ def task_names(site: str, url: str | None = None) -> list[str]:
     ids = [i.removeprefix("webserv/") for i in register_from_server(url)]
     found = [i for i in ids if i.startswith(site + ".")]
     if not found:
-        raise ValueError(f"no tasks of site {site!r}: the server offers {sorted(ids)}")
+        sites = sorted({i.split(".", 1)[0] for i in ids if "." in i})
+        raise ValueError(f"no tasks of site {site!r}: the server has tasks of {', '.join(sites)}")
     return found
 
 
