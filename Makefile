@@ -39,10 +39,17 @@ venv-run: setup
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check .
 
+# AgentLab (webserv.agentlab, python/tests/test_agentlab.py) goes in without its declared
+# dependencies: they include torch, Ray[default] and gradio, and one of them builds an old numpy
+# from source on Python 3.11 (fails). What its agents and runner import is the agentlab extra;
+# pip extras cannot say --no-deps, hence the second line.
+AGENTLAB = agentlab==0.4.2
+
 venv: setup
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q '.[test,bench,ray,miniwob,yaml]'
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q '.[test,bench,ray,miniwob,yaml,agentlab]'
+	$(PY) -m pip install -q --no-deps $(AGENTLAB)
 
 # lint-go and lint-py share nothing: `make lint` (and `make test`) run them
 # side by side, so that the venv's downloads overlap the Go compiles.

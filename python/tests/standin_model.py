@@ -7,8 +7,10 @@ The script is a list of entries, each consumed by the first request it matches:
 OpenAI tool calls, its content null) or ``{"status": 503}`` (an error answer, to exercise retries) or
 ``{"die": true}``
 (the server stops: an endpoint that dies mid-run); an entry with ``"keep": true`` answers every
-request it matches and is never used up. A message whose content is a list of parts (text and
-``image_url``, as multimodal requests are) is matched on its text parts. ``requests`` records
+request it matches and is never used up; an entry with ``"answer": f`` replies ``f(text)``, ``text``
+being the last user message's text (a script that reads its prompt: what the page shows). A
+message whose content is a list of parts (text and ``image_url``, as multimodal requests are) is
+matched on its text parts. ``requests`` records
 every request body. ``port``: where to listen on 127.0.0.1 (0, the default, picks a free port).
 """
 
@@ -46,6 +48,8 @@ class StandInModel:
                     self._send(entry["status"], {"error": {"message": NOTE + "recorded error"}})
                 else:
                     text = entry.get("reply", "")
+                    if "answer" in entry:
+                        text = entry["answer"](text_of(last_user(body)))
                     message: dict[str, Any] = {"role": "assistant", "content": text}
                     if "tool_calls" in entry:
                         message = {
@@ -97,7 +101,7 @@ class StandInModel:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def _take(self, body: dict[str, Any]) -> dict[str, Any] | None:
-        last = text_of(next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), ""))
+        last = text_of(last_user(body))
         for i, e in enumerate(self.script):
             if e.get("match", "") in last:
                 return e if e.get("keep") else self.script.pop(i)
@@ -106,6 +110,11 @@ class StandInModel:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def last_user(body: dict[str, Any]) -> str | list[dict[str, Any]]:
+    """The content of a request's last user message ("" if none)."""
+    return next((m["content"] for m in reversed(body["messages"]) if m["role"] == "user"), "")
 
 
 def text_of(content: str | list[dict[str, Any]] | None) -> str:

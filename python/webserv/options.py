@@ -153,6 +153,10 @@ class EnvOptions:
         unless ``wallclock``, with the screenshot an array with ``browsergym`` (in place; returns them)."""
         if self.as_browsergym and isinstance(obs.get("screenshot"), bytes):
             obs["screenshot"] = screenshot_array(obs["screenshot"])
+        if self.as_browsergym or self.observe.get("geometry") or self.observe.get("marks"):
+            # The wire leaves out an empty map: a page with no element that has an id (a MiniWoB
+            # page after its dialog closed) has none, and BrowserGym's readers index the key.
+            obs.setdefault("extra_element_properties", {})
         if not self.wallclock:
             obs.pop("elapsed_time", None)
             for k in _WALLCLOCK_INFO:
