@@ -78,7 +78,7 @@ type Browser struct {
 	unsampled bool
 	lastTake  atomic.Int64 // when the pool was last drawn from, in Unix ns
 
-	// Supervision (crash.go, supervisor.go).
+	// Supervision (crash.go, supervisor.go, package fleet).
 	started    time.Time
 	mainPID    int          // Chromium's browser process (not its wrapper or guard)
 	placed     atomic.Int32 // environments on this browser (Pool.NewEnv balances them)
@@ -102,7 +102,8 @@ type Browser struct {
 
 // Launch starts Chromium and connects to it over a pipe (chromium.Start). The
 // process ends when Close is called; ctx bounds the start. Nothing
-// restarts the browser if it dies: a Pool (supervisor.go) does.
+// restarts the browser if it dies: a Pool (supervisor.go, with package
+// fleet) does.
 func Launch(ctx context.Context, log *zap.Logger, opts BrowserOptions) (*Browser, error) {
 	return launch(ctx, log, opts, false)
 }

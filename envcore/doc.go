@@ -4,10 +4,12 @@
 // (ParseAction), and a step that returns only once the work the action
 // caused has finished. It follows the WebServ paper, sections 3.2 and 3.3.
 //
-// Two concerns live in packages of their own beneath it, and import
+// Three concerns live in packages of their own beneath it, and import
 // nothing of it: envcore/chromium starts and ends one Chromium process
 // (binary, command line, account and sandbox, directories, the DevTools
-// pipe), and envcore/budget cuts a page's text view to a token budget.
+// pipe), envcore/fleet keeps N such processes running (restarts with a
+// back-off, start errors, crash and restart counts), and envcore/budget
+// cuts a page's text view to a token budget.
 //
 // # Browser and environments
 //
@@ -25,9 +27,10 @@
 //	defer env.Close()
 //	obs, info, err := env.Reset(ctx, "http://127.0.0.1:8080/")
 //
-// A Pool (LaunchPool) supervises several Browsers: a new environment goes
-// to the live one with the fewest, and one that dies is replaced, its
-// environments answering a *BrowserCrashedError until their next Reset.
+// A Pool (LaunchPool) supervises several Browsers, kept running by a
+// fleet.Keeper: a new environment goes to the live one with the fewest,
+// and one that dies is replaced, its environments answering a
+// *BrowserCrashedError until their next Reset.
 //
 // Every page target the environment gets — the first tab, a new_tab, a
 // popup the page opens — is held paused by Chromium until the scripts of

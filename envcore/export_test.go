@@ -63,11 +63,9 @@ func EnvBrowserPID(e *Env) int { return e.br().mainPID }
 // PoolRootPIDs are the pids at the root of each of the pool's browsers'
 // process trees (the guard's child), for finding every process of them.
 func PoolRootPIDs(p *Pool) []int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	var out []int
-	for _, b := range p.slots {
-		out = append(out, b.proc.PID())
+	for _, m := range p.keep.Members() {
+		out = append(out, m.b.proc.PID())
 	}
 	return out
 }
@@ -92,9 +90,6 @@ func LaunchUnsampled(ctx context.Context) (*Browser, error) {
 	}
 	return b, err
 }
-
-// RestartDelay is the pool's wait before the n-th restart in a row.
-func RestartDelay(n int) time.Duration { return restartDelay(n) }
 
 // GivenUp is why e was given up (a limit its pages went over, its browser
 // lost), nil while it is usable: tests of the watch between steps wait on

@@ -141,18 +141,6 @@ func TestPoolThatCannotStartFails(t *testing.T) {
 	}
 }
 
-// Restarts in a row back off: the first is immediate, then 1 s doubling
-// to a cap.
-func TestRestartsBackOff(t *testing.T) {
-	t.Parallel()
-	want := []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
-	for i, w := range want {
-		if got := envcore.RestartDelay(i + 1); got != w {
-			t.Errorf("restart %d in a row: wait %s, want %s", i+1, got, w)
-		}
-	}
-}
-
 // The browser's DevTools protocol is on a pipe: no process of the browser
 // listens on a TCP port (which any local process could connect to), and
 // the browser works.

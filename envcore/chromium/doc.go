@@ -3,7 +3,8 @@
 // directories it writes to, and the DevTools pipe the server talks to it
 // over (docs/envcore.md, "The browser's sandbox" and "Browser processes").
 // It knows nothing of pages or environments: package envcore's Browser
-// runs its environments in a Process, and its Pool supervises several.
+// runs its environments in a Process, and its Pool keeps several running
+// with package envcore/fleet.
 //
 // # Starting one
 //
