@@ -188,10 +188,16 @@ func stockOf(skus ...string) []hosting.StateRows {
 // orderSKUs are the products of order number, whose stock its cancel puts
 // back.
 func (g *gen) orderSKUs(number string) []string {
+	return g.column(`SELECT DISTINCT i.sku FROM order_items i JOIN orders o ON o.id = i.order_id WHERE o.number = ? ORDER BY i.sku`, number)
+}
+
+// column is the first column of query's rows, as text (nil once g has
+// failed; a failure is kept in g.err).
+func (g *gen) column(query string, args ...any) []string {
 	if g.err != nil {
 		return nil
 	}
-	rows, err := g.db.Query(`SELECT DISTINCT i.sku FROM order_items i JOIN orders o ON o.id = i.order_id WHERE o.number = ? ORDER BY i.sku`, number)
+	rows, err := g.db.Query(query, args...)
 	if err != nil {
 		g.err = err
 		return nil
@@ -200,7 +206,10 @@ func (g *gen) orderSKUs(number string) []string {
 	var out []string
 	for rows.Next() {
 		var s string
-		_ = rows.Scan(&s)
+		if err := rows.Scan(&s); err != nil {
+			g.err = err
+			return nil
+		}
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
@@ -238,19 +247,7 @@ func search(p product) []string {
 }
 
 func (g *gen) customers(n int) []string {
-	rows, err := g.db.Query(`SELECT email FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id) ORDER BY id LIMIT ?`, n)
-	if err != nil {
-		g.err = err
-		return nil
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var e string
-		_ = rows.Scan(&e)
-		out = append(out, e)
-	}
-	return out
+	return g.column(`SELECT email FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.customer_id = c.id) ORDER BY id LIMIT ?`, n)
 }
 
 const (
