@@ -16,7 +16,10 @@ reward, the same flags and the same errors:
 - in a dream, an action the memory model never saw truncates;
 - with ``side_effects="fail"``, an episode that did its task and also changed what the task did not
   ask for (closed another issue first) scores 0, terminated, with no error: the side effect is the
-  agent's, never the infrastructure's.
+  agent's, never the infrastructure's; under ``side_effects="report"`` the reward stands and
+  every path lists the change (its table and operation);
+- an answer task's grading says its semantics (``info.grader``: ``typed.number`` here) on
+  every path.
 """
 
 from __future__ import annotations
@@ -69,6 +72,12 @@ TASKS = f"""
   eval:
     eval_types: [check]
     check: {{command: [./contract/typo.py]}}
+- task_id: 4
+  intent: {GOAL_COUNT}
+  eval:
+    eval_types: [string_match]
+    answer_type: number
+    reference_answers: {{exact_match: "3"}}
 """
 
 # A verifier that says pass or fail on its last line (earlier lines are its log).
@@ -124,6 +133,10 @@ class Played:
     steps: list[float | None] | None = None
     #: What the model reads first ("" where the path has no model-facing text).
     text: str = ""
+    #: The ending step's side effects as (table, op), sorted (None: the path did not say).
+    side_effects: tuple[tuple[str, str], ...] | None = None
+    #: The ending step's answer grading semantics ("" without one; None: the path did not say).
+    grader: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,10 +177,27 @@ HARM = Case(
     ),
     (("side_effects", "fail"),),
 )
+REPORTED = Case(1, HARM.actions, (("side_effects", "report"),))
+ANSWER = Case(4, ('click("bug")', 'stop("3")'))
 
 
 def nan_none(r: Any) -> float | None:
     return None if r is None or (isinstance(r, float) and math.isnan(r)) else float(r)
+
+
+def effects(changes: Any) -> tuple[tuple[str, str], ...]:
+    """Side effects (``info.side_effects``) as sorted (table, op) pairs."""
+    return tuple(sorted((str(c["table"]), str(c["op"])) for c in changes or ()))
+
+
+def semantics(grader: Any) -> str:
+    """An ``info.grader``'s semantics ("" without one)."""
+    return str((grader or {}).get("semantics", ""))
+
+
+def ending(info: Any) -> dict[str, Any]:
+    """The side effects and grader of a step's info, as Played's fields."""
+    return {"side_effects": effects(info.get("side_effects")), "grader": semantics(info.get("grader"))}
 
 
 # -- the paths -------------------------------------------------------------------
@@ -185,7 +215,15 @@ def via_websocket(url: str, case: Case) -> Played:
                 steps.append(nan_none(r))
             await env.close()
             total = None if None in steps else sum(s for s in steps if s is not None)
-            return Played(total, term, trunc, info.get("end_reason"), str(info.get("eval_error", "")), steps)
+            return Played(
+                total,
+                term,
+                trunc,
+                info.get("end_reason"),
+                str(info.get("eval_error", "")),
+                steps,
+                **ending(info),
+            )
 
     return asyncio.run(main())
 
@@ -201,7 +239,14 @@ def via_gymnasium(url: str, case: Case) -> Played:
             steps.append(nan_none(r))
         total = None if None in steps else sum(s for s in steps if s is not None)
         return Played(
-            total, term, trunc, info.get("end_reason"), str(info.get("eval_error", "")), steps, text
+            total,
+            term,
+            trunc,
+            info.get("end_reason"),
+            str(info.get("eval_error", "")),
+            steps,
+            text,
+            **ending(info),
         )
     finally:
         env.close()
@@ -227,6 +272,9 @@ def via_vector(url: str, case: Case) -> Played:
             str(info["eval_error"][0]) if "eval_error" in info else "",
             steps,
             text,
+            effects(info["side_effects"][0] if info.get("_side_effects", [False])[0] else None),
+            # gymnasium's vector info nests a mapping: its keys' arrays, masked by "_grader".
+            str(info["grader"]["semantics"][0]) if info.get("_grader", [False])[0] else "",
         )
     finally:
         envs.close()
@@ -252,7 +300,17 @@ def via_trl(url: str, case: Case) -> Played:
     error = str(env.failure) if env.failure is not None else ""
     if env.failure is not None:
         assert isinstance(env.failure, EvaluationError)
-    return Played(env.get_reward(), env.terminated, env.truncated, env.end_reason, error, None, text)
+    return Played(
+        env.get_reward(),
+        env.terminated,
+        env.truncated,
+        env.end_reason,
+        error,
+        None,
+        text,
+        effects(env.side_effects),
+        semantics(env.grader),
+    )
 
 
 def via_verl_loop(url: str, case: Case) -> Played:
@@ -285,6 +343,8 @@ def via_verl_loop(url: str, case: Case) -> Played:
         failure.get("message", ""),
         None,
         seen[0],
+        effects(out["webserv"]["side_effects"]),
+        m["grader"],
     )
 
 
@@ -304,7 +364,15 @@ def via_verl_tool(url: str, case: Case) -> Played:
         finally:
             await tool.release("r1")
         end = (extra.get("terminated"), extra.get("truncated"), extra.get("end_reason"))
-        return Played(reward, *end, error, steps if reward is not None else None, text)
+        return Played(
+            reward,
+            *end,
+            error,
+            steps if reward is not None else None,
+            text,
+            effects(extra.get("side_effects")),
+            semantics(extra.get("grader")),
+        )
 
     return asyncio.run(main())
 
@@ -326,7 +394,15 @@ def via_ray_episode(url: str, case: Case) -> Played:
         async with webserv.AsyncClient(url) as client:
             ep = await run_episode(client, spec, policy)
         error = (ep.failure or {}).get("message", "")
-        return Played(ep.reward, ep.terminated, ep.truncated, ep.end_reason, error)
+        return Played(
+            ep.reward,
+            ep.terminated,
+            ep.truncated,
+            ep.end_reason,
+            error,
+            side_effects=effects(ep.side_effects),
+            grader=semantics(ep.grader),
+        )
 
     return asyncio.run(main())
 
@@ -363,6 +439,7 @@ def via_openenv(url: str, case: Case) -> Played:
                 str(info.get("eval_error", "")),
                 steps,
                 text,
+                **ending(info),
             )
 
     return asyncio.run(main())
@@ -395,6 +472,7 @@ def via_mcp(url: str, case: Case) -> Played:
                 str(info.get("eval_error", "")),
                 steps,
                 text,
+                **ending(info),
             )
 
     return asyncio.run(main())
@@ -415,6 +493,7 @@ PATHS: dict[str, Callable[[str, Case], Played]] = {
 
 def expect_oracle(path: str, p: Played) -> None:
     assert (p.reward, p.terminated, p.truncated, p.end_reason, p.error) == (1.0, True, False, "agent", ""), p
+    assert (p.side_effects, p.grader) == ((), ""), p  # a verifier's task grades no answer
     expect_goal(path, p, GOAL_COUNT)
 
 
@@ -442,11 +521,25 @@ def expect_dense(path: str, p: Played) -> None:
     assert (p.reward, p.terminated, p.truncated, p.end_reason) == (1.0, True, False, "agent"), p
     if p.steps is not None:
         assert p.steps == [0.0, 1.0, 0.0, 0.0], p
+    assert (p.side_effects, p.grader) == ((), ""), p
 
 
 def expect_harm(path: str, p: Played) -> None:
     """A side effect under side_effects fail: 0, terminated by the agent, no evaluation error."""
     assert (p.reward, p.terminated, p.truncated, p.end_reason, p.error) == (0.0, True, False, "agent", ""), p
+    assert p.side_effects == (("issues", "update"),), p
+
+
+def expect_reported(path: str, p: Played) -> None:
+    """A side effect under side_effects report: the reward stands, the other issue's change listed."""
+    assert (p.reward, p.terminated, p.truncated, p.end_reason, p.error) == (1.0, True, False, "agent", ""), p
+    assert (p.side_effects, p.grader) == ((("issues", "update"),), ""), p
+
+
+def expect_answer(path: str, p: Played) -> None:
+    """An answer task's grading says how it compared the answer: the typed number semantics."""
+    assert (p.reward, p.terminated, p.truncated, p.end_reason, p.error) == (1.0, True, False, "agent", ""), p
+    assert (p.side_effects, p.grader) == ((), "typed.number"), p
 
 
 def expect_goal(path: str, p: Played, goal: str) -> None:
@@ -463,6 +556,8 @@ CASES: dict[str, tuple[Case, Callable[[str, Played], None]]] = {
     "step_limit": (LIMIT, expect_limit),
     "dense": (DENSE, expect_dense),
     "side_effect": (HARM, expect_harm),
+    "side_effect_reported": (REPORTED, expect_reported),
+    "answer": (ANSWER, expect_answer),
 }
 
 

@@ -35,6 +35,14 @@ which every reward function returned None as unscorable (left out of its
 group's baseline, advantage 0), not as a reward of 0. Reward functions of your
 own should return None for it too (``env.failure is not None``).
 
+The episode's ending step's account stays on the instance for reward
+functions: ``terminated``, ``truncated`` and ``end_reason``; ``side_effects``,
+the changes to the site's state the task did not ask for (``info.side_effects``,
+docs/tasks.md "Side effects": under the default ``side_effects: report`` the
+reward stands and they are listed here); and ``grader``, how an answer task
+graded the answer (``info.grader``: ``semantics``, ``hackable_by_listing``,
+``note``; docs/tasks.md "What a reward pays for").
+
 Snapshots and forks are not tools (every public method of this class is
 one, offered to the model); they are on ``web_env``, the gymnasium
 environment underneath.
@@ -102,6 +110,7 @@ class WebEnvironment:
         self._done = False
         self._failure: InfrastructureError | None = None
         self._ended: tuple[bool, bool, str] = (False, False, "")
+        self._info: dict[str, Any] = {}
 
     @property
     def failure(self) -> InfrastructureError | None:
@@ -122,6 +131,18 @@ class WebEnvironment:
     def end_reason(self) -> str:
         """How the episode ended (``agent``, ``max_steps``, ``resource_limit``, ...), "" while it runs."""
         return self._ended[2]
+
+    @property
+    def side_effects(self) -> list[dict[str, Any]]:
+        """The changes the episode made that its task did not ask for (the ending step's
+        ``info.side_effects``: ``{table, op, key, row, old}`` each), [] when none or while it runs."""
+        return list(self._info.get("side_effects") or [])
+
+    @property
+    def grader(self) -> dict[str, Any] | None:
+        """How the task graded the answer (the ending step's ``info.grader``: ``semantics``,
+        ``hackable_by_listing``, ``note``), None for a task that grades no answer."""
+        return self._info.get("grader")
 
     @property
     def web_env(self) -> WebEnv | None:
@@ -150,6 +171,7 @@ class WebEnvironment:
             self._envs[self.source] = WebEnv(options=group)
         self._env = self._envs[self.source]
         self._reward, self._done, self._failure, self._ended = 0.0, False, None, (False, False, "")
+        self._info = {}
         options: dict[str, Any] = {}
         for key in ("start_url", "goal"):
             if row.get(key):
@@ -200,6 +222,7 @@ class WebEnvironment:
             obs, reward, terminated, truncated, info = self._env.step(action)
             if terminated or truncated:  # said even when the grading then fails
                 self._ended = (terminated, truncated, str(info.get("end_reason", "")))
+                self._info = info
             reward = rollout.graded(reward, info)
         except InfrastructureError as e:
             return self._fail(e)

@@ -24,6 +24,13 @@ drops such rollouts. ``WebTool`` raises from ``execute`` and ``calc_reward``
 and records the failure in ``agent_data.extra_fields["webserv_failure"]``
 when verl passes ``agent_data``.
 
+What the ending step says beyond the reward reaches the trainer too (docs/tasks.md, "Side
+effects" and "What a reward pays for"): the loop's ``metrics`` carry ``side_effects`` (how
+many changes the task did not ask for), ``grader`` (an answer task's grading semantics, such
+as ``typed.number``; "" otherwise) and ``grader_hackable``, and its ``webserv`` field the
+lists themselves (``side_effects``, ``grader``); ``WebTool.execute``'s extra carries the
+step's ``side_effects`` and ``grader``.
+
 Mixed groups (``WebAgentLoop(mix=webserv.Mix(expert=0.5), group_size=n)``,
 n being verl's ``rollout.n``): the k-th rollout of a ``uid`` takes the k-th
 source of ``mix.sources(n)``, so every group has the shares asked for. A
@@ -382,6 +389,10 @@ class WebAgentLoop:
                 "grade": outcome.grade,
                 "group_role": outcome.group_role,
                 "source": source,
+                # The ending step's side effects (how many) and answer grading (docs/tasks.md).
+                "side_effects": len(outcome.info.get("side_effects") or []),
+                "grader": (outcome.info.get("grader") or {}).get("semantics", ""),
+                "grader_hackable": bool((outcome.info.get("grader") or {}).get("hackable_by_listing")),
             },
             "source": source,
         }
@@ -389,6 +400,8 @@ class WebAgentLoop:
             "host": outcome.host,
             "policy_seconds": outcome.policy_seconds,
             "env_seconds": outcome.env_seconds,
+            "side_effects": list(outcome.info.get("side_effects") or []),
+            "grader": outcome.info.get("grader"),
         }
         if tokens is not None:
             out.update(tokens.fields())
@@ -441,8 +454,9 @@ class WebTool:
 
     ``create`` makes (or re-attaches) the request's environment, ``execute``
     runs one action string and returns the page text, ``calc_reward`` and
-    ``release`` end it. An environment nobody releases is reclaimed by the
-    server after its idle TTL. ``fork`` branches an instance into new ones
+    ``release`` end it. ``execute``'s extra holds the step's ``terminated``, ``truncated``,
+    ``end_reason``, ``settled``, ``side_effects`` and ``grader``. An environment nobody
+    releases is reclaimed by the server after its idle TTL. ``fork`` branches an instance into new ones
     (on hosted sites), for loops that search over rollouts.
     """
 
@@ -509,6 +523,8 @@ class WebTool:
                 "truncated": truncated,
                 "end_reason": info.get("end_reason", ""),
                 "settled": info.get("settled"),
+                "side_effects": list(info.get("side_effects") or []),
+                "grader": info.get("grader"),
             },
         )
 

@@ -58,7 +58,13 @@ class Episode:
     #: How the episode ended (docs/protocol.md, "How an episode ends"); its last grade.
     end_reason: str = ""
     grade: float | None = None
+    #: The last step's plain values of info (its lists and mappings are the fields below).
     info: dict[str, Any] = field(default_factory=dict)
+    #: The changes the episode made that its task did not ask for (the ending step's
+    #: ``info.side_effects``; docs/tasks.md "Side effects"), and how an answer task graded the
+    #: answer (``info.grader``: ``semantics``, ``hackable_by_listing``, ``note``; None otherwise).
+    side_effects: list[dict[str, Any]] = field(default_factory=list)
+    grader: dict[str, Any] | None = None
 
 
 async def run_episode(client: AsyncClient, spec: EpisodeSpec, policy: Policy) -> Episode:
@@ -98,6 +104,8 @@ async def run_episode(client: AsyncClient, spec: EpisodeSpec, policy: Policy) ->
         end_reason=out.end_reason,
         grade=out.grade,
         info={k: v for k, v in out.info.items() if isinstance(v, (str, int, float, bool))},
+        side_effects=list(out.info.get("side_effects") or []),
+        grader=out.info.get("grader"),
     )
 
 
