@@ -87,7 +87,7 @@ func (s *Server) judgeSideEffects(ctx context.Context, x *session, wi *StepInfo,
 		note += fmt.Sprintf(" (the first %d listed)", len(se.Changes))
 	}
 	if se.Unread {
-		note += fmt.Sprintf("; the state changed in more rows than were read, and there may be more")
+		note += "; the state changed in more rows than were read, and there may be more"
 	}
 	if mode != tasks.SideEffectsFail {
 		wi.SideEffectsNote = note + "; side_effects is report: the reward stands"
