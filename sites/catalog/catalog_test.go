@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -125,9 +126,15 @@ func TestTaskScriptsFillTheSitesOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `[{notes notes.3 [goto("http://notes.example.test/notes/2") stop("")] [goto("http://notes.example.test/notes/1") stop("")] []}]` // no solutions
-	if fmt.Sprint(scripts) != want {
-		t.Errorf("scripts = %v, want %s", scripts, want)
+	want := []server.TaskScripts{{
+		Site: "notes", Task: "notes.3",
+		Oracle:    []string{`goto("http://notes.example.test/notes/2")`, `stop("")`},
+		Wrong:     []string{`goto("http://notes.example.test/notes/1")`, `stop("")`},
+		Solutions: nil, // none
+		Intent:    "Open the second note.", Evals: []string{"url_match"},
+	}}
+	if !reflect.DeepEqual(scripts, want) {
+		t.Errorf("scripts = %#v, want %#v", scripts, want)
 	}
 	if _, err := c.TaskScripts([]string{"open"}); err == nil || !strings.Contains(err.Error(), "site open has no tasks") {
 		t.Errorf("a site without tasks: %v", err)

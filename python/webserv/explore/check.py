@@ -73,10 +73,16 @@ def state_holds(checks: list[dict[str, Any]], values: list[dict[str, Any]]) -> b
     )
 
 
-async def _check_one(client: AsyncClient, task: dict[str, Any], site: str) -> dict[str, Any]:
+async def _check_one(
+    client: AsyncClient, task: dict[str, Any], site: str, make_args: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Replays task's oracle on a fresh environment of site (made with make_args too: an exploration
+    run's politeness and submit policy) and grades it as its evaluator will."""
     ev = task["eval"]
     checks = ev.get("state") or [] if "state" in ev["eval_types"] else []
-    env = client.env(site, observe={"axtree": False}, state_diff=bool(checks) or None)
+    env = client.env(
+        site, **{**(make_args or {}), "observe": {"axtree": False}, "state_diff": bool(checks) or None}
+    )
     options: dict[str, Any] = {"goal": task["intent"]}
     ph = placeholder(site)
     if site in PLACEHOLDERS:

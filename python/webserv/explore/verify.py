@@ -275,7 +275,9 @@ async def _verify_tasks(
 
     async def passes(t: dict[str, Any], oracle: list[str]) -> tuple[bool, str]:
         async with gate:
-            r = await _check_one(run.client, t | {"oracle": oracle}, run.site)
+            # With the run's make arguments: a replay on a live site is as polite and as
+            # unable to submit as the exploration was.
+            r = await _check_one(run.client, t | {"oracle": oracle}, run.site, run.make_args)
         return bool(r["passed"]), r["error"] or f"it ended on {r['final_url']}"
 
     async def one(t: dict[str, Any] | None) -> str:
