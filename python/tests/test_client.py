@@ -83,4 +83,5 @@ def test_the_action_grammar_comes_from_the_server(server: str) -> None:
     assert {"click", "fill", "select_option", "stop", "mouse_click", "scroll"} <= set(names), names
     fill = next(a for a in got["actions"] if a["name"] == "fill")
     assert [x["name"] for x in fill["args"]][:2] == ["bid", "value"] and fill["example"].startswith("fill(")
-    assert "fill(bid: string, value: string, enable_autocomplete_menu?: boolean, enter?: boolean)" in got["describe"]
+    signature = "fill(bid: string, value: string, enable_autocomplete_menu?: boolean, enter?: boolean)"
+    assert signature in got["describe"]
