@@ -170,6 +170,7 @@ COST = {
     "test_tasks::test_gymnasium_check_env_passes_on_multi_task_ids": 35,
     "test_site_tasks": 35,
     "test_agentlab": 60,  # AgentLab's loop: two solved episodes and a run over ten tasks
+    "test_learn": 70,  # examples/learn_miniwob.py: four updates on three tasks
 }
 
 
