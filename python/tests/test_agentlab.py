@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -33,11 +34,10 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 from agentlab.agents.generic_agent import AGENT_4o_MINI, GenericAgentArgs  # noqa: E402
 from agentlab.analyze import inspect_results  # noqa: E402
-from agentlab.experiments.launch_exp import run_experiments  # noqa: E402
 from agentlab.experiments.loop import ExpArgs  # noqa: E402
 from agentlab.llm.chat_api import OpenAIModelArgs  # noqa: E402
 
-from webserv.agentlab import AgentLabEnv, WebServEnvArgs, benchmark, task_names  # noqa: E402
+from webserv.agentlab import AgentLabEnv, Study, WebServEnvArgs, benchmark, task_names  # noqa: E402
 
 EXAMPLE_SITES = Path(__file__).resolve().parents[2] / "examples" / "sites"
 
@@ -130,16 +130,24 @@ TEN = [
 ]
 
 
-def test_agentlabs_runner_over_ten_webserv_tasks_writes_its_result_files(
+def test_agentlabs_study_over_ten_webserv_tasks_writes_its_result_files(
     server: str, model: StandInModel, tmp_path: Path
 ) -> None:
-    bench = benchmark(TEN, name="webserv-ten", max_steps=2)
-    args = agent_args()
-    args.set_benchmark(bench, demo_mode=False)
-    exps = [ExpArgs(agent_args=args, env_args=e) for e in bench.env_args_list]
-    run_experiments(1, exps, tmp_path, parallel_backend="sequential")
+    """AgentLab's own Study (imported from AgentLab's module through webserv.agentlab, without
+    BrowserGym's WebArena package) runs GenericAgent over ten tasks and writes its files."""
+    from agentlab.experiments.study import Study as AgentLabsStudy
 
-    df = inspect_results.load_result_df(tmp_path)
+    assert Study is AgentLabsStudy
+    bench = benchmark(TEN, name="webserv-ten", max_steps=2)
+    study = Study([agent_args()], bench, logging_level=logging.WARNING)
+    study.run(n_jobs=1, parallel_backend="sequential", n_relaunch=1, exp_root=tmp_path)
+
+    assert study.dir is not None and study.dir.parent == tmp_path
+    files = {p.name for p in study.dir.iterdir()}
+    assert {"study.pkl.gz", "result_df_trial_1_of_1.csv", "summary_df_trial_1_of_1.csv"} <= files, files
+    assert study.reproducibility_info["benchmark_version"] == bench.get_version()
+    assert bench.get_version().startswith("webserv ")
+    df = inspect_results.load_result_df(study.dir)
     assert df is not None
     df = df.reset_index()  # AgentLab indexes its table by task name
     assert sorted(df["env.task_name"]) == sorted(TEN), df
@@ -149,10 +157,15 @@ def test_agentlabs_runner_over_ten_webserv_tasks_writes_its_result_files(
     assert (rows["terminated"] | rows["truncated"]).all(), rows[["terminated", "truncated"]]
     assert rows.loc["miniwob.click-test", "cum_reward"] == 1.0
     assert rows.loc["miniwob.click-button", "cum_reward"] == 1.0
-    for e in exps:
+    for e in study.exp_args_list:
         files = {p.name for p in Path(e.exp_dir).iterdir()}
         assert {"exp_args.pkl", "summary_info.json", "step_0.pkl.gz", "experiment.log"} <= files, files
         assert "screenshot_step_0.png" in files, files
+    # The stand-in for BrowserGym's WebArena package refuses what needs the real one.
+    from agentlab.experiments import multi_server
+
+    with pytest.raises(RuntimeError, match="pip install browsergym-webarena"):
+        multi_server.WebArenaInstance()
 
 
 def test_task_names_of_the_env_args_are_webservs_ids() -> None:
