@@ -194,7 +194,15 @@ type Action struct {
 	Refused error
 }
 
-// Step takes one action. An action that does not parse or is invalid is
+// SeveralActions is the refusal of a step of n actions (BrowserGym's
+// multi-action mode): a world model predicts one action's effect, so a
+// dream takes one action a step.
+func SeveralActions(n int) error {
+	return fmt.Errorf("a dream takes one action a step (its world model predicts one action's effect); this step has %d: send them one a step", n)
+}
+
+// Step takes one action. A multi-action string is refused (SeveralActions).
+// An action that does not parse or is invalid is
 // refused as a real environment refuses it, with the same
 // last_action_error and action_error_code bad_action, and the model is
 // not asked. A stop or report_infeasible ends the episode without asking
@@ -279,11 +287,14 @@ func (e *Env) parse(act Action) (envcore.Action, string, error) {
 		return envcore.Action{}, act.Text, act.Refused
 	}
 	if act.Decoded == nil {
-		a, err := envcore.ParseAction(act.Text)
+		acts, err := envcore.ParseActions(act.Text)
 		if err != nil {
-			return a, act.Text, err
+			return envcore.Action{}, act.Text, err
 		}
-		act.Decoded = &a
+		if len(acts) > 1 {
+			return envcore.Action{}, act.Text, SeveralActions(len(acts))
+		}
+		act.Decoded = &acts[0]
 	}
 	a := *act.Decoded
 	if err := a.Validate(); err != nil {

@@ -93,6 +93,21 @@ func TestDreamSteps(t *testing.T) {
 	if !st.Terminated || st.Reward != 1 || st.Info.RewardSource != dream.RewardTask || (st.Stop == nil || st.Stop.Answer != "2") || asked.Load() != 2 {
 		t.Errorf("a stop on the right page with the right answer: %+v (model asked %d times)", st, asked.Load())
 	}
+	// Several actions in one step (BrowserGym's multi-action mode) are
+	// refused by name, the model not asked: a dream predicts one action.
+	e.Reset(start)
+	before := asked.Load()
+	st, err = e.Step(ctx, dream.Action{Text: "click(\"pa\")\nclick(\"pb\")"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked.Load() != before || st.ActionErrorCode != "bad_action" || !strings.Contains(st.Obs.LastActionError, "a dream takes one action a step") ||
+		!strings.Contains(st.Obs.LastActionError, "has 2") {
+		t.Errorf("a multi-action step: the model was asked %d times; %+v", asked.Load()-before, st)
+	}
+	if got := dream.CanonicalAction("click('pa')\nfill('q', 'x')"); got != "click(\"pa\")\nfill(\"q\", \"x\")" {
+		t.Errorf("CanonicalAction of two lines = %q", got)
+	}
 }
 
 // The model's terminal signal ends the dream; a model that answers

@@ -174,13 +174,14 @@ func Evaluate(ctx context.Context, model Model, rows []trajectory.TransitionRow,
 // AsksModel reports whether a dream asks its world model for the state
 // after action: not for a stop or report_infeasible (the dream ends
 // without asking) nor for an action that does not parse or is invalid
-// (the dream refuses it as a real environment does).
+// (the dream refuses it as a real environment does), nor for several
+// actions in one step (refused: SeveralActions).
 func AsksModel(action string) bool {
-	a, err := envcore.ParseAction(action)
-	if err != nil || a.Validate() != nil {
+	acts, err := envcore.ParseActions(action)
+	if err != nil || len(acts) != 1 || acts[0].Validate() != nil {
 		return false
 	}
-	return a.Type != envcore.Terminate
+	return acts[0].Type != envcore.Terminate
 }
 
 const (

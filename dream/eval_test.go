@@ -136,7 +136,7 @@ func TestEvaluateLeavesOutRowsNoModelIsAskedFor(t *testing.T) {
 	if err := rep.WriteTable(&out); err != nil || !strings.Contains(out.String(), "2 rows left out: a dream does not ask its model for them") {
 		t.Errorf("table: %v\n%s", err, out.String())
 	}
-	for action, asks := range map[string]bool{`click("a")`: true, `stop("x")`: false, `report_infeasible("no")`: false, `click(`: false, `scroll(0, 200)`: true} {
+	for action, asks := range map[string]bool{`click("a")`: true, `stop("x")`: false, `report_infeasible("no")`: false, `click(`: false, `scroll(0, 200)`: true, "click(\"a\")\nclick(\"b\")": false} {
 		if dream.AsksModel(action) != asks {
 			t.Errorf("AsksModel(%s) = %v", action, !asks)
 		}

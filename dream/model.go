@@ -71,13 +71,19 @@ func IsModelError(err error) bool {
 }
 
 // CanonicalAction is an action's canonical string form: the parsed
-// action's (so click [12] and click("12") are one action), or the text
-// trimmed when it does not parse.
+// action's (so click [12] and click("12") are one action; a multi-action
+// string's, each action's on its line), or the text trimmed when it does
+// not parse.
 func CanonicalAction(s string) string {
-	if a, err := envcore.ParseAction(s); err == nil {
-		return a.String()
+	acts, err := envcore.ParseActions(s)
+	if err != nil {
+		return strings.TrimSpace(s)
 	}
-	return strings.TrimSpace(s)
+	lines := make([]string, len(acts))
+	for i, a := range acts {
+		lines[i] = a.String()
+	}
+	return strings.Join(lines, "\n")
 }
 
 // inView is o as a model with view v sees it: with only that text view

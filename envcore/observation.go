@@ -56,8 +56,10 @@ type Observation struct {
 	ScreenshotScale float64 `json:"screenshot_scale,omitempty"`
 	// ExtraElementProperties holds the geometry of every element with a
 	// semantic id, keyed by id, in BrowserGym's extra_element_properties
-	// shape (ObserveOptions.Geometry or Marks).
-	ExtraElementProperties map[string]ElementProperties `json:"extra_element_properties,omitempty"`
+	// shape (ObserveOptions.Geometry or Marks). Asked for, it is on the
+	// wire even when empty (a page with no ids), as BrowserGym always
+	// gives the key; not asked for (nil), it is left out.
+	ExtraElementProperties ElementPropertiesByID `json:"extra_element_properties,omitempty"`
 	// AXTreeObject and DOMObject are BrowserGym's axtree_object and
 	// dom_object (ObserveOptions.BrowserGym): what Chromium answers to
 	// Accessibility.getFullAXTree ({"nodes": [...]}, every frame's merged)
@@ -174,6 +176,16 @@ type ViewportState struct {
 	ScrollX           float64 `json:"scroll_x"`
 	ScrollY           float64 `json:"scroll_y"`
 }
+
+// ElementPropertiesByID is Observation.ExtraElementProperties: each
+// element's properties by its semantic id.
+type ElementPropertiesByID map[string]ElementProperties
+
+// IsZero reports whether m was not asked for (nil). The MessagePack wire
+// leaves out only such a map under omitempty, so an asked-for empty one
+// still gives its key (encoding/json's omitempty does not read IsZero:
+// JSON writers that need the key add it, as OpenEnv's does).
+func (m ElementPropertiesByID) IsZero() bool { return m == nil }
 
 // ElementProperties is the geometry of one element, in the shape of
 // BrowserGym's extra_element_properties (visibility, bbox, clickable,

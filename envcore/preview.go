@@ -31,16 +31,42 @@ func (a Action) Previewable() bool {
 // before it returns. Call Unpreview before running the action: the outline
 // is then gone from the page.
 func (e *Env) Preview(ctx context.Context, a Action) (*Box, error) {
-	box, err := e.preview(ctx, a, "show")
-	if box != nil {
+	boxes, err := e.PreviewStep(ctx, []Action{a})
+	return boxes[0], err
+}
+
+// PreviewStep outlines the targets of a step's actions together, as
+// Preview does one's: a multi-action step's (Parsed.Actions), each outline
+// labelled with its place and action ("2/3 click('a12')") when there are
+// several. It answers each action's box in order, nil for one without a
+// target or whose target is not on the page now (an element an earlier
+// action of the step makes appear cannot be outlined before it runs).
+// Unpreview removes every outline.
+func (e *Env) PreviewStep(ctx context.Context, acts []Action) ([]*Box, error) {
+	boxes := make([]*Box, len(acts))
+	op, shown := "show", false
+	for i, a := range acts {
+		label := a.String()
+		if len(acts) > 1 {
+			label = fmt.Sprintf("%d/%d %s", i+1, len(acts), label)
+		}
+		box, err := e.preview(ctx, a, op, label)
+		if err != nil {
+			return boxes, err
+		}
+		if box != nil {
+			boxes[i], op, shown = box, "add", true
+		}
+	}
+	if shown {
 		if t := e.activeTab(); t != nil {
 			casts.show(ctx, e, t)
 		}
 	}
-	return box, err
+	return boxes, nil
 }
 
-func (e *Env) preview(ctx context.Context, a Action, op string) (*Box, error) {
+func (e *Env) preview(ctx context.Context, a Action, op, label string) (*Box, error) {
 	if !a.Previewable() {
 		return nil, nil
 	}
@@ -54,7 +80,7 @@ func (e *Env) preview(ctx context.Context, a Action, op string) (*Box, error) {
 		Shown bool `json:"shown"`
 		Box
 	}
-	if err := t.evalJSON(ctx, inject.Preview(op, a.Target, a.String()), &r); err != nil {
+	if err := t.evalJSON(ctx, inject.Preview(op, a.Target, label), &r); err != nil {
 		return nil, fmt.Errorf("action preview: %w", err)
 	}
 	if !r.Shown {
@@ -67,7 +93,7 @@ func (e *Env) preview(ctx context.Context, a Action, op string) (*Box, error) {
 // scrolling or drawing anything: where a screenshot taken now shows it.
 // Nil when a has no target or the target is not wholly in view.
 func (e *Env) TargetBox(ctx context.Context, a Action) (*Box, error) {
-	return e.preview(ctx, a, "measure")
+	return e.preview(ctx, a, "measure", "")
 }
 
 // Unpreview removes the outline Preview drew on the active tab's page.

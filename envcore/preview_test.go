@@ -234,3 +234,39 @@ func TestScreencastTwoViewers(t *testing.T) {
 	}
 	_ = doneB
 }
+
+// A multi-action step's preview outlines every action's target at once,
+// each labelled with its place in the step; Unpreview removes them all.
+func TestPreviewStepOutlinesEveryActionsTarget(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envcore.Config{})
+	obs := mustReset(t, env, "/inputs.html")
+	if len(obs.Clickable) < 2 {
+		t.Fatalf("inputs.html has %d clickable elements; want 2: %s", len(obs.Clickable), obs.HTML)
+	}
+	ctx := testCtx(t)
+	acts := []envcore.Action{
+		{Type: envcore.Click, Target: obs.Clickable[0]},
+		{Type: envcore.Back},
+		{Type: envcore.Click, Target: obs.Clickable[1]},
+	}
+	boxes, err := env.PreviewStep(ctx, acts)
+	if err != nil || len(boxes) != 3 || boxes[0] == nil || boxes[1] != nil || boxes[2] == nil {
+		t.Fatalf("PreviewStep = %v, %v; want boxes for the two clicks, none for back", boxes, err)
+	}
+	var labels []string
+	if err := env.Evaluate(ctx, `[...document.querySelectorAll('[data-webserv-preview]')].map(e => e.textContent)`, &labels); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"1/3 " + acts[0].String(), "3/3 " + acts[2].String()}
+	if strings.Join(labels, "|") != strings.Join(want, "|") {
+		t.Errorf("outlines labelled %q; want %q", labels, want)
+	}
+	if err := env.Unpreview(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := env.Evaluate(ctx, `document.querySelectorAll('[data-webserv-preview]').length`, &left); err != nil || left != 0 {
+		t.Errorf("preview elements left in the page: %d, %v", left, err)
+	}
+}

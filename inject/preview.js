@@ -8,8 +8,10 @@
 //
 // preview('show', id, label) outlines the element whose data-semantic-id is
 // id (in the page or a same-origin frame), after scrolling it into view,
-// with a label naming the action; preview('hide') removes the outline. The
-// outline is one fixed-position element on <html>, outside <body>, that
+// with a label naming the action; preview('hide') removes the outlines.
+// preview('add', id, label) outlines one more element, keeping the outlines
+// already shown (the actions of a multi-action step). An outline is one
+// fixed-position element on <html>, outside <body>, that
 // takes no pointer input, and 'hide' runs before the action, so neither the
 // action nor the next observation meets it. Answers {shown, x, y, width,
 // height} in viewport pixels, or {shown: false} when there is no such
@@ -38,8 +40,8 @@
     return null;
   }
 
-  hide();
-  if (op !== 'show' && op !== 'measure') return { shown: false };
+  if (op !== 'add') hide();
+  if (op !== 'show' && op !== 'add' && op !== 'measure') return { shown: false };
   const hit = find(document, 0, 0);
   if (!hit) return { shown: false };
   const el = hit.el;

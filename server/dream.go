@@ -317,8 +317,12 @@ func (d *dreamEngine) step(ctx context.Context, _ *Server, x *session, a *stepAr
 		return nil, err
 	}
 	act := dream.Action{Text: a.Action.p.Text, Refused: a.Action.p.Err}
-	if a.Action.p.OK() {
-		act.Decoded = &a.Action.p.Action
+	switch acts := a.Action.p.Actions(); {
+	case !a.Action.p.OK():
+	case len(acts) > 1:
+		act.Refused = dream.SeveralActions(len(acts))
+	default:
+		act.Decoded = &acts[0]
 	}
 	st, err := d.env.Step(ctx, act)
 	if err != nil {

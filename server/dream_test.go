@@ -149,6 +149,13 @@ func TestDreams(t *testing.T) {
 				do["last_action"], do["last_action_error"], di["action_error_code"])
 		}
 	}
+	// A multi-action step is refused by name: a world model predicts one
+	// action (the server read the string once, and hands over every action).
+	multi := cl.call("step", dreamed, map[string]any{"action": "noop()\nnoop()"})
+	if o, i := obsOf(multi), multi["info"].(map[string]any); !strings.Contains(fmt.Sprint(o["last_action_error"]), "a dream takes one action a step") ||
+		i["action_error_code"] != "bad_action" {
+		t.Errorf("a multi-action step in a dream: %q (%v)", o["last_action_error"], i["action_error_code"])
+	}
 	// A dream starts from a live environment's current observation.
 	live := obsOf(cl.call("observe", real, map[string]any{"observe": map[string]any{"axtree": true}}))
 	fromLive := obsOf(cl.call("make", "", map[string]any{"site": "dream", "world_model": memory, "start": map[string]any{"env": real}}))

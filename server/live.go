@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -121,11 +122,13 @@ func (s *Server) vet(ctx context.Context, x *session, a *stepAction) (*trajector
 	if l.preview <= 0 && !l.approve && !measure {
 		return nil, nil, nil
 	}
-	act, parsed := a.parsed()
+	acts, parsed := a.actions()
 	var target *envcore.Box
-	if parsed && measure {
+	if parsed && measure && len(acts) == 1 {
+		// A multi-action step has no one target: the replayer's outline
+		// would show its first action's as the whole step's.
 		var err error
-		if target, err = x.env.TargetBox(ctx, act); err != nil {
+		if target, err = x.env.TargetBox(ctx, acts[0]); err != nil {
 			s.log.Debug("measuring the action's target", zap.String("env", x.id), zap.Error(err))
 		}
 	}
@@ -133,11 +136,13 @@ func (s *Server) vet(ctx context.Context, x *session, a *stepAction) (*trajector
 		return nil, target, nil
 	}
 	if parsed {
-		box, err := x.env.Preview(ctx, act)
+		// Every action's target is outlined (those on the page now); the
+		// person approving reads every line in the echo.
+		boxes, err := x.env.PreviewStep(ctx, acts)
 		if err != nil {
 			s.log.Debug("action preview", zap.String("env", x.id), zap.Error(err))
 		}
-		if box != nil {
+		if slices.ContainsFunc(boxes, func(b *envcore.Box) bool { return b != nil }) {
 			defer func() {
 				if err := x.env.Unpreview(context.WithoutCancel(ctx)); err != nil {
 					s.log.Debug("removing the action preview", zap.String("env", x.id), zap.Error(err))

@@ -199,6 +199,9 @@ func openEnvObs(o Observation, info StepInfo) map[string]any {
 	if obs == nil {
 		obs = map[string]any{}
 	}
+	if _, ok := obs["extra_element_properties"]; !ok && o.ExtraElementProperties != nil {
+		obs["extra_element_properties"] = map[string]any{} // asked for, empty: BrowserGym always gives the key
+	}
 	obs["info"] = info
 	obs["text"] = ModelText(o) // what a model reads: the goal first (prompt.go)
 	return obs

@@ -84,7 +84,8 @@ type StepInfo struct {
 	// Review is a person's verdict on the action (make's approve).
 	Review *trajectory.Review `json:"review,omitempty"`
 	// TargetBox is where the action's target was on the page, when the
-	// environment outlines or records it.
+	// environment outlines or records it (a step of one action: a
+	// multi-action step has none).
 	TargetBox *envcore.Box `json:"target_box,omitempty"`
 	// SiteDown says the environment's site instance died: the episode is
 	// not graded; reset.

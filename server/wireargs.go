@@ -247,9 +247,10 @@ func (a *stepAction) terminates() bool {
 	return a.given && a.err == nil && a.p.Terminates()
 }
 
-// parsed is the action in structured form, if it has one.
-func (a *stepAction) parsed() (envcore.Action, bool) {
-	return a.p.Action, a.given && a.err == nil && a.p.OK()
+// actions are the step's actions in structured form, in the order they
+// run (several for a multi-action string), if they parsed.
+func (a *stepAction) actions() ([]envcore.Action, bool) {
+	return a.p.Actions(), a.given && a.err == nil && a.p.OK()
 }
 
 type snapshotArgs struct {

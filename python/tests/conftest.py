@@ -169,7 +169,7 @@ COST = {
     "test_bench_rl": 40,
     "test_tasks::test_gymnasium_check_env_passes_on_multi_task_ids": 35,
     "test_site_tasks": 35,
-    "test_agentlab": 60,  # AgentLab's loop: two solved episodes and a run over ten tasks
+    "test_agentlab": 140,  # AgentLab: two solved episodes, a Study of ten tasks, BrowserGym beside WebServ
     "test_learn": 70,  # examples/learn_miniwob.py: four updates on three tasks
 }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -33,11 +34,10 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 from agentlab.agents.generic_agent import AGENT_4o_MINI, GenericAgentArgs  # noqa: E402
 from agentlab.analyze import inspect_results  # noqa: E402
-from agentlab.experiments.launch_exp import run_experiments  # noqa: E402
 from agentlab.experiments.loop import ExpArgs  # noqa: E402
 from agentlab.llm.chat_api import OpenAIModelArgs  # noqa: E402
 
-from webserv.agentlab import AgentLabEnv, WebServEnvArgs, benchmark, task_names  # noqa: E402
+from webserv.agentlab import AgentLabEnv, Study, WebServEnvArgs, benchmark, task_names  # noqa: E402
 
 EXAMPLE_SITES = Path(__file__).resolve().parents[2] / "examples" / "sites"
 
@@ -130,16 +130,24 @@ TEN = [
 ]
 
 
-def test_agentlabs_runner_over_ten_webserv_tasks_writes_its_result_files(
+def test_agentlabs_study_over_ten_webserv_tasks_writes_its_result_files(
     server: str, model: StandInModel, tmp_path: Path
 ) -> None:
-    bench = benchmark(TEN, name="webserv-ten", max_steps=2)
-    args = agent_args()
-    args.set_benchmark(bench, demo_mode=False)
-    exps = [ExpArgs(agent_args=args, env_args=e) for e in bench.env_args_list]
-    run_experiments(1, exps, tmp_path, parallel_backend="sequential")
+    """AgentLab's own Study (imported from AgentLab's module through webserv.agentlab, without
+    BrowserGym's WebArena package) runs GenericAgent over ten tasks and writes its files."""
+    from agentlab.experiments.study import Study as AgentLabsStudy
 
-    df = inspect_results.load_result_df(tmp_path)
+    assert Study is AgentLabsStudy
+    bench = benchmark(TEN, name="webserv-ten", max_steps=2)
+    study = Study([agent_args()], bench, logging_level=logging.WARNING)
+    study.run(n_jobs=1, parallel_backend="sequential", n_relaunch=1, exp_root=tmp_path)
+
+    assert study.dir is not None and study.dir.parent == tmp_path
+    files = {p.name for p in study.dir.iterdir()}
+    assert {"study.pkl.gz", "result_df_trial_1_of_1.csv", "summary_df_trial_1_of_1.csv"} <= files, files
+    assert study.reproducibility_info["benchmark_version"] == bench.get_version()
+    assert bench.get_version().startswith("webserv ")
+    df = inspect_results.load_result_df(study.dir)
     assert df is not None
     df = df.reset_index()  # AgentLab indexes its table by task name
     assert sorted(df["env.task_name"]) == sorted(TEN), df
@@ -149,10 +157,15 @@ def test_agentlabs_runner_over_ten_webserv_tasks_writes_its_result_files(
     assert (rows["terminated"] | rows["truncated"]).all(), rows[["terminated", "truncated"]]
     assert rows.loc["miniwob.click-test", "cum_reward"] == 1.0
     assert rows.loc["miniwob.click-button", "cum_reward"] == 1.0
-    for e in exps:
+    for e in study.exp_args_list:
         files = {p.name for p in Path(e.exp_dir).iterdir()}
         assert {"exp_args.pkl", "summary_info.json", "step_0.pkl.gz", "experiment.log"} <= files, files
         assert "screenshot_step_0.png" in files, files
+    # The stand-in for BrowserGym's WebArena package refuses what needs the real one.
+    from agentlab.experiments import multi_server
+
+    with pytest.raises(RuntimeError, match="pip install browsergym-webarena"):
+        multi_server.WebArenaInstance()
 
 
 def test_task_names_of_the_env_args_are_webservs_ids() -> None:
@@ -186,3 +199,28 @@ def test_a_sites_own_tasks_make_a_benchmark(binary: str, tmp_path: Path) -> None
             task_names("nosuchsite", url=srv.url)
     finally:
         srv.stop()
+
+
+def test_the_same_agent_side_by_side_on_browsergym_and_webserv(
+    server: str, model: StandInModel, tmp_path: Path
+) -> None:
+    """GenericAgent on MiniWoB's click-test and click-button (seed 1) through BrowserGym (its
+    Playwright driving /usr/bin/chromium: nothing downloaded) and through WebServ: the same
+    goals, rewards and accessibility tree text up to ids (webserv.sidebyside)."""
+    from webserv.sidebyside import side_by_side
+
+    pairs = side_by_side(
+        agent_args(), ["click-test", "click-button"], [1], tmp_path, max_steps=3, chromium="/usr/bin/chromium"
+    )
+    assert [(p.task, p.seed) for p in pairs] == [("click-test", 1), ("click-button", 1)]
+    for p in pairs:
+        b, w = p.browsergym, p.webserv
+        assert (b.err_msg, w.err_msg) == (None, None), (b.err_msg, w.err_msg)
+        assert b.goal == w.goal and b.goal, (b.goal, w.goal)
+        assert b.reward == w.reward == 1.0, (b.reward, w.reward)
+        assert b.axtree == w.axtree and "button" in b.axtree, f"BrowserGym:\n{b.axtree}\nWebServ:\n{w.axtree}"
+        assert p.same
+        # The HTML sections differ today (ids on every element, value attributes): reported.
+        assert b.html and w.html
+        assert (b.exp_dir / "summary_info.json").exists() and (w.exp_dir / "summary_info.json").exists()
+    assert pairs[1].browsergym.goal == 'Click on the "cancel" button.'  # seed 1's goal, on both

@@ -183,3 +183,44 @@ def test_a_table_limits_the_tools_and_the_text_actions() -> None:
         parse_action("", [_tool("fill", {"bid": "q", "value": "x"})], table=table)
     with pytest.raises(ActionParseError, match="'fill' is not an action; the actions are click, stop"):
         parse_action('fill("q", "x")', table=table)
+
+
+# -- several actions a step (multiaction=True) --------------------------------
+
+
+def test_multiaction_reads_every_call_of_the_action_as_one_step() -> None:
+    # As GenericAgent's multi-action prompt asks: one call a line.
+    reply = "I fill the name, then load.\nAction:\nfill('name', 'Ada')\nclick('load')\nThat should do it."
+    assert parse_action(reply, multiaction=True) == "fill('name', 'Ada')\nclick('load')"
+    assert parse_action("fill('a', 'b'); click('c')", multiaction=True) == "fill('a', 'b')\nclick('c')"
+    commented = "Steps:\nclick('a')\n# then\nclick('b')"
+    assert parse_action(commented, multiaction=True) == "click('a')\nclick('b')"
+    fenced = "```python\n# the form\nfill('q', 'mug')\nclick('go')\n```\nThis submits it."
+    assert parse_action(fenced, multiaction=True) == "fill('q', 'mug')\nclick('go')"
+    # One call stays one call; without multiaction a second call is still an error.
+    assert parse_action("Action: click('a')", multiaction=True) == "click('a')"
+    with pytest.raises(ActionParseError, match="one action per reply"):
+        parse_action("fill('a', 'b'); click('c')")
+
+
+def test_multiaction_refuses_a_line_that_starts_like_a_call_but_is_none() -> None:
+    with pytest.raises(ActionParseError, match="'teleport' is not an action") as e:
+        parse_action("Action:\nclick('a')\nteleport('b')", multiaction=True)
+    assert e.value.candidate == "teleport('b')"
+    with pytest.raises(ActionParseError, match=r"'and then' follows \"click\('a'\)\""):
+        parse_action("Action: click('a') and then", multiaction=True)
+
+
+def test_a_multiaction_step_runs_every_action_on_the_server(server: str, pages: str) -> None:
+    import gymnasium as gym
+
+    step = parse_action("Action:\nfill('name', 'Ada')\nclick('load')", multiaction=True)
+    env = gym.make("webserv/open", start_url=f"{pages}/page?n=4")
+    try:
+        env.reset(seed=0)
+        obs, *_ = env.step(step)
+        assert obs["last_action_error"] == ""
+        assert [i["value"] for i in obs["inputs"]] == ["Ada"]
+        assert "loaded 4" in obs["pruned_html"]
+    finally:
+        env.close()

@@ -12,16 +12,24 @@ their prompts from them as they do on BrowserGym. The server executes BrowserGym
 high-level action strings itself, so the agent's ``action_mapping`` is not needed.
 
     from agentlab.agents.generic_agent import AGENT_4o_MINI
-    from agentlab.experiments.study import Study
-    from webserv.agentlab import benchmark
+    from webserv.agentlab import Study, benchmark
 
     study = Study([AGENT_4o_MINI], benchmark(["miniwob.click-test", "shopping.3"]))
     study.run(n_jobs=1, parallel_backend="sequential")
+
+``Study`` is AgentLab's own class. Its module imports BrowserGym's WebArena package for
+AgentLab's WebArena server pools; that package downloads nltk data when imported, so this
+module stands in for the one name Study's module takes from it when the package is not
+installed (``_stand_in_for_webarena``): WebServ's benchmarks need no WebArena server pool, and
+using one without the package is refused by name.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import time
+import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -31,7 +39,7 @@ import gymnasium as gym
 from agentlab.experiments.loop import EnvArgs
 from bgym import Benchmark, HighLevelActionSetArgs
 
-from . import miniwob
+from . import __version__, miniwob
 from .registration import bundled_tasks, gym_id, register_from_server
 
 #: BrowserGym's action subsets GenericAgent is given by default: element actions, navigation,
@@ -49,6 +57,51 @@ _PLAYWRIGHT_ONLY = (
     "task_kwargs",
     "pre_observation_delay",
 )
+
+
+class _NoWebArenaInstance:
+    """What AgentLab's WebArena server pools (``agentlab.experiments.multi_server``) get when
+    BrowserGym's WebArena package is not installed: refused by name, never a silent stand-in."""
+
+    def __init__(self, *_: Any, **__: Any) -> None:
+        raise RuntimeError(
+            "AgentLab's WebArena server pools need BrowserGym's WebArena package (pip install "
+            "browsergym-webarena, which downloads nltk data on import); WebServ's benchmarks "
+            "(webserv.agentlab.benchmark) need no server pool: leave Study's parallel_servers unset"
+        )
+
+
+_WEBARENA_INSTANCE = "browsergym.webarena.instance"
+
+
+def _stand_in_for_webarena() -> None:
+    """Let ``agentlab.experiments.study`` import without BrowserGym's WebArena package.
+
+    Study's module imports ``WebArenaInstance`` from ``browsergym.webarena.instance`` (only its
+    WebArena server pools use it). Importing that package registers WebArena's tasks and
+    downloads nltk's ``punkt_tab`` from outside PyPI, so the agentlab extra leaves it out. When
+    it is not installed, that one module name is given a class that refuses to be made
+    (``_NoWebArenaInstance``); ``import browsergym.webarena`` itself still fails as before,
+    and an installed package is used as it is."""
+    if _WEBARENA_INSTANCE in sys.modules or importlib.util.find_spec("browsergym.webarena") is not None:
+        return
+    mod = types.ModuleType(_WEBARENA_INSTANCE, "webserv.agentlab's stand-in (no browsergym-webarena)")
+    setattr(mod, "WebArenaInstance", _NoWebArenaInstance)  # noqa: B010 (a module made at run time)
+    sys.modules[_WEBARENA_INSTANCE] = mod
+
+
+_stand_in_for_webarena()
+from agentlab.experiments.study import Study  # noqa: E402  (needs the stand-in above)
+
+
+@dataclass
+class WebServBenchmark(Benchmark):
+    """BrowserGym's ``Benchmark`` of WebServ tasks (``benchmark()`` makes one). Its version, in
+    the reproducibility record AgentLab's ``Study`` writes, is WebServ's: AgentLab would read
+    BrowserGym's MiniWoB package's for a name starting ``miniwob``."""
+
+    def get_version(self) -> str:
+        return f"webserv {__version__}"
 
 
 @dataclass
@@ -134,7 +187,7 @@ def benchmark(
     subsets: Iterable[str] = DEFAULT_SUBSETS,
     multiaction: bool = False,
     multi_tab: bool = False,
-) -> Benchmark:
+) -> WebServBenchmark:
     """An AgentLab benchmark (BrowserGym's ``Benchmark``) of WebServ tasks: one episode per
     task and seed, at most ``max_steps`` steps each. ``name`` is what AgentLab's result
     files call it (a name starting ``miniwob`` makes GenericAgent show the page's HTML, as it
@@ -148,7 +201,7 @@ def benchmark(
         for t in tasks
         for s in seeds
     ]
-    return Benchmark(
+    return WebServBenchmark(
         name=name,
         high_level_action_set_args=HighLevelActionSetArgs(
             subsets=cast(Any, tuple(subsets)), multiaction=multiaction
@@ -158,3 +211,14 @@ def benchmark(
         backends=[],
         env_args_list=env_args,
     )
+
+
+__all__ = [
+    "DEFAULT_SUBSETS",
+    "AgentLabEnv",
+    "Study",
+    "WebServBenchmark",
+    "WebServEnvArgs",
+    "benchmark",
+    "task_names",
+]

@@ -30,6 +30,14 @@ reads), optionally followed by ``;`` or ``.``. Text after the call (a second cal
 an error: one action per reply. An empty reply is an error; so is one whose candidate is not a
 call (its message names the line and shows the form expected).
 
+**Several actions a step** (``multiaction=True``, BrowserGym's multi-action mode): a candidate
+line may hold several calls (separated by ``;`` or spaces), and the lines right after it that
+are calls too join it (after an ``Action:`` line, and after the last line's or code block's
+first call line: the run of call lines the reply ends with); a line starting ``#`` inside that
+run is a comment and is left out. The result has one call a line, as the server reads a
+multi-action step; how many a step may hold, and that only the last may end the episode, are the
+server's to check (its error names the line).
+
 What each caller does with an error is its own: eval asks the model again with the message and
 after its retries sends ``noop()`` (the step is the agent's mistake), explore asks again and then
 records the episode as ``malformed_output``, and the verl loop sends the candidate as written
@@ -72,17 +80,20 @@ def parse_action(
     *,
     table: Mapping[str, ActionDoc] | None = None,
     names: Collection[str] | None = None,
+    multiaction: bool = False,
 ) -> str:
     """The action of a reply: its first tool call, else its text by the module's grammar.
 
     ``table`` is the action table by call name (default the shipped one, ``webserv.actions``):
     the tools a tool call may name and how it is written. ``names`` are the call names a text
-    action may use (default the table's). Raises ``ActionParseError``.
+    action may use (default the table's). ``multiaction`` reads several calls of the text as
+    one step (one call a line in the result, as BrowserGym's multi-action mode sends them).
+    Raises ``ActionParseError``.
     """
     actions = by_name() if table is None else table
     if tool_calls:
         return _tool_call(tool_calls[0], actions)
-    return _text_action(text or "", actions if names is None else names)
+    return _text_action(text or "", actions if names is None else names, multiaction)
 
 
 def _tool_call(call: Mapping[str, Any], table: Mapping[str, ActionDoc]) -> str:
@@ -120,45 +131,109 @@ def _clean(line: str) -> str:
     return line.strip("`").strip()
 
 
-def _text_action(text: str, names: Collection[str]) -> str:
+def _text_action(text: str, names: Collection[str], multi: bool) -> str:
     lines = [c for c in (_clean(ln) for ln in text.splitlines()) if c]
     if not lines:
         raise ActionParseError(f"the reply was empty; {EXAMPLE}")
     for i in range(len(lines) - 1, -1, -1):
         m = _ACTION_LINE.match(lines[i])
         if m:
-            cand = _clean(m.group(1)) or (lines[i + 1] if i + 1 < len(lines) else "")
-            if not cand:
+            rest = _clean(m.group(1))
+            run = [rest, *lines[i + 1 :]] if rest else lines[i + 1 :]
+            if not run:
                 raise ActionParseError(f"the Action: line names no action; {EXAMPLE}")
-            return _call(cand, names, "the Action: line's")
-    last = lines[-1]
+            return _step(run, names, "the Action: line's", multi)
     try:
-        return _call(last, names, "its last line")
+        return _step(_ending_run(lines, names, multi), names, "its last line", multi)
     except ActionParseError as e:
         fenced = _last_fenced(text)
-        if fenced and fenced != last:
+        if fenced and fenced[-1] != lines[-1]:
             try:
-                return _call(fenced, names, "the last code block's")
+                return _step(_ending_run(fenced, names, multi), names, "the last code block's", multi)
             except ActionParseError:
                 pass
         raise e
 
 
-def _last_fenced(text: str) -> str:
-    """The last non-empty line of the reply's last fenced code block ("" when it has none)."""
+def _ending_run(lines: list[str], names: Collection[str], multi: bool) -> list[str]:
+    """The lines a reply's action is read from at its end: the last line, or with ``multi``
+    the run of call (and ``#`` comment) lines it ends with (from its first call line)."""
+    start = len(lines) - 1
+    multi = multi and bool(_calls_of(lines[start], names))
+    while multi and start > 0 and (lines[start - 1].startswith("#") or _calls_of(lines[start - 1], names)):
+        start -= 1
+    while start < len(lines) - 1 and lines[start].startswith("#"):
+        start += 1
+    return lines[start:]
+
+
+def _step(run: list[str], names: Collection[str], where: str, multi: bool) -> str:
+    """The step's action from ``run``, whose first line decides: one call (``_call``), or with
+    ``multi`` that line's calls and those of the lines right after it that start with a call
+    (a line that starts like a call but is not one is an error, never left out)."""
+    if not multi:
+        return _call(run[0], names, where)
+    calls = _line_calls(run[0], names, where)
+    for n, line in enumerate(run[1:], 2):
+        if line.startswith("#"):
+            continue
+        if not _NAME.match(line):
+            break
+        calls += _line_calls(line, names, f"line {n} of the action,")
+    return "\n".join(calls)
+
+
+def _line_calls(line: str, names: Collection[str], where: str) -> list[str]:
+    """The calls of a line of calls (``;`` or spaces between them, ``;`` or ``.`` after the
+    last); raises saying what is wrong."""
+    calls = [_first_call(line, names, where)]
+    rest = line[len(calls[0]) :].lstrip(" \t;")
+    while rest and rest != ".":
+        if not _NAME.match(rest):
+            raise ActionParseError(
+                f"{rest[:60]!r} follows {calls[-1][:60]!r}; write one call a line, or several separated by ;",
+                line,
+            )
+        calls.append(_first_call(rest, names, where))
+        rest = rest[len(calls[-1]) :].lstrip(" \t;")
+    return calls
+
+
+def _calls_of(line: str, names: Collection[str]) -> list[str]:
+    """The calls of a line that holds only calls of ``names``, else []."""
+    try:
+        return _line_calls(line, names, "")
+    except ActionParseError:
+        return []
+
+
+def _last_fenced(text: str) -> list[str]:
+    """The non-empty lines of the reply's last fenced code block ([] when it has none)."""
     blocks = _FENCE.findall(text)
     if not blocks:
-        return ""
+        return []
     body = blocks[-1]
     first, nl, rest = body.partition("\n")
     if nl and _TAG.match(first.strip()):
         body = rest  # the opening fence's language tag
-    lines = [c for c in (_clean(ln) for ln in body.splitlines()) if c]
-    return lines[-1] if lines else ""
+    return [c for c in (_clean(ln) for ln in body.splitlines()) if c]
 
 
 def _call(cand: str, names: Collection[str], where: str) -> str:
     """``cand`` when it is one call of one of ``names``; raises saying what is wrong."""
+    call = _first_call(cand, names, where)
+    after = cand[len(call) :].strip()
+    if after.rstrip(";.").strip():
+        raise ActionParseError(
+            f"one action per reply: {after[:60]!r} follows {call[:60]!r}; "
+            "write the one call alone on its line",
+            cand,
+        )
+    return call
+
+
+def _first_call(cand: str, names: Collection[str], where: str) -> str:
+    """The call of one of ``names`` that ``cand`` starts with; raises saying what is wrong."""
     m = _NAME.match(cand)
     if not m:
         raise ActionParseError(f"{where} {cand[:120]!r} is not an action; {EXAMPLE}", cand)
@@ -170,13 +245,6 @@ def _call(cand: str, names: Collection[str], where: str) -> str:
         raise ActionParseError(
             f"{cand[:120]!r} does not close its parenthesis (a string's quote may be missing); "
             f'write one call like {name}("...")',
-            cand,
-        )
-    after = cand[end:].strip()
-    if after.rstrip(";.").strip():
-        raise ActionParseError(
-            f"one action per reply: {after[:60]!r} follows {cand[:end][:60]!r}; "
-            "write the one call alone on its line",
             cand,
         )
     return cand[:end]
