@@ -308,7 +308,11 @@ func (e *Env) next(p Prediction) (trajectory.Observation, error) {
 	if p.Next != nil {
 		return inView(*p.Next, e.cfg.Model.View()), nil
 	}
-	return trajectory.Apply(e.obs, p.Delta)
+	// The previous action's error is not part of the page: the delta says
+	// whether this action failed (as a real step's observation does).
+	base := e.obs
+	base.LastActionError = ""
+	return trajectory.Apply(base, p.Delta)
 }
 
 // result is a step's reply with the dream's info.

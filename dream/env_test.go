@@ -105,6 +105,15 @@ func TestDreamSteps(t *testing.T) {
 		!strings.Contains(st.Obs.LastActionError, "has 2") {
 		t.Errorf("a multi-action step: the model was asked %d times; %+v", asked.Load()-before, st)
 	}
+	// The next action the model is asked about starts without the refused
+	// step's error: the model's delta does not set one, so there is none.
+	st, err = e.Step(ctx, dream.Action{Text: `click("pa")`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Obs.LastActionError != "" || st.ActionError != "" {
+		t.Errorf("a dreamed step after a refused one kept its error: %q", st.Obs.LastActionError)
+	}
 	if got := dream.CanonicalAction("click('pa')\nfill('q', 'x')"); got != "click(\"pa\")\nfill(\"q\", \"x\")" {
 		t.Errorf("CanonicalAction of two lines = %q", got)
 	}
