@@ -17,7 +17,7 @@ import (
 // finds, each on a fresh environment through the same runner (playTask),
 // and says which of them were paid (reward > 0):
 //
-//   - an answer task: stop at once, and again after the oracle's
+//   - an answer task (isAnswerTask): stop at once, and again after the oracle's
 //     navigation (its actions but the final stop), with a stuffed answer
 //     (every number 0..1000, every $N.99 price, and the candidates of the
 //     reference's type), with the question itself, with an empty answer,
@@ -124,7 +124,13 @@ func stuffedAnswer(answerType string) string {
 }
 
 // isAnswerTask, isStateTask and isPageTask are what the audit attacks.
-func isAnswerTask(t TaskScripts) bool { return slices.Contains(t.Evals, "string_match") }
+// An answer task is graded on its answer: by string_match, or, in the
+// information category, by a verifier program or a judge of its own
+// (which may look for the reference inside the answer as must_include
+// does).
+func isAnswerTask(t TaskScripts) bool {
+	return slices.Contains(t.Evals, "string_match") || t.Category == "information"
+}
 func isStateTask(t TaskScripts) bool {
 	return t.Category == "state" || slices.Contains(t.Evals, "state") || slices.Contains(t.Evals, "check")
 }
