@@ -467,7 +467,8 @@ def via_mcp(url: str, case: Case) -> Played:
             end = res.content[0].text  # the model-facing text says what the reward paid for too
             g = semantics(info.get("grader"))
             assert (f"Grader: {g}" in end) == bool(g), end[:600]
-            assert all(f"  {op} {table}: " in end for table, op in effects(info.get("side_effects"))), end[:600]
+            listed = effects(info.get("side_effects"))
+            assert all(f"  {op} {table}: " in end for table, op in listed), end[:600]
             total = None if None in steps else sum(s for s in steps if s is not None)
             return Played(
                 total,
@@ -643,7 +644,8 @@ def test_a_dream_that_meets_an_unseen_action_is_truncated(site_server: LocalServ
         # real episode's does; its side effects are unknown (a dream has no site), never none.
         env.reset(options={"task": ANSWER.task_id})
         _, r, term, _, info = env.step('stop("3")')
-        assert (r, term, info["reward_source"], semantics(info.get("grader"))) == (1.0, True, "task", "typed.number"), info
+        graded = (r, term, info["reward_source"], semantics(info.get("grader")))
+        assert graded == (1.0, True, "task", "typed.number"), info
         assert info["side_effects_note"].startswith("side effects not looked for: a dream"), info
     finally:
         env.close()
