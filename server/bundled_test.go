@@ -182,7 +182,7 @@ func replayOracles(t *testing.T, cl *client, runs []oracleRun, workers int) {
 					fail("reward %v, want %v; info %v", last["reward"], run.want, last["info"])
 				case run.want == 1 && last["terminated"] != true:
 					fail("not terminated: info %v", last["info"])
-				case run.name == "oracle" && !doesNothingElse(run.task, last["info"].(map[string]any)):
+				case run.name == "oracle" && !doesNothingElse(last["info"].(map[string]any)):
 					// An oracle does what its task asks and nothing else.
 					info := last["info"].(map[string]any)
 					fail("side effects %v (%v)", info["side_effects"], info["side_effects_note"])
@@ -316,12 +316,9 @@ func TestUngradableEpisodeHasNoReward(t *testing.T) {
 	}
 }
 
-// doesNothingElse says an episode's ending info lists no side effects and
-// has no note but one: that they were not looked for, which only tasks
-// graded by WebArena-Verified's evaluators (verified.*) may say when they
-// name nothing the server can read (docs/tasks.md, "Side effects").
-func doesNothingElse(task string, info map[string]any) bool {
-	note, _ := info["side_effects_note"].(string)
-	notLooked := strings.HasPrefix(note, "side effects not looked for: ") && strings.HasPrefix(task, "verified.")
-	return info["side_effects"] == nil && (note == "" || notLooked)
+// doesNothingElse says an episode's ending info lists no side effects
+// and has no side-effect note: its side effects were looked for (a
+// Verified-graded task takes its native twin's scope) and there were none.
+func doesNothingElse(info map[string]any) bool {
+	return info["side_effects"] == nil && info["side_effects_note"] == nil
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/dream"
+	"github.com/webserv-rl/webserv/tasks"
 	"github.com/webserv-rl/webserv/trajectory"
 )
 
@@ -190,6 +191,8 @@ type dreamEngine struct {
 	env   *dream.Env
 	start *dreamStartArgs
 	judge *dream.Judge
+	// answer is how the task's grader graded the last step's answer.
+	answer *tasks.AnswerGrade
 }
 
 // reset starts a dream episode: from make's start, or from the reset's
@@ -222,7 +225,7 @@ func (d *dreamEngine) reset(ctx context.Context, s *Server, x *session, a *reset
 		ep.Goal = x.spec.Goal
 	}
 	obs.Goal = ep.Goal
-	grade, gradeNote := s.dreamGrader(ep.TaskID, d.judge)
+	grade, gradeNote := s.dreamGrader(ep.TaskID, d.judge, func(a *tasks.AnswerGrade) { d.answer = a })
 	d.env.SetGrader(grade, gradeNote)
 	first := d.env.Reset(obs)
 	x.episode, x.started, x.steps, x.over, x.failed, x.grade = ep, time.Now(), 0, "", nil, 0
@@ -324,6 +327,7 @@ func (d *dreamEngine) step(ctx context.Context, _ *Server, x *session, a *stepAr
 	default:
 		act.Decoded = &acts[0]
 	}
+	d.answer = nil
 	st, err := d.env.Step(ctx, act)
 	if err != nil {
 		if dream.IsModelError(err) {
@@ -342,6 +346,11 @@ func (d *dreamEngine) step(ctx context.Context, _ *Server, x *session, a *stepAr
 	}
 	if st.Info.RewardSource == dream.RewardTask {
 		info.Graded = &Graded{Grade: st.Reward}
+		info.Grader = graderInfo(d.answer)
+	}
+	if st.Terminated && x.episode.TaskID != "" {
+		// As a real task's ending step says it: none listed is not clean.
+		info.SideEffectsNote = "side effects not looked for: a dream has no site state (its world model predicts observations only)"
 	}
 	return &StepReply{Obs: st.Obs, Reward: dreamReward(st.Reward), Terminated: st.Terminated, Truncated: st.Truncated, Info: info}, nil
 }

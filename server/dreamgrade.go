@@ -26,8 +26,10 @@ type TaskDefiner interface {
 }
 
 // dreamGrader is the grader of a dream of task: the task's own, when
-// its evaluators run on an observation, else nil and why.
-func (s *Server) dreamGrader(task string, judge *dream.Judge) (dream.Grader, string) {
+// its evaluators run on an observation, else nil and why. Each grading
+// hands graded how it graded the answer (nil when it graded none), for
+// the step's info.grader as a real episode's.
+func (s *Server) dreamGrader(task string, judge *dream.Judge, graded func(*tasks.AnswerGrade)) (dream.Grader, string) {
 	if task == "" {
 		return nil, ""
 	}
@@ -56,6 +58,7 @@ func (s *Server) dreamGrader(task string, judge *dream.Judge) (dream.Grader, str
 		if err != nil {
 			return 0, err
 		}
+		graded(res.Answer)
 		return res.Reward, nil
 	}, ""
 }

@@ -731,6 +731,43 @@ func (x *session) mcpState() mcpState {
 		StartURL: x.episode.StartURL}
 }
 
+// mcpListedChanges bounds the side effects an MCP text lists one by one
+// (its structured content has them all).
+const mcpListedChanges = 10
+
+// payText is what an ending step's reward paid for, as lines of the MCP
+// text (the structured content's info.grader and info.side_effects): the
+// answer's grading semantics, whether listing candidates could be paid,
+// and the side effects or why they were not looked for.
+func payText(wi StepInfo) []string {
+	var out []string
+	if g := wi.Grader; g != nil {
+		line := "Grader: " + g.Semantics
+		if g.HackableByListing {
+			line += " (hackable by listing: an answer listing candidates can be paid)"
+		}
+		if g.Note != "" {
+			line += "; " + g.Note
+		}
+		out = append(out, line+".")
+	}
+	if wi.SideEffectsNote != "" {
+		out = append(out, "Side effects: "+wi.SideEffectsNote+".")
+	}
+	for i, c := range wi.SideEffects {
+		if i == mcpListedChanges {
+			out = append(out, fmt.Sprintf("  and %d more (structured content, info.side_effects)", len(wi.SideEffects)-i))
+			break
+		}
+		line := fmt.Sprintf("  %s %s: %v", c.Op, c.Table, c.Row)
+		if len(c.Old) > 0 {
+			line += fmt.Sprintf(" (was %v)", c.Old)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
 // state reads the environment's episode on its worker.
 func (m *mcpSession) state() (mcpState, error) {
 	x := m.x
@@ -761,6 +798,7 @@ func (m *mcpSession) result(a map[string]any, obs Observation, st mcpState, step
 				reward = fmt.Sprint(*step.Reward)
 			}
 			head = append(head, fmt.Sprintf("The episode is over (%s). Reward: %s.", over, reward))
+			head = append(head, payText(step.Info)...)
 		}
 	}
 	if obs.LastActionError != "" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/tasks/taskstest"
 )
 
 // bundledOracle is the oracle of a bundled task, and it without its stop.
@@ -117,5 +118,52 @@ func TestSideEffectsAreReportedOrFailTheEpisode(t *testing.T) {
 	e := errOf(wait(t, cl.send("make", "", map[string]any{"site": "shopping", "task": "shopping.40", "side_effects": "warn"})))
 	if e["code"] != "bad_args" || !strings.Contains(e["message"].(string), "report, fail, off") {
 		t.Errorf("make with side_effects warn: %v", e)
+	}
+}
+
+// A Verified-graded navigation task (graded by WebArena-Verified's
+// evaluators, a program) takes its native twin's side-effect scope:
+// nothing but the shop's bookkeeping may change, so another product's
+// cart line added on the way to the page asked for is listed (the reward
+// stands under report), and the oracle alone has none and no "not looked
+// for" note.
+func TestVerifiedNavigationTasksLookForSideEffects(t *testing.T) {
+	t.Parallel()
+	cl := shopServer(t, server.Config{MaxCreating: 1, MaxEnvs: 2}, withVerified(t, taskstest.VerifiedGrader(t)))
+	nav, _ := bundledOracle(t, "shopping", 20)
+	_, cart41 := bundledOracle(t, "shopping", 41)
+	made := okResult(t, wait(t, cl.send("make", "", map[string]any{"site": "shopping", "task": "verified.shopping.20"})))
+	env, start := made["env"].(string), obsOf(made)["url"].(string)
+	answer := withAnswer(nav, verifiedAnswer("NAVIGATE"))
+	harm := append(append(append([]string{}, cart41...), fmt.Sprintf("goto(%q)", start)), answer...)
+	for i, seq := range [][]string{harm, answer} {
+		if i > 0 {
+			okResult(t, wait(t, cl.send("reset", env, nil)))
+		}
+		last, err := play(cl, env, seq)
+		if err != nil {
+			t.Fatalf("sequence %d: %v", i, err)
+		}
+		info := last["info"].(map[string]any)
+		if last["reward"] != 1.0 || last["terminated"] != true {
+			t.Errorf("sequence %d: reward %v, terminated %v; want 1 (report: the reward stands); info %v", i, last["reward"], last["terminated"], info)
+		}
+		effects, _ := info["side_effects"].([]any)
+		note, _ := info["side_effects_note"].(string)
+		if i > 0 {
+			if len(effects) > 0 || note != "" {
+				t.Errorf("the oracle alone: side effects %v, note %q; want none", effects, note)
+			}
+			continue
+		}
+		found := false
+		for _, e := range effects {
+			e := e.(map[string]any)
+			row, _ := e["row"].(map[string]any)
+			found = found || e["table"] == "cart_items" && row["colour"] == "White"
+		}
+		if !found || !strings.Contains(note, "report: the reward stands") {
+			t.Errorf("another cart line on the way: side effects %v, note %q; want the White cart line listed", effects, note)
+		}
 	}
 }

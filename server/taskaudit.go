@@ -17,14 +17,15 @@ import (
 // finds, each on a fresh environment through the same runner (playTask),
 // and says which of them were paid (reward > 0):
 //
-//   - an answer task: stop at once, and again after the oracle's
+//   - an answer task (isAnswerTask): stop at once, and again after the oracle's
 //     navigation (its actions but the final stop), with a stuffed answer
 //     (every number 0..1000, every $N.99 price, and the candidates of the
 //     reference's type), with the question itself, with an empty answer,
 //     and with an overlong one;
 //   - a task that changes state: its oracle plus collateral, one more
 //     change of the kind it makes (the oracle of another task of the same
-//     site, grading and sign-in, played first), under side_effects "fail";
+//     site, grading and kind of sign-in, played first), under
+//     side_effects "fail";
 //   - a task graded on a page or the site's state (program_html, state,
 //     check) rather than a URL: goto the URL its oracle ends on, and stop.
 //
@@ -123,7 +124,13 @@ func stuffedAnswer(answerType string) string {
 }
 
 // isAnswerTask, isStateTask and isPageTask are what the audit attacks.
-func isAnswerTask(t TaskScripts) bool { return slices.Contains(t.Evals, "string_match") }
+// An answer task is graded on its answer: by string_match, or, in the
+// information category, by a verifier program or a judge of its own
+// (which may look for the reference inside the answer as must_include
+// does).
+func isAnswerTask(t TaskScripts) bool {
+	return slices.Contains(t.Evals, "string_match") || t.Category == "information"
+}
 func isStateTask(t TaskScripts) bool {
 	return t.Category == "state" || slices.Contains(t.Evals, "state") || slices.Contains(t.Evals, "check")
 }
@@ -146,17 +153,27 @@ func withoutStop(seq []string) []string {
 
 // collateralOf is the task whose oracle is t's collateral: the next
 // state-changing task after t (in order, wrapping) of the same site,
-// grading and sign-in, with another oracle; -1 when there is none.
+// grading and kind of sign-in, with another oracle; -1 when there is
+// none. The same account first; else another account of the same kind
+// (the shop's customers each have tasks of their own): its oracle's
+// steps, played signed in as t's account, make the same kind of change
+// to t's account (another wishlist entry, review or order).
 func collateralOf(scripts []TaskScripts, i int) int {
 	t := scripts[i]
-	for k := 1; k < len(scripts); k++ {
-		j := (i + k) % len(scripts)
-		u := scripts[j]
-		if u.Site == t.Site && isStateTask(u) && slices.Equal(u.Evals, t.Evals) && u.Login == t.Login && len(u.Oracle) > 0 && !slices.Equal(u.Oracle, t.Oracle) {
-			return j
+	partner := func(same func(u TaskScripts) bool) int {
+		for k := 1; k < len(scripts); k++ {
+			j := (i + k) % len(scripts)
+			u := scripts[j]
+			if u.Site == t.Site && isStateTask(u) && slices.Equal(u.Evals, t.Evals) && same(u) && len(u.Oracle) > 0 && !slices.Equal(u.Oracle, t.Oracle) {
+				return j
+			}
 		}
+		return -1
 	}
-	return -1
+	if j := partner(func(u TaskScripts) bool { return u.Login == t.Login }); j >= 0 {
+		return j
+	}
+	return partner(func(u TaskScripts) bool { return loginKind(u.Login) == loginKind(t.Login) })
 }
 
 // AuditTasks plays the audit's attacks on scripts' tasks on this server,
@@ -214,6 +231,8 @@ func (s *Server) AuditTasks(ctx context.Context, scripts []TaskScripts, perKind,
 				a.Oracle, oracles[r.i] = reward, r.agent
 				if reward != 1 {
 					a.Problems = append(a.Problems, fmt.Sprintf("oracle: reward %g, want 1 (%s): the attacks that start from it were not played (tasks check says more)", reward, why))
+				} else if p := ownChangesProblem(&r.agent); p != "" {
+					a.Problems = append(a.Problems, "oracle: "+p)
 				}
 				return
 			}
@@ -250,7 +269,7 @@ func (s *Server) AuditTasks(ctx context.Context, scripts []TaskScripts, perKind,
 		if isStateTask(t) {
 			j := collateralOf(scripts, i)
 			if j < 0 || oracles[j].startURL == "" {
-				out[i].Attacks = append(out[i].Attacks, AuditAttack{Name: "collateral", Reward: math.NaN(), Problem: "not played: no other task of the same site, grading and sign-in (same account) whose oracle solves it"})
+				out[i].Attacks = append(out[i].Attacks, AuditAttack{Name: "collateral", Reward: math.NaN(), Problem: "not played: no other task of the same site, grading and kind of sign-in whose oracle solves it"})
 			} else {
 				seq := append([]string{"goto(" + quoteArg(oracles[j].startURL) + ")"}, withoutStop(scripts[j].Oracle)...)
 				seq = append(append(seq, "goto("+quoteArg(oracles[i].startURL)+")"), t.Oracle...)

@@ -49,7 +49,7 @@ func TestTaskAuditBundled(t *testing.T) {
 		}
 		for _, x := range a.Attacks {
 			kinds[x.Name]++
-			if x.Problem != "" && !strings.HasPrefix(x.Problem, "not played: no other task") {
+			if x.Problem != "" { // every state task has a collateral partner (the shop's customers: another customer's task)
 				t.Errorf("%s: %s not graded: %s", a.Task, x.Name, x.Problem)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/webserv-rl/webserv/tasks"
 	"github.com/webserv-rl/webserv/trajectory"
 )
 
@@ -92,6 +93,21 @@ type checkAgent struct {
 	// startURL and endURL are where the episode began and where the page
 	// was when it ended (before its last action): set by playTask.
 	startURL, endURL string
+	// effects are the side effects its ending step listed (set by
+	// playTask).
+	effects []tasks.RowChange
+}
+
+// ownChangesProblem is a problem of a run that solves its task (an
+// oracle, a solution) whose ending step listed side effects: the task's
+// own changes count as harm, and side_effects "fail" pays the solution 0
+// ("" when it listed none).
+func ownChangesProblem(a *checkAgent) string {
+	if len(a.effects) == 0 {
+		return ""
+	}
+	c := a.effects[0]
+	return fmt.Sprintf("its episode lists %d side effect(s), first %s %s %v: name what the task changes in may_change (docs/tasks.md, \"Side effects\"), or drop the extra change from the sequence; as it is, side_effects \"fail\" pays a solution 0", len(a.effects), c.Op, c.Table, c.Row)
 }
 
 // CheckTasks replays the oracle, wrong sequence, start state, null agents
@@ -159,6 +175,9 @@ func (s *Server) CheckTasks(ctx context.Context, scripts []TaskScripts, workers 
 				}
 				if want := checkWants[a.kind]; problem.text == "" && reward != want {
 					problem.text = fmt.Sprintf("reward %g, want %g: %s", reward, want, checkHints[a.kind])
+				}
+				if problem.text == "" && (a.kind == "oracle" || a.kind == "solution") {
+					problem.text = ownChangesProblem(a)
 				}
 				mu.Lock()
 				c := &out[r.i]
@@ -345,6 +364,7 @@ func (s *Server) playTask(ctx context.Context, site, id string, a *checkAgent) (
 	if last == nil || !last.Terminated {
 		return fail("the last action must end the episode (stop(\"answer\"))")
 	}
+	a.effects = last.Info.SideEffects
 	if e := last.Info.EvalError; e != "" {
 		return math.NaN(), playProblem{graded: e}
 	}

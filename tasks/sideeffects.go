@@ -62,7 +62,8 @@ type ChangeScope struct {
 // may_change and the site's bookkeeping. ok is false when the task says
 // nothing and is graded by a program of its own (a check verifier, a
 // WebArena-Verified evaluator), which may ask for any change: its side
-// effects are not looked for until it names what it may change.
+// effects are not looked for until it names what it may change (or says
+// with ScopeNamed that its empty checks and may_change name it).
 func ScopeOf(t *Task, roles []string, db string, bookkeeping []hosting.StateRows) (sc ChangeScope, ok bool) {
 	for _, c := range t.Eval.State {
 		site := c.Site
@@ -73,7 +74,7 @@ func ScopeOf(t *Task, roles []string, db string, bookkeeping []hosting.StateRows
 			sc.Checks = append(sc.Checks, StateQuery{SQL: c.SQL, Args: c.Args})
 		}
 	}
-	if len(sc.Checks) == 0 && len(t.MayChange) == 0 && (slices.Contains(t.Eval.Types, "check") || slices.Contains(t.Eval.Types, "verified")) {
+	if len(sc.Checks) == 0 && len(t.MayChange) == 0 && !t.ScopeNamed && (slices.Contains(t.Eval.Types, "check") || slices.Contains(t.Eval.Types, "verified")) {
 		return sc, false
 	}
 	sc.Rows = append(append(sc.Rows, t.MayChange...), bookkeeping...)

@@ -66,6 +66,13 @@ type Task struct {
 	// (the default: listed in info, the reward stands) or fail (the
 	// episode scores 0). Make's side_effects, when given, decides instead.
 	SideEffects string `json:"side_effects,omitempty"`
+	// ScopeNamed says the task's state checks and may_change name all it
+	// may change, even when both are empty (then nothing but the site's
+	// bookkeeping may change), though a program of its own grades it: a
+	// Verified-graded task takes its native twin's scope this way
+	// (sites/bundled), so its side effects are looked for like the
+	// twin's. Not part of a task file.
+	ScopeNamed bool `json:"-"`
 
 	// Explored is where an exploration run found the task (its episode,
 	// persona, steps; docs/explore.md). Provenance only: nothing grades
@@ -317,6 +324,7 @@ func Instantiate(t *Task, bases map[string]string) (*Task, error) {
 	if err := json.Unmarshal([]byte(text), &out); err != nil {
 		return nil, fmt.Errorf("task %d: after filling in the site URLs: %w", t.ID, err)
 	}
+	out.ScopeNamed = t.ScopeNamed // not in JSON
 	return &out, nil
 }
 

@@ -132,3 +132,60 @@ func TestTasksValidate(t *testing.T) {
 		t.Errorf("check with a glob matching nothing: %v", err)
 	}
 }
+
+// webserv tasks audit's exit status. On a deliberately weak task, the
+// tracker's count question graded by a verifier that looks for the number
+// inside the answer (must_include's way, which an answer listing every
+// number passes), it fails naming the task and the attacks paid; on the
+// same question typed (answer_type number) it passes.
+func TestTasksAuditExitStatus(t *testing.T) {
+	src, err := filepath.Abs("../../examples/sites")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	def, err := os.ReadFile(filepath.Join(src, "tracker.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := strings.ReplaceAll(string(def), "./tracker/", src+"/tracker/")
+	d = strings.Replace(d, "data_dir: tracker/data", "data_dir: "+src+"/tracker/data", 1)
+	const count = "- task_id: 1\n  category: information\n  intent: How many open issues are labelled bug?\n" +
+		"  oracle: ['click(\"bug\")', 'stop(\"3\")']\n  wrong: ['click(\"bug\")', 'stop(\"4\")']\n  eval:\n"
+	files := map[string]string{
+		"clean.yaml":        strings.Replace(strings.Replace(d, "name: tracker", "name: clean", 1), "tasks: [tracker/tasks.yaml]", "tasks: [t/clean.yaml]", 1),
+		"weak.yaml":         strings.Replace(strings.Replace(d, "name: tracker", "name: weak", 1), "tasks: [tracker/tasks.yaml]", "tasks: [t/weak.yaml]", 1),
+		"t/clean.yaml":      count + "    eval_types: [string_match]\n    answer_type: number\n    reference_answers: {exact_match: \"3\"}\n",
+		"t/weak.yaml":       count + "    eval_types: [check]\n    check: {command: [./t/must_include.py]}\n",
+		"t/must_include.py": "#!/usr/bin/env python3\nimport os\nprint(\"pass\" if \"3\" in os.environ[\"WEBSERV_ANSWER\"] else \"fail\")\n",
+	}
+	if err := os.Mkdir(filepath.Join(dir, "t"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	audit := func(site string) (string, error) {
+		var out bytes.Buffer
+		err := tasksCmd(ctx, nil, []string{"audit", "--sites", dir, "--site", site, "--no-incus", "--verified-python", "",
+			"--instances", t.TempDir(), "--parallel", "3"}, nil, &out)
+		return out.String(), err
+	}
+	out, err := audit("weak")
+	if err == nil || !strings.Contains(err.Error(), "weak.1 (stuffed answer)") {
+		t.Errorf("tasks audit on a weak task: %v, want an error naming weak.1's stuffed answer\n%s", err, out)
+	}
+	for _, want := range []string{"HACKABLE", "weak.1: stuffed answer: reward 1: an answer listing every candidate is paid", "1 task(s), 1 hackable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the weak task's audit lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = audit("clean")
+	if err != nil || !strings.Contains(out, "site clean: 1 task(s), 0 hackable; 0 of 7 attacks paid") {
+		t.Errorf("tasks audit on the typed task: %v\n%s", err, out)
+	}
+}

@@ -19,7 +19,8 @@ reward, the same flags and the same errors:
   agent's, never the infrastructure's; under ``side_effects="report"`` the reward stands and
   every path lists the change (its table and operation);
 - an answer task's grading says its semantics (``info.grader``: ``typed.number`` here) on
-  every path.
+  every path, in a dream too, and MCP's text says it (and the side effects) as its structured
+  content does.
 """
 
 from __future__ import annotations
@@ -463,6 +464,11 @@ def via_mcp(url: str, case: Case) -> Played:
                 sc = res.structured_content or {}
                 steps.append(nan_none(sc["reward"]))
             info = sc["info"]
+            end = res.content[0].text  # the model-facing text says what the reward paid for too
+            g = semantics(info.get("grader"))
+            assert (f"Grader: {g}" in end) == bool(g), end[:600]
+            listed = effects(info.get("side_effects"))
+            assert all(f"  {op} {table}: " in end for table, op in listed), end[:600]
             total = None if None in steps else sum(s for s in steps if s is not None)
             return Played(
                 total,
@@ -634,5 +640,12 @@ def test_a_dream_that_meets_an_unseen_action_is_truncated(site_server: LocalServ
         assert (r, term, trunc) == (0.0, False, False), info
         _, r, term, trunc, info = env.step('click("never-recorded")')
         assert (r, term, trunc, info["end_reason"]) == (0.0, False, True, "unseen"), info
+        # A dreamed answer task is graded by the task's grader, which says its semantics as a
+        # real episode's does; its side effects are unknown (a dream has no site), never none.
+        env.reset(options={"task": ANSWER.task_id})
+        _, r, term, _, info = env.step('stop("3")')
+        graded = (r, term, info["reward_source"], semantics(info.get("grader")))
+        assert graded == (1.0, True, "task", "typed.number"), info
+        assert info["side_effects_note"].startswith("side effects not looked for: a dream"), info
     finally:
         env.close()

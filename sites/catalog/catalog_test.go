@@ -13,6 +13,7 @@ import (
 	"github.com/webserv-rl/webserv/hosting/hostingtest"
 	"github.com/webserv-rl/webserv/server"
 	"github.com/webserv-rl/webserv/sites/bundled"
+	"github.com/webserv-rl/webserv/tasks"
 )
 
 func TestMain(m *testing.M) { os.Exit(hostingtest.Main(m)) }
@@ -144,7 +145,9 @@ func TestTaskScriptsFillTheSitesOrigin(t *testing.T) {
 // The bundled shop's task sets: both roles at one origin, graded with the
 // token its instances start with, signed in by the shop's login; its
 // Verified-style sets start each task signed in as the native task of its
-// id.
+// id, and take its side-effect scope: a navigation task's too (nothing
+// but bookkeeping), though a program of its own grades it, so harm done
+// on the way is looked for there as on the twin.
 func TestBundledTaskSets(t *testing.T) {
 	sites, sets, err := Bundled(context.Background(), bundled.Options{IncusImage: "webserv-shop"}, nil)
 	if err != nil {
@@ -176,6 +179,13 @@ func TestBundledTaskSets(t *testing.T) {
 		}
 		for _, tk := range v.Set.Tasks {
 			native := sets[name].Set.ByID[tk.ID]
+			inst, err := tasks.Instantiate(&tk, map[string]string{"shopping": "http://127.0.0.1:1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := tasks.ScopeOf(inst, v.Roles, "", nil); !ok && native != nil {
+				t.Errorf("verified.%s.%d (%s): its side effects are not looked for; want %s.%d's scope", name, tk.ID, tk.Category, name, tk.ID)
+			}
 			if native != nil && native.Login != nil {
 				if tk.Login != native.Login {
 					t.Errorf("verified.%s.%d is not signed in as %s.%d", name, tk.ID, name, tk.ID)
