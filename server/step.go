@@ -71,6 +71,9 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 	if rejected(review) {
 		action = noAction
 	}
+	if x.arun != nil {
+		x.arun.SetStep(x.steps + 1)
+	}
 	obs, info, err := x.env.StepParsed(ctx, action, opts)
 	if err != nil {
 		return nil, err
@@ -132,6 +135,9 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 	wi.EvalError, wi.Graded, wi.EndReason = evalErr, graded, string(end)
 	if end == EndAgent || end == EndTask {
 		reward = s.judgeSideEffects(ctx, x, &wi, reward)
+	}
+	if terminated || truncated {
+		reward = x.judgeAttack(&wi, reward)
 	}
 	if taskEnd != nil {
 		wi.MiniWoB = taskEnd.MiniWoB
