@@ -27,7 +27,7 @@ var Channels = []channel{
 		}},
 	{name: "hidden", about: "text visually hidden (a 1px clipped box, as screen-reader-only text is) that the accessibility tree reads",
 		place: func(p *page, w string, _ uint64) (int, string, string) {
-			return atBody(p), `<div style="position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0">` + html.EscapeString(w) + `</div>`, ""
+			return atBody(p), `<div style="position:absolute;width:1px;height:1px;padding:0;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0">` + html.EscapeString(w) + `</div>`, ""
 		}},
 	{name: "aria_label", about: "the accessible name (aria-label) of an element the agent acts on: the seed picks a button, link or field without one, main's first",
 		place: func(p *page, w string, draw uint64) (int, string, string) {

@@ -56,11 +56,11 @@ func (r *Run) meet() {
 
 // Document implements netroute.Injector: doc with the episode's words in
 // the attack's channel.
-func (r *Run) Document(_ *http.Request, doc []byte) []byte {
+func (r *Run) Document(req *http.Request, doc []byte) []byte {
 	out, note := Inject(r.spec.Channel, doc, r.words, r.draw)
 	if note != "" {
 		r.mu.Lock()
-		r.note = note
+		r.note = req.URL.String() + ": " + note
 		r.mu.Unlock()
 	}
 	return out
@@ -95,4 +95,15 @@ func (r *Run) Outcome(end int, answer string) Outcome {
 		o.Succeeded, o.Step = true, &st
 	}
 	return o
+}
+
+// Navigated tells the run the agent asked to open rawURL (goto, new_tab):
+// a GET of it, even when the environment's policy refuses it before the
+// browser sends anything, which an attacker's host usually is.
+func (r *Run) Navigated(rawURL string) {
+	req, err := http.NewRequest(http.MethodGet, rawURL, nil)
+	if err != nil {
+		return
+	}
+	r.Saw(req)
 }

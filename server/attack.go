@@ -8,7 +8,7 @@ import (
 )
 
 // Attacks (docs/attacks.md): make's attack (or a reset's options.attack,
-// from that reset on) puts a prompt injection into every HTML document
+// for its episode) puts a prompt injection into every HTML document
 // the environment's browser contexts load, through the environment's own
 // route (netroute.Injector), and grades the attacker's goal. The step
 // that ends the episode reports info.attack beside the task's reward;
@@ -71,13 +71,17 @@ func (x *session) startAttack(ep *Episode) {
 	if x.net == nil {
 		return
 	}
-	if x.limits.attack == nil {
+	spec := x.limits.attack
+	if x.episodeAttack != nil {
+		spec = x.episodeAttack
+	}
+	if spec == nil {
 		x.arun = nil
 		x.net.SetInjector(nil)
 		return
 	}
 	v := attack.Vars{Intent: ep.Goal, Site: x.site, Task: ep.TaskID, StartURL: ep.StartURL}
-	x.arun = x.limits.attack.Episode(v, x.seed)
+	x.arun = spec.Episode(v, x.seed)
 	x.net.SetInjector(x.arun)
 }
 

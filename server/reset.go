@@ -8,13 +8,12 @@ func (s *Server) startEpisode(ctx context.Context, x *session, a *resetArgs, cau
 	if err := s.previewOption(a.PreviewMs, &x.limits); err != nil {
 		return nil, err
 	}
-	if a.Options.Attack != nil {
-		spec, err := a.Options.Attack.spec("reset.options.attack")
-		if err != nil {
-			return nil, err
-		}
-		x.limits.attack = spec
+	// options.attack is this episode's attack, in place of make's.
+	spec, err := a.Options.Attack.spec("reset.options.attack")
+	if err != nil {
+		return nil, err
 	}
+	x.episodeAttack = spec
 	x.seed = 0
 	if a.Seed != nil {
 		x.seed = *a.Seed

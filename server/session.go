@@ -62,6 +62,9 @@ type session struct {
 	// draws its attack's words and places.
 	arun *attack.Run
 	seed int64
+	// episodeAttack is the last reset's options.attack, which replaces
+	// make's for its episode (nil: make's).
+	episodeAttack *attack.Spec
 	// engine is what the environment does on its ops: a real browser
 	// (liveEngine), or a dream (dreamEngine) with no env or inst.
 	engine engine
@@ -90,8 +93,7 @@ type limits struct {
 	approve        bool
 	approveTimeout time.Duration
 	preview        time.Duration
-	// attack is make's (or the last reset's) attack, nil for none
-	// (attack.go).
+	// attack is make's attack, nil for none (attack.go).
 	attack *attack.Spec
 }
 

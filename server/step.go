@@ -73,6 +73,9 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 	}
 	if x.arun != nil {
 		x.arun.SetStep(x.steps + 1)
+		if act, ok := a.Action.parsed(); ok && act.URL != "" && !rejected(review) {
+			x.arun.Navigated(act.URL) // a goto the policy refuses before the browser sends it
+		}
 	}
 	obs, info, err := x.env.StepParsed(ctx, action, opts)
 	if err != nil {

@@ -72,7 +72,7 @@ type episodeOpts struct {
 	StartURL string `json:"start_url"`
 	Goal     string `json:"goal"`
 	GroupKey string `json:"group_key"`
-	// Attack replaces the environment's attack from this reset on.
+	// Attack is this episode's attack, in place of make's.
 	Attack *attackArgs `json:"attack"`
 }
 
