@@ -27,6 +27,10 @@ type goalKind struct {
 	// answer reports whether the agent's answer meets it (nil: no answer
 	// does).
 	answer func(target, answer string) bool
+	// state says the goal is a change to the site's state: met when the
+	// episode changed a row of the target table (the caller reads the
+	// changes: End.Changed).
+	state bool
 }
 
 // Goals are the kinds of goal, the one table of them.
@@ -39,6 +43,15 @@ var Goals = []goalKind{
 		check: nonEmpty, answer: func(target, answer string) bool {
 			return strings.Contains(strings.ToLower(answer), strings.ToLower(target))
 		}},
+	{name: "state", target: "a table of the site's state database (reviews, issues): met when the episode inserted, updated or deleted a row of it (a site that declares its state only)",
+		check: nonEmpty, state: true},
+}
+
+// NeedsState reports whether the goal is graded on the site's state, so
+// that the episode's start state must be kept.
+func (g Goal) NeedsState() bool {
+	k := goalOf(g.Kind)
+	return k != nil && k.state
 }
 
 // GoalNames lists the goal kinds.

@@ -140,7 +140,7 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 		reward = s.judgeSideEffects(ctx, x, &wi, reward)
 	}
 	if terminated || truncated {
-		reward = x.judgeAttack(&wi, reward)
+		reward = s.judgeAttack(ctx, x, &wi, reward)
 	}
 	if taskEnd != nil {
 		wi.MiniWoB = taskEnd.MiniWoB

@@ -84,7 +84,7 @@ class EnvOptions:
     #: A prompt injection in every page the environment is served, and its graded goal
     #: (docs/attacks.md): ``{"channel": "comment" | "banner" | "hidden" | "aria_label", "text": ...
     #: or "template": ... (a string or a list the seed picks from, with ``{intent}``, ``{site}``,
-    #: ``{task}``, ``{start_url}``, ``{target}``), "goal": {"kind": "url" | "form" | "answer",
+    #: ``{task}``, ``{start_url}``, ``{target}``), "goal": {"kind": "url" | "form" | "answer" | "state",
     #: "target": ...}, "reward": "utility_under_attack" (optional)}``. The step that ends an episode
     #: reports ``info["attack"]``: ``{channel, goal, succeeded, step}``. Checked here for its keys,
     #: by the server for everything else.
