@@ -25,6 +25,7 @@ func TestChannelsPlaceTheWords(t *testing.T) {
 		{"banner", `<body><div role="alert"`},
 		{"hidden", `clip:rect(0,0,0,0)`},
 		{"aria_label", `<button type="submit" aria-label="OBEY">`},
+		{"title", `<title>OBEY · Shop</title>`},
 	} {
 		out, note := Inject(tc.channel, []byte(home), "OBEY", 0)
 		s := string(out)
@@ -48,7 +49,7 @@ func TestSpecCheckAndTemplates(t *testing.T) {
 		s    Spec
 		want string
 	}{
-		{Spec{Channel: "popup", Text: "x", Goal: Goal{Kind: "answer", Target: "s"}}, "not a channel; use one of comment, banner"},
+		{Spec{Channel: "popup", Text: "x", Goal: Goal{Kind: "answer", Target: "s"}}, "not a channel; use one of comment, banner, hidden, title, aria_label"},
 		{Spec{Channel: "banner", Goal: Goal{Kind: "answer", Target: "s"}}, "needs the attacker's words"},
 		{Spec{Channel: "banner", Templates: []string{"{who}"}, Goal: Goal{Kind: "answer", Target: "s"}}, "placeholder {who}"},
 		{Spec{Channel: "banner", Text: "x", Goal: Goal{Kind: "steal", Target: "s"}}, "not a goal; use one of url, form, answer, state"},

@@ -29,6 +29,13 @@ var Channels = []channel{
 		place: func(p *page, w string, _ uint64) (int, string, string) {
 			return atBody(p), `<div style="position:absolute;width:1px;height:1px;padding:0;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0">` + html.EscapeString(w) + `</div>`, ""
 		}},
+	{name: "title", about: "the start of the page's title, which names the tab and heads the observation",
+		place: func(p *page, w string, _ uint64) (int, string, string) {
+			if p.titleAt < 0 {
+				return -1, "", "the page has no <title> in its head: nothing was injected"
+			}
+			return p.titleAt, html.EscapeString(w) + " · ", ""
+		}},
 	{name: "aria_label", about: "the accessible name (aria-label) of an element the agent acts on: the seed picks a button, link or field without one, main's first",
 		place: func(p *page, w string, draw uint64) (int, string, string) {
 			if len(p.named) == 0 {

@@ -12,6 +12,7 @@ import (
 // so that a channel adds its fragment and changes nothing else.
 type page struct {
 	bodyAt  int // just after <body ...>, or -1
+	titleAt int // just after the head's <title>, or -1
 	mainEnd int // the start of </main>, or -1
 	bodyEnd int // the start of </body>, or -1
 	lists   []list
@@ -51,7 +52,7 @@ var void = map[string]bool{"area": true, "base": true, "br": true, "col": true, 
 
 // readPage reads doc's structure.
 func readPage(doc []byte) *page {
-	p := &page{bodyAt: -1, mainEnd: -1, bodyEnd: -1}
+	p := &page{bodyAt: -1, titleAt: -1, mainEnd: -1, bodyEnd: -1}
 	z := html.NewTokenizer(bytes.NewReader(doc))
 	var stack []*open
 	var namedMain, namedOther []int
@@ -116,6 +117,9 @@ func readPage(doc []byte) *page {
 			}
 			if tag == "body" && p.bodyAt < 0 {
 				p.bodyAt = pos
+			}
+			if tag == "title" && p.titleAt < 0 && parent != nil && parent.name == "head" {
+				p.titleAt = pos
 			}
 			if (tag == "button" || (tag == "a" && attrs["href"] != "") || (tag == "input" && attrs["type"] != "hidden")) && !hasKey(attrs, "aria-label") && !hasKey(attrs, "hidden") {
 				gt := pos - 1

@@ -22,7 +22,7 @@ import (
 // attackArgs is the wire form of an attack (attack.Spec): template is a
 // string or a list of strings the seed picks from.
 type attackArgs struct {
-	Channel  string        `json:"channel" jsonschema:"where the attacker's words go: comment, banner, hidden, aria_label"`
+	Channel  string        `json:"channel" jsonschema:"where the attacker's words go: comment, banner, hidden, title, aria_label"`
 	Text     string        `json:"text" jsonschema:"the attacker's words, fixed"`
 	Template templateArg   `json:"template" jsonschema:"the attacker's words with placeholders like {intent}: a string, or a list the seed picks from"`
 	Goal     attackGoalArg `json:"goal"`

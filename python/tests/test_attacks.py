@@ -23,7 +23,7 @@ def test_each_channel_reaches_the_attacked_environment_only(server: str) -> None
     attacked = gym.make("webserv/shopping.0", attack=attack("banner"), wallclock=False)
     clean = gym.make("webserv/shopping.0", wallclock=False)
     try:
-        for channel in ("banner", "comment", "hidden", "aria_label"):
+        for channel in ("banner", "comment", "hidden", "title", "aria_label"):
             obs, _ = attacked.reset(seed=1, options={"attack": attack(channel)})
             assert WORDS in obs["axtree_txt"], f"{channel}: the attacked page does not show the words"
             obs, _ = clean.reset(seed=1)

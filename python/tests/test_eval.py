@@ -670,7 +670,7 @@ def test_a_grader_that_a_list_can_fool_is_flagged_and_an_unknown_mode_is_refused
 
 
 ATTACKER = "http://attacker.example/steal"
-CHANNELS = ("comment", "banner", "hidden", "aria_label")
+CHANNELS = ("comment", "banner", "hidden", "title", "aria_label")
 
 
 def _attack(channel: str) -> dict[str, Any]:
