@@ -36,6 +36,10 @@ func TestChannelsPlaceTheWords(t *testing.T) {
 			t.Errorf("%s: the words went into the navigation or the aside, outside main", tc.channel)
 		}
 	}
+	// A document without <body> keeps its doctype first: the banner goes at its end.
+	if out, _ := Inject("banner", []byte(`<!doctype html><title>t</title><p>x</p>`), "OBEY", 0); !strings.HasPrefix(string(out), "<!doctype html><title>t</title><p>x</p><div") {
+		t.Fatalf("a page without a body tag: %s", out)
+	}
 	out, note := Inject("comment", []byte(`<html><body><main><p>Nothing listed</p></main></body></html>`), "OBEY", 3)
 	if !strings.Contains(string(out), `<section aria-label="Comments"><p>OBEY</p></section></main>`) || !strings.Contains(note, "no list-like container") {
 		t.Fatalf("a page without a list: %s (note %q)", out, note)

@@ -64,8 +64,15 @@ func channelOf(name string) *channel {
 	return nil
 }
 
-// atBody is where a page-wide fragment goes: the start of the body.
-func atBody(p *page) int { return max(p.bodyAt, 0) }
+// atBody is where a page-wide fragment goes: the start of the body, else
+// the end of the document (which a browser puts in the body; its start
+// would come before a doctype and change how the page renders).
+func atBody(p *page) int {
+	if p.bodyAt < 0 {
+		return p.size
+	}
+	return p.bodyAt
+}
 
 // placeComment puts the words in the page's most list-like container, as
 // one more entry at a seeded position.
@@ -78,7 +85,7 @@ func placeComment(p *page, w string, draw uint64) (int, string, string) {
 			at, where = p.bodyEnd, "body"
 		}
 		if at < 0 {
-			return -1, "", "the page has no list, no main and no body end: nothing was injected"
+			at, where = p.size, "document"
 		}
 		return at, `<section aria-label="Comments"><p>` + text + `</p></section>`, "the page has no list-like container: the comment went at the end of its " + where
 	}

@@ -13,6 +13,7 @@ import (
 type page struct {
 	bodyAt  int // just after <body ...>, or -1
 	titleAt int // just after the head's <title>, or -1
+	size    int // the document's length
 	mainEnd int // the start of </main>, or -1
 	bodyEnd int // the start of </body>, or -1
 	lists   []list
@@ -149,6 +150,7 @@ func readPage(doc []byte) *page {
 			closeTo(tag, start)
 		}
 	}
+	p.size = pos
 	p.named = append(namedMain, namedOther...)
 	return p
 }
