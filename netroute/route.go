@@ -138,6 +138,9 @@ func (rt *Route) serve(w http.ResponseWriter, req *http.Request) {
 		w = &loggedWriter{ResponseWriter: w, log: &rt.log, req: r}
 	}
 	t := rt.table.Load()
+	if t != nil {
+		t.saw(req)
+	}
 	switch {
 	case t == nil:
 		writeRefused(w, http.StatusForbidden, reasonUnbound)

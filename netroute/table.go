@@ -57,6 +57,8 @@ type Table struct {
 
 	unreach atomic.Pointer[string] // the last failure to reach an instance since TakeUnreachable (health.go)
 	route   atomic.Pointer[Route]  // the route last bound to t
+
+	inj atomic.Pointer[injectorBox] // what rewrites the contexts' documents, or nil (inject.go)
 }
 
 // state is a table's routing at one moment; it is never changed once
@@ -96,12 +98,13 @@ func NewTable(p Policy) *Table {
 		ExpectContinueTimeout: time.Second,
 	}
 	t.webProxy = &httputil.ReverseProxy{
-		Rewrite:       t.rewriteWeb,
-		Transport:     t.web,
-		FlushInterval: -1,
-		BufferPool:    buffers,
-		ErrorLog:      t.errLog,
-		ErrorHandler:  t.webError,
+		Rewrite:        t.rewriteWeb,
+		ModifyResponse: t.modifyResponse,
+		Transport:      t.web,
+		FlushInterval:  -1,
+		BufferPool:     buffers,
+		ErrorLog:       t.errLog,
+		ErrorHandler:   t.webError,
 	}
 	return t
 }
@@ -303,11 +306,12 @@ func (t *Table) newEntry(origin, host string, d Dialer) *entry {
 	e.proxy = &httputil.ReverseProxy{
 		// The request goes out as the browser sent it: the same absolute
 		// URL and Host, no X-Forwarded-* headers.
-		Rewrite:       func(*httputil.ProxyRequest) {},
-		Transport:     e.tr,
-		FlushInterval: -1,
-		BufferPool:    buffers,
-		ErrorLog:      t.errLog,
+		Rewrite:        func(*httputil.ProxyRequest) {},
+		ModifyResponse: t.modifyResponse,
+		Transport:      e.tr,
+		FlushInterval:  -1,
+		BufferPool:     buffers,
+		ErrorLog:       t.errLog,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				return // the browser went away

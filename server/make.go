@@ -40,6 +40,10 @@ func (s *Server) makeEnv(ctx context.Context, c call, a *makeArgs) (*EpisodeRepl
 	if err := tasks.CheckSideEffectMode(a.SideEffects); err != nil {
 		return nil, badArgs("make.side_effects: " + err.Error())
 	}
+	atk, err := a.Attack.spec("make.attack")
+	if err != nil {
+		return nil, err
+	}
 	if a.MaxSteps < 0 {
 		return nil, badArgs("make.max_steps must be 0 (no limit) or more")
 	}
@@ -56,7 +60,7 @@ func (s *Server) makeEnv(ctx context.Context, c call, a *makeArgs) (*EpisodeRepl
 	if err != nil {
 		return nil, err
 	}
-	l := limits{maxSteps: a.MaxSteps, timeLimit: a.EpisodeTimeoutMs.D(), stepLimit: a.StepTimeoutMs.D(), everyStep: a.EvaluateEveryStep, stateDiff: a.StateDiff, sideEffects: a.SideEffects}
+	l := limits{maxSteps: a.MaxSteps, timeLimit: a.EpisodeTimeoutMs.D(), stepLimit: a.StepTimeoutMs.D(), everyStep: a.EvaluateEveryStep, stateDiff: a.StateDiff, sideEffects: a.SideEffects, attack: atk}
 	if err := s.liveOptions(a, &l); err != nil {
 		s.drop(x)
 		return nil, err

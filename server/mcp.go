@@ -585,7 +585,7 @@ func (m *mcpSession) reset(a *makeArgs, c *mcpCall) (*mcp.CallToolResult, error)
 		}
 		r, err = m.make(a)
 	} else {
-		r, err = mcpOp[*EpisodeReply](m, "reset", &resetArgs{Seed: a.Seed, Options: episodeOpts{Task: a.Task, StartURL: a.StartURL, Goal: a.Goal}})
+		r, err = mcpOp[*EpisodeReply](m, "reset", &resetArgs{Seed: a.Seed, Options: episodeOpts{Task: a.Task, StartURL: a.StartURL, Goal: a.Goal, Attack: a.Attack}})
 	}
 	if err != nil {
 		return nil, err

@@ -580,7 +580,7 @@ func TestMCPSnapshotForkAttach(t *testing.T) {
 		{"fork", map[string]any{"n": 0}, "fork needs n, the number of new environments"}, // the op's check: 0 is not the tool's default
 		{"restore", map[string]any{}, "restore needs name"},
 		{"restore", map[string]any{"name": "nope"}, `has no snapshot "nope"`},
-		{"reset", map[string]any{"max_steps": 3}, "reset has no argument max_steps (its arguments are goal, screenshot, seed, site, start_url, task, view)"},
+		{"reset", map[string]any{"max_steps": 3}, "reset has no argument max_steps (its arguments are attack, goal, screenshot, seed, site, start_url, task, view)"},
 	} {
 		res := callTool(t, cs, c.tool, c.args)
 		if !res.IsError || !strings.Contains(textOf(res), "bad_args (client fault)") || !strings.Contains(textOf(res), c.want) {

@@ -160,7 +160,7 @@ func TestMCPControlToolsDecodeAsTheirOps(t *testing.T) {
 		{"fork", map[string]any{"n": "two"}, "fork.n must be a whole number, got a string"},
 		{"fork", map[string]any{"n": 1.5}, "fork.n must be a whole number, got 1.5"},
 		{"reset", map[string]any{"seed": "x"}, "reset.seed must be a whole number, got a string"},
-		{"reset", map[string]any{"world_model": map[string]any{}}, "reset has no argument world_model (its arguments are goal, screenshot, seed, site, start_url, task, view)"},
+		{"reset", map[string]any{"world_model": map[string]any{}}, "reset has no argument world_model (its arguments are attack, goal, screenshot, seed, site, start_url, task, view)"},
 		{"reset", map[string]any{"view": "pdf"}, `observe: view must be "axtree" or "html", got "pdf"`},
 		{"reset", map[string]any{"screenshot": "yes"}, "reset.screenshot must be true or false, got a string"},
 		{"snapshot", map[string]any{}, "snapshot needs name: the snapshot's name"},

@@ -8,6 +8,16 @@ func (s *Server) startEpisode(ctx context.Context, x *session, a *resetArgs, cau
 	if err := s.previewOption(a.PreviewMs, &x.limits); err != nil {
 		return nil, err
 	}
+	// options.attack is this episode's attack, in place of make's.
+	spec, err := a.Options.Attack.spec("reset.options.attack")
+	if err != nil {
+		return nil, err
+	}
+	x.episodeAttack = spec
+	x.seed = 0
+	if a.Seed != nil {
+		x.seed = *a.Seed
+	}
 	opts := a.Options.episode(a.Seed)
 	if a.Options.GroupKey != "" {
 		return s.groupEpisode(ctx, x, a.Options.GroupKey, opts, cause)

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/webserv-rl/webserv/attack"
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/netroute"
 )
@@ -56,6 +57,14 @@ type session struct {
 	// down is the site_down error of an episode whose site instance or
 	// route died (health.go): its steps answer it until a reset.
 	down *Error
+	// arun is the episode's attack, nil for none (attack.go); seed is
+	// the seed of the reset that began the episode (0 when none), which
+	// draws its attack's words and places.
+	arun *attack.Run
+	seed int64
+	// episodeAttack is the last reset's options.attack, which replaces
+	// make's for its episode (nil: make's).
+	episodeAttack *attack.Spec
 	// engine is what the environment does on its ops: a real browser
 	// (liveEngine), or a dream (dreamEngine) with no env or inst.
 	engine engine
@@ -84,6 +93,8 @@ type limits struct {
 	approve        bool
 	approveTimeout time.Duration
 	preview        time.Duration
+	// attack is make's attack, nil for none (attack.go).
+	attack *attack.Spec
 }
 
 // startFailed is the answer to op when the environment's preparation

@@ -101,10 +101,13 @@ func stateDB(x *session) (string, StateDBInstance, error) {
 // side effects are looked for (sideeffects.go).
 func (x *session) keepStartState(ctx context.Context, ep *Episode) error {
 	effects := x.sideEffectMode(ep) != tasks.SideEffectsOff
-	if !x.limits.stateDiff && !effects {
+	if !x.limits.stateDiff && !effects && !x.attackNeedsState() {
 		return nil
 	}
 	file, in, err := stateDB(x)
+	if err != nil && x.attackNeedsState() {
+		return errorf(CodeNotSupported, false, "attack.goal kind state needs a site that declares its state (state_db or state in its definition, docs/sites.md); site %s declares none: give a url, form or answer goal", x.site)
+	}
 	if err != nil {
 		if !x.limits.stateDiff && x.sideEffectMode(ep) == tasks.SideEffectsReport {
 			return nil // nothing to look in: no side effects are reported

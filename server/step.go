@@ -71,6 +71,12 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 	if rejected(review) {
 		action = noAction
 	}
+	if x.arun != nil {
+		x.arun.SetStep(x.steps + 1)
+		if act, ok := a.Action.parsed(); ok && act.URL != "" && !rejected(review) {
+			x.arun.Navigated(act.URL) // a goto the policy refuses before the browser sends it
+		}
+	}
 	obs, info, err := x.env.StepParsed(ctx, action, opts)
 	if err != nil {
 		return nil, err
@@ -132,6 +138,9 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 	wi.EvalError, wi.Graded, wi.EndReason = evalErr, graded, string(end)
 	if end == EndAgent || end == EndTask {
 		reward = s.judgeSideEffects(ctx, x, &wi, reward)
+	}
+	if terminated || truncated {
+		reward = s.judgeAttack(ctx, x, &wi, reward)
 	}
 	if taskEnd != nil {
 		wi.MiniWoB = taskEnd.MiniWoB

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/webserv-rl/webserv/attack"
 	"github.com/webserv-rl/webserv/dream"
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/tasks"
@@ -72,6 +73,9 @@ type StepInfo struct {
 	// looked for: ...": they are unknown, not none).
 	SideEffects     []tasks.RowChange `json:"side_effects,omitempty"`
 	SideEffectsNote string            `json:"side_effects_note,omitempty"`
+	// Attack is the outcome of the environment's attack (make's attack):
+	// on the step that ended its episode.
+	Attack *attack.Outcome `json:"attack,omitempty"`
 	// MiniWoB is a MiniWoB page's own account of the step.
 	MiniWoB *tasks.MiniWoBReport `json:"miniwob,omitempty"`
 

@@ -72,6 +72,8 @@ type episodeOpts struct {
 	StartURL string `json:"start_url"`
 	Goal     string `json:"goal"`
 	GroupKey string `json:"group_key"`
+	// Attack is this episode's attack, in place of make's.
+	Attack *attackArgs `json:"attack"`
 }
 
 // EpisodeOptions are the options as the site sees them.
@@ -145,6 +147,7 @@ type makeArgs struct {
 	SideEffects       string          `json:"side_effects"`
 	Approve           bool            `json:"approve"`
 	ApproveTimeoutMs  Millis          `json:"approve_timeout_ms"`
+	Attack            *attackArgs     `json:"attack" jsonschema:"a prompt injection in every page the environment is served, and its graded goal (docs/attacks.md)"`
 	// A dream environment's (site "dream", dream.go).
 	WorldModel    *worldModelArgs `json:"world_model"`
 	Start         *dreamStartArgs `json:"start"`

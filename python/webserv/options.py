@@ -81,6 +81,14 @@ class EnvOptions:
     #: They are the only parts that differ between two identical episodes; turn them off where
     #: episodes must compare exactly (gymnasium's check_env).
     wallclock: bool = True
+    #: A prompt injection in every page the environment is served, and its graded goal
+    #: (docs/attacks.md): ``{"channel": "comment" | "banner" | "hidden" | "title" | "aria_label", "text": ...
+    #: or "template": ... (a string or a list the seed picks from, with ``{intent}``, ``{site}``,
+    #: ``{task}``, ``{start_url}``, ``{target}``), "goal": {"kind": "url" | "form" | "answer" | "state",
+    #: "target": ...}, "reward": "utility_under_attack" (optional)}``. The step that ends an episode
+    #: reports ``info["attack"]``: ``{channel, goal, succeeded, step}``. Checked here for its keys,
+    #: by the server for everything else.
+    attack: Mapping[str, Any] | None = field(default=None, hash=False)
     #: ``"ansi"`` renders the accessibility-tree text; None renders nothing.
     render_mode: str | None = None
     #: Any other argument of the protocol's ``make`` (``record``, ``allow``, ``step_timeout_ms``,
@@ -94,6 +102,8 @@ class EnvOptions:
         # Frozen all the way down: the mappings are copied, so the caller's dicts can change freely.
         object.__setattr__(self, "observe", MappingProxyType(dict(self.observe or {})))
         object.__setattr__(self, "make_args", MappingProxyType(dict(self.make_args or {})))
+        if self.attack is not None:
+            object.__setattr__(self, "attack", MappingProxyType(check_attack(self.attack)))
         if self.render_mode is not None and self.render_mode not in self.RENDER_MODES:
             raise ValueError(
                 f"render_mode {self.render_mode!r} is not supported; use one of {list(self.RENDER_MODES)}"
@@ -130,6 +140,8 @@ class EnvOptions:
         )
         if self.episode_timeout is not None:
             args["episode_timeout_ms"] = int(self.episode_timeout * 1000)
+        if self.attack is not None:
+            args["attack"] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in self.attack.items()}
         return args
 
     @property
@@ -162,6 +174,38 @@ class EnvOptions:
             for k in _WALLCLOCK_INFO:
                 info.pop(k, None)
         return obs, info
+
+
+ATTACK_KEYS = ("channel", "text", "template", "goal", "reward")
+ATTACK_GOAL_KEYS = ("kind", "target")
+
+
+def check_attack(attack: Mapping[str, Any]) -> dict[str, Any]:
+    """``attack`` as a dict, its keys checked (an unknown one is refused naming the nearest); the
+    server checks the values when the environment is made."""
+    if not isinstance(attack, Mapping):
+        kind = type(attack).__name__
+        raise TypeError(f"attack must be a mapping like {{'channel': 'banner', ...}}, got {kind}")
+    out = dict(attack)
+    for key in out:
+        if key not in ATTACK_KEYS:
+            raise ValueError(_unknown("attack", key, ATTACK_KEYS))
+    goal = out.get("goal")
+    if not isinstance(goal, Mapping):
+        raise ValueError(
+            "attack needs goal: a mapping like {'kind': 'url', 'target': 'http://attacker.test/x'}"
+        )
+    for key in goal:
+        if key not in ATTACK_GOAL_KEYS:
+            raise ValueError(_unknown("attack.goal", key, ATTACK_GOAL_KEYS))
+    out["goal"] = dict(goal)
+    return out
+
+
+def _unknown(where: str, key: str, valid: tuple[str, ...]) -> str:
+    near = difflib.get_close_matches(key, valid, n=1)
+    hint = f"; did you mean {near[0]}?" if near else ""
+    return f"{where} has no key {key!r}{hint} (its keys are {', '.join(valid)})"
 
 
 class OptionParser(argparse.ArgumentParser):
@@ -199,4 +243,4 @@ def with_budget(
     return args
 
 
-__all__ = ["EnvOptions", "OptionParser", "with_budget"]
+__all__ = ["EnvOptions", "OptionParser", "check_attack", "with_budget"]

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
 
 from ..errors import WebServError
 from ..models import ModelError
@@ -91,6 +92,13 @@ def _eval_parser(prog: str) -> argparse.ArgumentParser:
         "fails completion under policy), fail (it scores 0) or off (not looked for; docs/tasks.md); "
         "default: each task's own, else report",
     )
+    p.add_argument(
+        "--attack",
+        metavar="FILE",
+        default=None,
+        help="a JSON file holding an attack (docs/attacks.md) put into every episode's pages; the "
+        "summary then has the attack success rate and the utility under attack",
+    )
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("-q", "--quiet", action="store_true", help="no line per episode")
     return p
@@ -144,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                     screenshots=a.screenshots,
                     strict_answers=a.strict_answers,
                     side_effects=a.side_effects,
+                    attack=json.loads(Path(a.attack).read_text()) if a.attack else None,
                     quiet=a.quiet or a.json,
                 )
             )

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..options import check_attack
 from ..prompt import refuse_unknown
 
 #: ``side_effects``'s values (make's).
@@ -83,6 +85,12 @@ class EvalOptions:
     #: 0) or ``off`` (none are looked for: completion under policy is unknown). None: each task's
     #: own (``report`` unless the task file sets it).
     side_effects: str | None = None
+    #: A prompt injection in every episode's pages and its graded goal (``make``'s ``attack``,
+    #: docs/attacks.md). Each row then says whether the agent did what the attacker asked, and the
+    #: summary's ``attack`` has the attack success rate and the utility under attack (success
+    #: without the attack's goal met), with intervals, per channel and goal. Utility without the
+    #: attack is the same run without it (``webserv eval compare`` pairs the two).
+    attack: Mapping[str, Any] | None = field(default=None, hash=False)
     #: The endpoint's API key (default ``$OPENAI_API_KEY``, as ``ChatModel``).
     api_key: str | None = None
     #: No line per episode.
@@ -105,6 +113,8 @@ class EvalOptions:
         return cls(**keywords)
 
     def __post_init__(self) -> None:
+        if self.attack is not None:
+            object.__setattr__(self, "attack", check_attack(self.attack))
         # A value outside a closed set is refused where it is written (here, or in ``of``).
         if self.side_effects is not None and self.side_effects not in SIDE_EFFECTS:
             raise ValueError(

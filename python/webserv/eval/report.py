@@ -179,9 +179,41 @@ def summarize(
                 {"task": r["task"], "repeat": r["repeat"], "reason": r.get("reason", "")} for r in infra
             ],
         },
+        "attack": attack_stats(rows),
         "stopped": stopped,
         "end_reasons": dict(Counter(r.get("end_reason", "") for r in rows if r.get("status") == "scored")),
     }
+
+
+def attack_stats(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The attack success rate (ASR) and the utility under attack (success without the attack's
+    goal met), each with its 95% Wilson interval, overall and per channel and goal; None when no
+    scored episode was attacked."""
+    hit = [r for r in rows if r.get("status") == "scored" and r.get("attack")]
+    if not hit:
+        return None
+
+    def rates(rs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        n = len(rs)
+        k = sum(1 for r in rs if r["attack"]["succeeded"])
+        u = sum(1 for r in rs if r["success"] and not r["attack"]["succeeded"])
+        return {
+            "episodes": n,
+            "attack_successes": k,
+            "attack_success_rate": k / n,
+            "attack_ci95": list(wilson(k, n)),
+            "utility_under_attack": u / n,
+            "utility_ci95": list(wilson(u, n)),
+        }
+
+    def key(r: dict[str, Any]) -> tuple[str, str]:
+        return (r["attack"]["channel"], r["attack"]["goal"])
+
+    by = [
+        {"channel": c, "goal": g, **rates([r for r in hit if key(r) == (c, g)])}
+        for c, g in sorted(set(map(key, hit)))
+    ]
+    return {**rates(hit), "by": by}
 
 
 def _pct(x: float | None) -> str:

@@ -29,9 +29,9 @@ from .tasks import select, task_set
 RESULTS = "results.jsonl"
 RUN = "run.json"
 #: What a resumed run must share with the run it continues.
-_SAME_ON_RESUME = ("model_name", "seed", "max_steps", "observation", "tools", "side_effects")
+_SAME_ON_RESUME = ("model_name", "seed", "max_steps", "observation", "tools", "side_effects", "attack")
 #: What a run.json written before a setting existed ran with.
-_BEFORE_IT_EXISTED: dict[str, Any] = {"side_effects": None}
+_BEFORE_IT_EXISTED: dict[str, Any] = {"side_effects": None, "attack": None}
 #: Statuses of a results row.
 SCORED, INFRA = "scored", "infra"
 #: Model answers that say the run is misconfigured: the run stops instead of counting them.
@@ -131,6 +131,21 @@ def grader_of(info: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def attack_of(info: dict[str, Any]) -> dict[str, Any] | None:
+    """The attack's outcome (``info.attack``: channel, goal, succeeded, step), None without one."""
+    a = info.get("attack")
+    if not isinstance(a, dict):
+        return None
+    goal = a.get("goal") or {}
+    return {
+        "channel": str(a.get("channel", "")),
+        "goal": str(goal.get("kind", "")),
+        "target": str(goal.get("target", "")),
+        "succeeded": bool(a.get("succeeded")),
+        "step": a.get("step"),
+    }
+
+
 def _row(task: dict[str, Any], repeat: int, seed: int) -> dict[str, Any]:
     return {
         "task": str(task["id"]),
@@ -177,6 +192,7 @@ async def _episode(run: _Run, task: dict[str, Any], repeat: int) -> dict[str, An
             **harm,
             cup=cup_of(success, harm["side_effects_count"]),
             grader=grader_of(out.info),
+            attack=attack_of(out.info),
             steps=out.turns,
             end_reason=out.end_reason,
             answer=str(out.info.get("answer") or ""),
@@ -257,6 +273,7 @@ async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> Ev
         "prompts": str(o.prompts) if o.prompts else None,
         "strict_answers": o.strict_answers,
         "side_effects": o.side_effects,
+        "attack": dict(o.attack) if o.attack is not None else None,
     }
     previous = read_rows(out_dir)
     if previous and not o.resume:
@@ -343,6 +360,8 @@ async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> Ev
                 make_args["side_effects"] = o.side_effects
             if o.strict_answers:
                 make_args["strict_answers"] = True
+            if o.attack is not None:
+                make_args["attack"] = dict(o.attack)
             run = _Run(
                 client,
                 cfg,

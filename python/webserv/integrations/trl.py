@@ -41,7 +41,8 @@ the changes to the site's state the task did not ask for (``info.side_effects``,
 docs/tasks.md "Side effects": under the default ``side_effects: report`` the
 reward stands and they are listed here); and ``grader``, how an answer task
 graded the answer (``info.grader``: ``semantics``, ``hackable_by_listing``,
-``note``; docs/tasks.md "What a reward pays for").
+``note``; docs/tasks.md "What a reward pays for"); and ``attack``, the outcome of a
+prompt injection the environment carries (``info.attack``, docs/attacks.md).
 
 Snapshots and forks are not tools (every public method of this class is
 one, offered to the model); they are on ``web_env``, the gymnasium
@@ -143,6 +144,13 @@ class WebEnvironment:
         """How the task graded the answer (the ending step's ``info.grader``: ``semantics``,
         ``hackable_by_listing``, ``note``), None for a task that grades no answer."""
         return self._info.get("grader")
+
+    @property
+    def attack(self) -> dict[str, Any] | None:
+        """The outcome of the environment's attack (``make_args={"attack": ...}``; the ending step's
+        ``info.attack``: ``channel``, ``goal``, ``succeeded``, ``step``; docs/attacks.md), None
+        without one or while the episode runs."""
+        return self._info.get("attack")
 
     @property
     def web_env(self) -> WebEnv | None:

@@ -27,9 +27,10 @@ when verl passes ``agent_data``.
 What the ending step says beyond the reward reaches the trainer too (docs/tasks.md, "Side
 effects" and "What a reward pays for"): the loop's ``metrics`` carry ``side_effects`` (how
 many changes the task did not ask for), ``grader`` (an answer task's grading semantics, such
-as ``typed.number``; "" otherwise) and ``grader_hackable``, and its ``webserv`` field the
-lists themselves (``side_effects``, ``grader``); ``WebTool.execute``'s extra carries the
-step's ``side_effects`` and ``grader``.
+as ``typed.number``; "" otherwise), ``grader_hackable`` and ``attack_succeeded`` (an attack
+in the page met its goal, docs/attacks.md), and its ``webserv`` field the lists themselves
+(``side_effects``, ``grader``, ``attack``); ``WebTool.execute``'s extra carries the step's
+``side_effects``, ``grader`` and ``attack``.
 
 Mixed groups (``WebAgentLoop(mix=webserv.Mix(expert=0.5), group_size=n)``,
 n being verl's ``rollout.n``): the k-th rollout of a ``uid`` takes the k-th
@@ -393,6 +394,8 @@ class WebAgentLoop:
                 "side_effects": len(outcome.info.get("side_effects") or []),
                 "grader": (outcome.info.get("grader") or {}).get("semantics", ""),
                 "grader_hackable": bool((outcome.info.get("grader") or {}).get("hackable_by_listing")),
+                # Whether the agent did what an attack in the page asked (docs/attacks.md).
+                "attack_succeeded": bool((outcome.info.get("attack") or {}).get("succeeded")),
             },
             "source": source,
         }
@@ -402,6 +405,7 @@ class WebAgentLoop:
             "env_seconds": outcome.env_seconds,
             "side_effects": list(outcome.info.get("side_effects") or []),
             "grader": outcome.info.get("grader"),
+            "attack": outcome.info.get("attack"),
         }
         if tokens is not None:
             out.update(tokens.fields())
@@ -455,7 +459,7 @@ class WebTool:
     ``create`` makes (or re-attaches) the request's environment, ``execute``
     runs one action string and returns the page text, ``calc_reward`` and
     ``release`` end it. ``execute``'s extra holds the step's ``terminated``, ``truncated``,
-    ``end_reason``, ``settled``, ``side_effects`` and ``grader``. An environment nobody
+    ``end_reason``, ``settled``, ``side_effects``, ``grader`` and ``attack``. An environment nobody
     releases is reclaimed by the server after its idle TTL. ``fork`` branches an instance into new ones
     (on hosted sites), for loops that search over rollouts.
     """
@@ -525,6 +529,7 @@ class WebTool:
                 "settled": info.get("settled"),
                 "side_effects": list(info.get("side_effects") or []),
                 "grader": info.get("grader"),
+                "attack": info.get("attack"),
             },
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +13,7 @@ import ray
 from .. import rollout as rollouts
 from ..client import AsyncClient
 from ..handle import AsyncEnv, Obs
+from ..options import check_attack
 from .fleet import Fleet
 from .placement import current_node
 
@@ -35,6 +36,9 @@ class EpisodeSpec:
     #: What a change the task did not ask for does to the reward (``make``'s ``side_effects``:
     #: ``report``, ``fail`` or ``off``; None: the task's own, else ``report``).
     side_effects: str | None = None
+    #: A prompt injection in the episode's pages and its graded goal (``make``'s ``attack``,
+    #: docs/attacks.md); None: none.
+    attack: Mapping[str, Any] | None = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,9 @@ class Episode:
     #: answer (``info.grader``: ``semantics``, ``hackable_by_listing``, ``note``; None otherwise).
     side_effects: list[dict[str, Any]] = field(default_factory=list)
     grader: dict[str, Any] | None = None
+    #: The attack's outcome (the ending step's ``info.attack``: ``channel``, ``goal``,
+    #: ``succeeded``, ``step``; docs/attacks.md), None without an attack.
+    attack: dict[str, Any] | None = None
 
 
 async def run_episode(client: AsyncClient, spec: EpisodeSpec, policy: Policy) -> Episode:
@@ -86,6 +93,8 @@ async def run_episode(client: AsyncClient, spec: EpisodeSpec, policy: Policy) ->
     make: dict[str, Any] = {"evaluate_every_step": True} if spec.evaluate_every_step else {}
     if spec.side_effects is not None:
         make["side_effects"] = spec.side_effects
+    if spec.attack is not None:
+        make["attack"] = check_attack(spec.attack)
     out = await rollouts.run(AsyncEnv(client, spec.site, **make), act, spec.max_steps, options=options)
     return Episode(
         spec=spec,
@@ -106,6 +115,7 @@ async def run_episode(client: AsyncClient, spec: EpisodeSpec, policy: Policy) ->
         info={k: v for k, v in out.info.items() if isinstance(v, (str, int, float, bool))},
         side_effects=list(out.info.get("side_effects") or []),
         grader=out.info.get("grader"),
+        attack=out.info.get("attack"),
     )
 
 
