@@ -73,8 +73,12 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 	}
 	if x.arun != nil {
 		x.arun.SetStep(x.steps + 1)
-		if act, ok := a.Action.parsed(); ok && act.URL != "" && !rejected(review) {
-			x.arun.Navigated(act.URL) // a goto the policy refuses before the browser sends it
+		if acts, ok := a.Action.actions(); ok && !rejected(review) {
+			for _, act := range acts {
+				if act.URL != "" {
+					x.arun.Navigated(act.URL) // a goto the policy refuses before the browser sends it
+				}
+			}
 		}
 	}
 	obs, info, err := x.env.StepParsed(ctx, action, opts)
