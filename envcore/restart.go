@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/go-rod/rod/lib/proto"
 )
 
 // RestartInPlace starts a new episode in the page the environment already
@@ -40,6 +42,18 @@ func (e *Env) RestartInPlace(ctx context.Context, restart string, out any) (obs 
 	ctx, stop := e.live(ctx)
 	defer stop()
 	begun := time.Now()
+	// The mouse goes nowhere, as in a freshly loaded page (pointerOut):
+	// no element of the new episode starts hovered where the last one's
+	// click left the pointer.
+	t.mu.Lock()
+	in := t.pointerIn
+	t.pointerIn = false
+	t.mu.Unlock()
+	if in {
+		if err := (proto.InputDispatchMouseEvent{Type: proto.InputDispatchMouseEventTypeMouseMoved, X: -1, Y: -1}).Call(t.client(ctx)); err != nil {
+			return Observation{}, StepInfo{}, false, e.orCrash(fmt.Errorf("restart the episode in place: move the mouse out: %w", err))
+		}
+	}
 	e.act++
 	t.beginAction(ctx, e.act, true)
 	var raw json.RawMessage

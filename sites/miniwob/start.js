@@ -13,9 +13,10 @@
 // the page's first start are cleared, the episode counter and reward board
 // set back to their values at load, focus, selection and scroll reset. It
 // does so only when nothing but the task's area changed since the last
-// start (the rest of the document, the history) and the page is the one it
-// started; else it changes nothing and its value is null (load the page
-// again).
+// start (the rest of the document, the history), the page is the one it
+// started and has stored nothing (storage, cookies: a fresh context has
+// none); else it changes nothing and its value is null (load the page
+// again). The mouse is moved out by the caller (envcore.Env.RestartInPlace).
 //
 // Called as an expression: (START)(seed, maxTimeMs, inPlace).
 (async function (seed, maxTimeMs, inPlace) {
@@ -36,7 +37,8 @@
   const last = window.__webservMiniwob;
   if (inPlace) {
     if (!last || last.url !== location.href || document.readyState !== 'complete' ||
-        history.length !== last.history || outside() !== last.outside || !WOB_TASK_READY) {
+        history.length !== last.history || outside() !== last.outside || !WOB_TASK_READY ||
+        localStorage.length || sessionStorage.length || document.cookie) {
       return null;
     }
     const top = setTimeout(function () {}, 0);
