@@ -16,7 +16,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup setup-test tools venv-run lint-go lint-py test-build build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-density bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-settle bench-trace bench-ray bench-all fuzz lint vulncheck clean
+.PHONY: all setup setup-test tools venv-run lint-go lint-py test-build build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-density bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-miniwob-saturate bench-settle bench-trace bench-ray bench-all fuzz lint vulncheck clean
 
 all: build
 
@@ -153,6 +153,9 @@ bench-peer: build venv
 # miniwob: MiniWoB++ through BrowserGym and WebServ: goals, rewards, steps/s and CPU per step at N=1 and 8.
 bench-miniwob: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/miniwob_bench.py
+# miniwob at saturation: each system's N raised until its episodes/s stop rising (issue 58).
+bench-miniwob-saturate: build venv
+	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/miniwob_bench.py --saturate
 # settle: observation correctness of three settle strategies on SPA cases.
 bench-settle: build venv
 	WEBSERV_BIN=$(CURDIR)/$(BIN) $(PY) bench/settle_bench.py

@@ -1,6 +1,7 @@
 """MiniWoB suite: MiniWoB++ through WebServ and through BrowserGym's browsergym-miniwob, side by side.
 
     WEBSERV_BIN=bin/webserv python bench/miniwob_bench.py [--smoke] [--seeds 3] [--episodes 6] [--n 1 8]
+    WEBSERV_BIN=bin/webserv python bench/miniwob_bench.py --saturate [--max-n 64] [--episodes 6]
 
 Both run the pages of the one installed `miniwob` package (1.1.0) in Debian's Chromium
 (BrowserGym through Playwright with no browser download, as bench/peer_bench.py does; its
@@ -17,6 +18,17 @@ task pages from file://, as MINIWOB_URL allows). Two parts:
    (reset, then the solution's steps), all at once; steps per second over the wall time, and
    CPU per step: the workers' CPU with their reaped children (BrowserGym's Playwright driver
    and browsers) plus, for WebServ, the server's process tree (its Chromium included).
+
+3. Saturation (--saturate, in place of part 2): each system at N = 1, 2, 4, ... workers, each
+   worker one environment playing its own task (tasks dealt round the workers) on consecutive
+   seeds, as an RL rollout worker resets one environment again and again. N doubles until
+   episodes per second stop rising (under 5% above the best so far), the host's free memory
+   would not hold the next N (at the memory per environment measured so far), or --max-n.
+   Reported at each N and at the saturation point (the N of the most episodes per second):
+   episodes per CPU-second, episodes per second for the host, and memory per environment:
+   the environment side's proportional set size (PSS) at its peak in the run, over N
+   (WebServ's: the server's process tree, its Chromium included; BrowserGym's: each worker's
+   tree, its Playwright driver and browser included), with the workers' Python clients apart.
 
 BrowserGym runs with its MiniWoB defaults (slow_mo 100 ms, 5 s timeouts, a browser per
 reset; in the agreement part, 60 s timeouts: a timeout is no grading). Results:
@@ -165,6 +177,73 @@ def _cpu_self() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def _tree(root: int) -> list[int]:
+    """The pids of a live process tree."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        kids.setdefault(int(raw[raw.rindex(")") + 2 :].split()[1]), []).append(int(d))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += kids.get(pid, [])
+    return out
+
+
+def _pss(pids: list[int]) -> int:
+    """Proportional set size, in bytes, of processes (shared pages split among their users)."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+                    break
+        except OSError:
+            continue
+    return total
+
+
+def _mem_available() -> int:
+    """The host's available memory in bytes (MemAvailable)."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+class _MemPeak:
+    """Samples, every 0.5 s in a thread, the PSS of the environment side (roots' trees; a
+    worker's own Python process apart) and of the workers' clients; keeps the peaks."""
+
+    def __init__(self, env_roots: list[int], clients: list[int], trees: bool) -> None:
+        import threading
+
+        self.env_roots, self.clients, self.trees = env_roots, clients, trees
+        self.env_peak = self.client_peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            env = [p for r in self.env_roots for p in (_tree(r) if self.trees else [r])]
+            self.env_peak = max(self.env_peak, _pss([p for p in env if p not in self.clients]))
+            self.client_peak = max(self.client_peak, _pss(self.clients))
+            if self._stop.wait(0.5):
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def _worker(
     name: str, plan: list[tuple[str, int]], url: str, html: str, ready: Any, go: Any, out: Any
 ) -> None:
@@ -185,22 +264,33 @@ def _worker(
 
 
 def throughput(
-    name: str, n: int, plan: list[tuple[str, int]], url: str, html: str, server_pid: int
+    name: str,
+    n: int,
+    plan: list[tuple[str, int]] | list[list[tuple[str, int]]],
+    url: str,
+    html: str,
+    server_pid: int,
 ) -> dict[str, Any]:
-    """n workers, each playing plan, all at once, timed from when all are ready."""
+    """n workers, each playing plan (or plan[i], given one per worker), all at once, timed from
+    when all are ready."""
+    plans = plan if plan and isinstance(plan[0], list) else [plan] * n
     ctx = mp.get_context("spawn")
     ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
-    procs = [ctx.Process(target=_worker, args=(name, plan, url, html, ready, go, out)) for _ in range(n)]
+    procs = [ctx.Process(target=_worker, args=(name, p, url, html, ready, go, out)) for p in plans]
     for p in procs:
         p.start()
     for _ in procs:
         ready.get()
+    clients = [p.pid for p in procs if p.pid]
+    # WebServ's environments live in the server's tree; BrowserGym's in each worker's.
+    mem = _MemPeak([server_pid] if server_pid else clients, clients, trees=True)
     server_cpu0 = _cpu_of_tree(server_pid) if server_pid else 0.0
     t0 = time.perf_counter()
     go.set()
     results = [out.get() for _ in procs]
     wall = time.perf_counter() - t0
     server_cpu = (_cpu_of_tree(server_pid) - server_cpu0) if server_pid else 0.0
+    mem.stop()
     for p in procs:
         p.join()
     cpu = sum(c for _, c in results) + server_cpu
@@ -219,7 +309,38 @@ def throughput(
         "reset_ms_p50": statistics.median(r["reset_s"] for r in rows) * 1000,
         "step_ms_p50": statistics.median(r["steps_s"] / len(r["actions"]) for r in rows) * 1000,
         "solved": sum(1 for r in rows if r["reward"] == 1.0) / len(rows),
+        "episodes_per_cpu_s": len(rows) / cpu,
+        "env_mem_mb": mem.env_peak / 2**20,
+        "client_mem_mb": mem.client_peak / 2**20,
+        "mem_per_env_mb": mem.env_peak / 2**20 / len(plans),
     }
+
+
+def saturate(
+    name: str, tasks: list[str], episodes: int, max_n: int, url: str, html: str, server_pid: int
+) -> dict[str, Any]:
+    """Runs name at N = 1, 2, 4, ... (one environment per worker, worker i playing tasks[i %
+    len(tasks)] on seeds i*episodes ... ) until its episodes per second stop rising, the host's
+    free memory would not hold the next N, or N passes max_n; returns every run and the
+    saturation point (the run with the most episodes per second) and why it stopped."""
+    runs: list[dict[str, Any]] = []
+    n, why = 1, f"reached --max-n {max_n}"
+    while n <= max_n:
+        plans = [[(tasks[i % len(tasks)], i * episodes + k) for k in range(episodes)] for i in range(n)]
+        run = throughput(name, n, plans, url, html, server_pid)
+        runs.append(run)
+        best = max(runs[:-1], key=lambda r: r["episodes_per_s"], default=None)
+        if best is not None and run["episodes_per_s"] < best["episodes_per_s"] * 1.05:
+            why = f"episodes per second stopped rising at N={n}"
+            break
+        # The next N's environments and clients, at what this N's took, with a 20% margin.
+        need = 2 * n * (run["mem_per_env_mb"] + run["client_mem_mb"] / n) * 2**20 * 1.2
+        if need > _mem_available():
+            why = f"the host's free memory would not hold N={2 * n}"
+            break
+        n *= 2
+    top = max(runs, key=lambda r: r["episodes_per_s"])
+    return {"runs": runs, "saturation": top, "stopped": why}
 
 
 def main() -> None:
@@ -228,11 +349,13 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3, help="seeds per task in the agreement part")
     ap.add_argument("--episodes", type=int, default=6, help="episodes per worker in the throughput part")
     ap.add_argument("--n", type=int, nargs="+", default=[1, 8], help="workers at once")
+    ap.add_argument("--saturate", action="store_true", help="part 3, not 2: raise N to saturation")
+    ap.add_argument("--max-n", type=int, default=64, help="the largest N --saturate tries")
     ap.add_argument("--out", default="bench/results")
     args = ap.parse_args()
-    tasks, seeds, episodes, ns = TASKS, range(args.seeds), args.episodes, args.n
+    tasks, seeds, episodes, ns, max_n = TASKS, range(args.seeds), args.episodes, args.n, args.max_n
     if args.smoke:
-        tasks, seeds, episodes, ns = TASKS[:2], range(1), 1, [1]
+        tasks, seeds, episodes, ns, max_n = TASKS[:2], range(1), 1, [1], 2
     binary = find_binary()
     html = miniwob.html_dir()
     if binary is None or html is None:
@@ -240,7 +363,7 @@ def main() -> None:
     command = ("python bench/miniwob_bench.py " + " ".join(sys.argv[1:])).strip()
     rep = benchlib.header("miniwob", command, args.smoke)
     # Each worker makes its environments (one per task it plays) before the clock starts.
-    max_envs = max(ns) * len(tasks) + 8
+    max_envs = (max_n if args.saturate else max(ns) * len(tasks)) + 8
     server = LocalServer(binary, ["--no-bundled", "--max-envs", str(max_envs)])
     try:
         os.environ["WEBSERV_URL"] = server.url
@@ -270,15 +393,16 @@ def main() -> None:
                 )
         ws.close()
         bg.close()
-        # 2. Throughput: every worker plays the same episodes.
+        # 2. Throughput: every worker plays the same episodes; or 3., each system to saturation.
         plan = [(tasks[i % len(tasks)], i) for i in range(episodes)]
-        runs = {
-            name: [
-                throughput(name, n, plan, server.url, html, server.proc.pid if name == "webserv" else 0)
-                for n in ns
-            ]
-            for name in ("webserv", "browsergym")
-        }
+        pid = {"webserv": server.proc.pid, "browsergym": 0}
+        sat: dict[str, dict[str, Any]] = {}
+        if args.saturate:
+            for name in ("webserv", "browsergym"):
+                sat[name] = saturate(name, tasks, episodes, max_n, server.url, html, pid[name])
+            runs = {name: s["runs"] for name, s in sat.items()}
+        else:
+            runs = {n_: [throughput(n_, n, plan, server.url, html, pid[n_]) for n in ns] for n_ in pid}
     finally:
         server.stop()
     same_goal = sum(p["same_goal"] for p in pairs)
@@ -287,6 +411,8 @@ def main() -> None:
     top = {name: runs[name][-1] for name in runs}
     ratio = top["webserv"]["steps_per_cpu_s"] / top["browsergym"]["steps_per_cpu_s"]
     rep.update(tasks=tasks, seeds=list(seeds), episodes_per_worker=episodes, agreement=pairs, throughput=runs)
+    if sat:
+        rep["saturation"] = {name: {"stopped": s["stopped"], **s["saturation"]} for name, s in sat.items()}
     rep["headline"] = (
         f"Same goal on {same_goal}/{len(pairs)} (task, seed) pairs, "
         f"the same reward on {same_reward}/{len(compared)} played without action errors "
@@ -297,16 +423,37 @@ def main() -> None:
         f"{top['browsergym']['cpu_ms_per_step']:.0f} ms CPU per step "
         f"({ratio:.1f}x the steps per CPU-second)."
     )
-    md = [
-        "| system | N | steps/s | episodes/s | CPU ms/step | steps per CPU-s | reset p50 ms "
-        "| step p50 ms | solved |"
+    md: list[str] = []
+    if sat:
+        w, b = (sat[k]["saturation"] for k in ("webserv", "browsergym"))
+        rep["headline"] += (
+            f" At saturation (WebServ N={w['n']}, BrowserGym N={b['n']}): "
+            f"{w['episodes_per_cpu_s'] / b['episodes_per_cpu_s']:.1f}x the episodes per CPU-second, "
+            f"{w['episodes_per_s'] / b['episodes_per_s']:.1f}x the episodes per second per host."
+        )
+        md += [
+            "| system | saturation N | episodes/s (host) | episodes per CPU-s | memory per env MB "
+            "| clients MB | stopped |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, s in sat.items():
+            t = s["saturation"]
+            md.append(
+                f"| {name} | {t['n']} | {t['episodes_per_s']:.2f} | {t['episodes_per_cpu_s']:.2f} "
+                f"| {t['mem_per_env_mb']:.0f} | {t['client_mem_mb']:.0f} | {s['stopped']} |"
+            )
+        md.append("")
+    md += [
+        "| system | N | steps/s | episodes/s | CPU ms/step | steps per CPU-s | episodes per CPU-s "
+        "| memory per env MB | reset p50 ms | step p50 ms | solved |"
     ]
-    md.append("|---|---|---|---|---|---|---|---|---|")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, rs in runs.items():
         for r in rs:
             md.append(
                 f"| {name} | {r['n']} | {r['steps_per_s']:.2f} | {r['episodes_per_s']:.2f} "
-                f"| {r['cpu_ms_per_step']:.0f} | {r['steps_per_cpu_s']:.2f} | {r['reset_ms_p50']:.0f} "
+                f"| {r['cpu_ms_per_step']:.0f} | {r['steps_per_cpu_s']:.2f} | {r['episodes_per_cpu_s']:.2f} "
+                f"| {r['mem_per_env_mb']:.0f} | {r['reset_ms_p50']:.0f} "
                 f"| {r['step_ms_p50']:.0f} | {r['solved']:.0%} |"
             )
     md += [

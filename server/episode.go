@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/trajectory"
@@ -130,6 +132,7 @@ func (x *session) reply(ep Episode, obs envcore.Observation, info envcore.StepIn
 	return func() *EpisodeReply {
 		r := &EpisodeReply{Env: x.id, Info: wireInfo(info, x)}
 		r.Info.ObsStats = &obs.Stats
+		r.Info.Restart = ep.restart
 		reportRefusals(x, &obs, &r.Info)
 		r.Obs = Observation{Observation: obs, Goal: ep.Goal}
 		return r
@@ -167,7 +170,35 @@ func (x *session) resetTo() loader {
 		if g, ok := goal.(string); ok && g != "" && err == nil {
 			ep.Goal = g
 		}
+		if ep.Start != "" {
+			ep.restart = RestartReload
+		}
 		return obs, info, err
+	}
+}
+
+// restartIn is a reset's load for an episode whose page runs its own
+// episodes and can start the next one in place (Episode.Restart): in the
+// page the environment has, when the last episode started at the same start
+// page and the page agrees (envcore.Env.RestartInPlace), else as resetTo.
+func (x *session) restartIn(log *zap.Logger, last string) loader {
+	return func(ctx context.Context, ep *Episode) (envcore.Observation, envcore.StepInfo, error) {
+		if ep.Restart == "" || ep.Start == "" || last != ep.StartURL || len(ep.Cookies) > 0 {
+			return x.resetTo()(ctx, ep)
+		}
+		var goal any
+		obs, info, ok, err := x.env.RestartInPlace(ctx, ep.Restart, &goal)
+		if err != nil || !ok {
+			if err != nil {
+				log.Info("an in-place restart failed: loading the page afresh", zap.String("env", x.id), zap.Error(err))
+			}
+			return x.resetTo()(ctx, ep)
+		}
+		if g, ok := goal.(string); ok && g != "" {
+			ep.Goal = g
+		}
+		ep.restart = RestartInPlace
+		return obs, info, nil
 	}
 }
 

@@ -149,6 +149,17 @@ type Episode struct {
 	// task whose page runs its own episodes (MiniWoB). Its value, when a
 	// non-empty string, is the episode's goal.
 	Start string
+	// Restart, for an episode with a Start script, is JavaScript that
+	// starts the episode in the start page its environment already has,
+	// left there by the last episode of the same start page, in place of a
+	// fresh load (envcore.Env.RestartInPlace): set only where that is the
+	// same as a fresh load. Its value is the goal, or null when the page
+	// cannot restart in place (the reset then loads the page afresh).
+	// info.restart says which way a reset went.
+	Restart string
+	// restart is how the episode's page was started (a Restart... value),
+	// set by its loader for info.restart.
+	restart Restart
 	// Scope is what the episode's task may change in its site's state:
 	// any other change is a side effect, reported on the step that ends
 	// the episode (docs/tasks.md "Side effects"). nil: none are looked for.

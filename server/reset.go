@@ -44,5 +44,5 @@ func (s *Server) episode(ctx context.Context, x *session, opts EpisodeOptions, c
 	if err != nil {
 		return nil, err
 	}
-	return s.start(ctx, x, cause, x.inst, ep, x.resetTo())
+	return s.start(ctx, x, cause, x.inst, ep, x.restartIn(s.log, x.episode.StartURL))
 }

@@ -31,6 +31,10 @@ type StepInfo struct {
 	// Cause is how the episode began (CauseMake, CauseReset, ...): on the
 	// replies that begin one.
 	Cause string `json:"cause,omitempty"`
+	// Restart is how the page of an episode that runs in its page
+	// (MiniWoB) was started: RestartInPlace or RestartReload, on the
+	// replies that begin one; omitted for other episodes.
+	Restart Restart `json:"restart,omitempty"`
 
 	// Settling is how a real environment's action ran and settled: absent
 	// on a dream.
@@ -192,3 +196,17 @@ func (i *StepInfo) GradeOf() (float64, bool) {
 
 // rewardOf is r as a step reply's reward.
 func rewardOf(r float64) *float64 { return &r }
+
+// Restart is how a reset started the page of an episode that its page runs
+// (Episode.Start: MiniWoB's tasks), in info.restart.
+type Restart string
+
+const (
+	// RestartInPlace: the next episode was started in the page the last
+	// one left, as a fresh load would start it (Episode.Restart).
+	RestartInPlace Restart = "in_place"
+	// RestartReload: the page was loaded afresh, in a fresh browser
+	// context (the task cannot restart in place, or the page was not as
+	// its last start left it).
+	RestartReload Restart = "reload"
+)

@@ -15,12 +15,13 @@ from pathlib import Path
 from conftest import REPO
 
 
-def run_smoke(script: str, binary: str, out: Path, timeout: float = 600) -> None:
-    """Runs ``bench/<script> --smoke --out <out>`` against ``binary``; fails with its stderr."""
+def run_smoke(script: str, binary: str, out: Path, timeout: float = 600, extra: tuple[str, ...] = ()) -> None:
+    """Runs ``bench/<script> --smoke --out <out> [extra...]`` against ``binary``; fails with its
+    stderr."""
     env = {**os.environ, "WEBSERV_BIN": binary}
     env.pop("WEBSERV_URL", None)
     run = subprocess.run(
-        [sys.executable, str(REPO / "bench" / script), "--smoke", "--out", str(out)],
+        [sys.executable, str(REPO / "bench" / script), "--smoke", "--out", str(out), *extra],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -29,9 +30,9 @@ def run_smoke(script: str, binary: str, out: Path, timeout: float = 600) -> None
     assert run.returncode == 0, run.stderr[-3000:]
 
 
-def run_suite(script: str, binary: str, out: Path) -> dict:
+def run_suite(script: str, binary: str, out: Path, extra: tuple[str, ...] = ()) -> dict:
     """A suite's smoke run: it writes <suite>.json, .md and .png under ``out``; returns the JSON."""
-    run_smoke(script, binary, out)
+    run_smoke(script, binary, out, extra=extra)
     suite = script.split("_")[0]
     rep = json.loads((out / f"{suite}.json").read_text())
     md = (out / f"{suite}.md").read_text()

@@ -260,3 +260,37 @@ def test_a_vector_env_plays_one_task_on_consecutive_seeds(server: str) -> None:
         assert list(rewards) == [1.0] * 3 and terminated.all()
     finally:
         envs.close()
+
+
+def test_a_reset_of_the_same_task_restarts_its_page_in_place(server: str) -> None:
+    # A task whose next episode started in the loaded page is exactly a fresh load
+    # (sites/miniwob/inplace.go, compared by TestRestartInPlaceIsAFreshLoad) starts it there,
+    # and info["restart"] says which way each reset went (docs/tasks.md, "Reset in place").
+    env = gym.make("webserv/miniwob.click-button")
+    try:
+        _, info = env.reset(seed=0)
+        assert info["restart"] == "reload"  # the first episode loads its page
+        env.step("noop()")
+        for seed in (1, 2):
+            obs, info = env.reset(seed=seed)
+            assert info["restart"] == "in_place"
+            fresh = gym.make("webserv/miniwob.click-button")
+            try:
+                want, want_info = fresh.reset(seed=seed)
+                assert want_info["restart"] == "reload"
+                for key in ("goal", "axtree_txt", "pruned_html", "focused_element_bid"):
+                    assert obs[key] == want[key], key
+                word = quoted(obs["goal"])[0]
+                action = f"click({q(with_text(obs, word, ('button',)).sid)})"
+                got, want_step = env.step(action), fresh.step(action)
+                assert got[1:3] == want_step[1:3] == (1.0, True)
+                assert got[4]["miniwob"] == want_step[4]["miniwob"] | {"reward": got[4]["miniwob"]["reward"]}
+                assert got[4]["miniwob"]["page_seed"] == np.random.RandomState(seed).randint(0, 1000000)
+            finally:
+                fresh.close()
+        # A page the agent left is loaded again.
+        assert env.reset(seed=3)[1]["restart"] == "in_place"
+        env.step('goto("http://miniwob.webserv.test/miniwob/click-test.html")')
+        assert env.reset(seed=4)[1]["restart"] == "reload"
+    finally:
+        env.close()

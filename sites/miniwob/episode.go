@@ -39,6 +39,9 @@ func Episode(origin, name string, seed *int64) (server.Episode, error) {
 		StartURL: start, TaskID: SiteName + "." + name, TaskSet: TaskSetName, Variant: TaskSetName,
 		Start: StartScript(pageSeed, MaxTimeMs),
 	}
+	if InPlace(name) {
+		ep.Restart = RestartScript(pageSeed, MaxTimeMs)
+	}
 	ep.Evaluate = func(ctx context.Context, env *envcore.Env, _ *http.Client, _ hosting.Execer, _ envcore.StepInfo, _ bool, _ *netroute.Recorder) (*tasks.Result, error) {
 		var st State
 		if err := env.Evaluate(ctx, StateScript(), &st); err != nil {

@@ -3,6 +3,7 @@ package miniwob
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -68,5 +69,21 @@ func TestLoadListsTaskPagesAndSaysHowToInstall(t *testing.T) {
 	}
 	if s := p.Site(); s.Backend() != "static" || s.Origin != Origin {
 		t.Errorf("site %+v", s)
+	}
+}
+
+// InPlace finds a task by binary search: the list must stay sorted, each
+// task once.
+func TestInPlaceTasksAreSortedAndFound(t *testing.T) {
+	if !slices.IsSorted(inPlaceTasks) || len(slices.Compact(slices.Clone(inPlaceTasks))) != len(inPlaceTasks) {
+		t.Fatalf("inPlaceTasks is not sorted or repeats a task: %v", inPlaceTasks)
+	}
+	for _, n := range inPlaceTasks {
+		if !InPlace(n) {
+			t.Errorf("InPlace(%q) = false", n)
+		}
+	}
+	if InPlace("click-dialog") || InPlace("no-such-task") {
+		t.Error("a task that reloads is listed in place")
 	}
 }

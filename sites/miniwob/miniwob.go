@@ -125,7 +125,16 @@ var stateJS string
 // page with page seed pageSeed and time limit maxTimeMs; its value is the
 // goal.
 func StartScript(pageSeed int64, maxTimeMs int) string {
-	return fmt.Sprintf("(%s)(%d, %d)", strings.TrimSpace(startJS), pageSeed, maxTimeMs)
+	return fmt.Sprintf("(%s)(%d, %d, false)", strings.TrimSpace(startJS), pageSeed, maxTimeMs)
+}
+
+// RestartScript is StartScript for a task page whose last episode
+// StartScript or RestartScript started: it starts the next episode in the
+// page as a fresh load would (start.js says what it resets), or, when the
+// page is no longer as its last start left it but for the task's area,
+// changes nothing and its value is null (envcore.Env.RestartInPlace).
+func RestartScript(pageSeed int64, maxTimeMs int) string {
+	return fmt.Sprintf("(%s)(%d, %d, true)", strings.TrimSpace(startJS), pageSeed, maxTimeMs)
 }
 
 // StateScript is the JavaScript that reads the episode's State.

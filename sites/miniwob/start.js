@@ -8,8 +8,49 @@
 // episode), as BrowserGym does, so the agent sees the task alone. The
 // value is the episode's goal (core.getUtterance).
 //
-// Called as an expression: (START)(seed, maxTimeMs).
-(async function (seed, maxTimeMs) {
+// With inPlace, it starts the next episode in a page whose last episode it
+// started, as a fresh load of the page would start it: the timers set since
+// the page's first start are cleared, the episode counter and reward board
+// set back to their values at load, focus, selection and scroll reset. It
+// does so only when nothing but the task's area changed since the last
+// start (the rest of the document, the history), the page is the one it
+// started and has stored nothing (storage, cookies: a fresh context has
+// none); else it changes nothing and its value is null (load the page
+// again). The mouse is moved out by the caller (envcore.Env.RestartInPlace).
+//
+// Called as an expression: (START)(seed, maxTimeMs, inPlace).
+(async function (seed, maxTimeMs, inPlace) {
+  // The document as the task's episodes leave it, but for the task's area
+  // (#area, which each episode's genProblem builds anew) and the marks the
+  // observation writes.
+  function outside() {
+    const doc = document.documentElement.cloneNode(true);
+    const area = doc.querySelector('#area');
+    if (area) area.replaceChildren();
+    for (const el of doc.querySelectorAll('[data-semantic-id],[data-clickable],[data-maybe-hoverable]')) {
+      el.removeAttribute('data-semantic-id');
+      el.removeAttribute('data-clickable');
+      el.removeAttribute('data-maybe-hoverable');
+    }
+    return doc.outerHTML;
+  }
+  const last = window.__webservMiniwob;
+  if (inPlace) {
+    if (!last || last.url !== location.href || document.readyState !== 'complete' ||
+        history.length !== last.history || outside() !== last.outside || !WOB_TASK_READY ||
+        localStorage.length || sessionStorage.length || document.cookie) {
+      return null;
+    }
+    const top = setTimeout(function () {}, 0);
+    for (let id = last.timers + 1; id <= top; id++) { clearTimeout(id); clearInterval(id); }
+    WOB_EPISODE_ID = 0;
+    core.wob_latest = undefined;
+    core.wob_scores = undefined;
+    if (document.activeElement && document.activeElement !== document.body) document.activeElement.blur();
+    for (const el of document.querySelectorAll('*')) {
+      if (el.scrollTop || el.scrollLeft) { el.scrollTop = 0; el.scrollLeft = 0; }
+    }
+  }
   if (document.readyState !== 'complete') {
     await new Promise(function (resolve) { window.addEventListener('load', resolve, { once: true }); });
   }
@@ -43,7 +84,9 @@
       try { return f.apply(this, arguments); } finally { hide(); }
     };
   }
-  if (!window.__webservMiniwob) {
+  // Timers with ids above this one were set by episodes, not at load.
+  const timers = last ? last.timers : setTimeout(function () {}, 0);
+  if (!last) {
     core.getUtterance = shown(core.getUtterance);
     core.endEpisode = shown(core.endEpisode);
     core.startEpisodeReal = shown(core.startEpisodeReal);
@@ -57,6 +100,9 @@
   }
   const u = core.getUtterance();
   const goal = (u && typeof u === 'object') ? u.utterance : u;
-  window.__webservMiniwob = { seed: seed, goal: goal, url: location.href };
+  window.__webservMiniwob = {
+    seed: seed, goal: goal, url: location.href, history: history.length,
+    timers: timers, outside: outside(),
+  };
   return goal;
 })
