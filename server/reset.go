@@ -34,5 +34,6 @@ func (s *Server) episode(ctx context.Context, x *session, opts EpisodeOptions, c
 	if err != nil {
 		return nil, err
 	}
+	ep.Seed = opts.Seed
 	return s.start(ctx, x, cause, x.inst, ep, x.resetTo())
 }
