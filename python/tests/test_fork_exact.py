@@ -67,12 +67,15 @@ CASES: dict[str, tuple[Callable[[Obs], Iterator[str]], int, bool]] = {
 async def _fork_and_continue(
     parent: webserv.AsyncEnv, obs: Obs, solver: Callable[[Obs], Iterator[str]], prefix: int, timed: bool
 ) -> bool:
-    """Plays the prefix, forks, and plays the rest on all three; False when the solution of this
-    seed is no longer than the prefix (click-checkboxes' "Select nothing"): no fork then."""
+    """Plays the prefix, forks, and plays the rest on all three; False, without a fork, when this
+    seed's solution is no longer than the prefix (click-checkboxes' "Select nothing") or its
+    simple solver fails in the prefix (click-button-sequence's ONE may lie under TWO)."""
     gen = solver(obs)
     action = next(gen)
     for _ in range(prefix):
         obs, *_ = await parent.step(action)
+        if obs["last_action_error"]:
+            return False
         try:
             action = gen.send(obs)
         except StopIteration:
@@ -99,7 +102,10 @@ async def _fork_and_continue(
                     same_page(c_obs, obs)
             if term or trunc:
                 break
-            action = gen.send(obs)
+            try:
+                action = gen.send(obs)
+            except StopIteration:
+                raise AssertionError(f"the solution ended and the parent's episode did not: {mine}") from None
         assert mine[-1] == (1.0, True, False), mine
         assert theirs == [mine, mine]
     finally:
@@ -115,7 +121,10 @@ def test_forks_of_miniwob_pages_continue_their_parent_exactly(server: str) -> No
             forked, seed = 0, 0
             while forked < len(SEEDS):
                 obs, _ = await parent.reset(seed=seed)
-                forked += await _fork_and_continue(parent, obs, solver, prefix, timed)
+                try:
+                    forked += await _fork_and_continue(parent, obs, solver, prefix, timed)
+                except Exception as e:
+                    raise AssertionError(f"{task}, seed {seed}, goal {obs['goal']!r}: {e!r}") from e
                 seed += 1
             assert seed < 2 * len(SEEDS), f"{task}: {seed} seeds for {forked} forks"
         finally:
