@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"go.uber.org/zap"
+
 	"github.com/webserv-rl/webserv/envcore"
 )
 
@@ -20,6 +22,29 @@ const (
 	// parent's was built.
 	HowReplay = "replay"
 )
+
+// startFrom is start (episode.go) for restore and fork: x continues the
+// episode of snapshot snap (named name), and the reply's info.fork, as
+// the observers see it too (a recording's first line), says how and
+// whether exactly. A fork that is not exact is logged as well.
+func (s *Server) startFrom(ctx context.Context, x *session, cause string, inst Instance, ep Episode, name string, snap snapshotInfo) (*EpisodeReply, error) {
+	var how ForkInfo
+	obs, info, e := s.prepare(ctx, x, inst, &ep, x.continueFrom(snap, &how))
+	if e != nil {
+		return nil, e
+	}
+	reply := x.reply(ep, obs, info)
+	r := s.begin(x, cause, ep, func() *EpisodeReply {
+		r := reply()
+		r.Info.Fork = &how
+		return r
+	})
+	x.carry(snap)
+	if !how.Exact {
+		s.log.Warn("fork not exact", zap.String("env", x.id), zap.String("snapshot", name), zap.String("how", how.How), zap.String("note", how.Note))
+	}
+	return r, nil
+}
 
 // continueFrom is restore's and fork's load of snapshot snap: it makes the
 // environment continue the parent's episode and says in *how how it did

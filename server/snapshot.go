@@ -83,22 +83,7 @@ func (s *Server) restore(ctx context.Context, x *session, sn Snapshotter, name s
 	if snap.episode.Start != "" {
 		ep = snap.episode // the replay starts the snapshot's episode again
 	}
-	var how ForkInfo
-	r, e := s.start(ctx, x, CauseRestore, x.inst, ep, x.continueFrom(snap, &how))
-	if e != nil {
-		return nil, e
-	}
-	x.carry(snap)
-	r.Info.Fork = &how
-	s.warnInexact(x, name, how)
-	return r, nil
-}
-
-// warnInexact logs a restore or fork that is not its parent's state.
-func (s *Server) warnInexact(x *session, name string, how ForkInfo) {
-	if !how.Exact {
-		s.log.Warn("fork not exact", zap.String("env", x.id), zap.String("snapshot", name), zap.String("how", how.How), zap.String("note", how.Note))
-	}
+	return s.startFrom(ctx, x, CauseRestore, x.inst, ep, name, snap)
 }
 
 // fork makes n new environments from a snapshot (taking one named
@@ -157,15 +142,11 @@ func (s *Server) fork(ctx context.Context, owner *conn, x *session, sn Snapshott
 			if snap.episode.Start != "" {
 				ep = snap.episode // the replay starts the snapshot's episode again
 			}
-			var how ForkInfo
-			res, e := s.start(ctx, y, CauseFork, insts[i], ep, y.continueFrom(snap, &how))
+			res, e := s.startFrom(ctx, y, CauseFork, insts[i], ep, name, snap)
 			if e != nil {
 				errs[i] = e
 				return
 			}
-			y.carry(snap)
-			res.Info.Fork = &how
-			s.warnInexact(y, name, how)
 			go y.work()
 			out[i] = res
 		}()
