@@ -8,8 +8,10 @@ child was made and that it is exact."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from miniwob_solvers import SOLVERS, Obs, elements, q, quoted, submit, with_text
@@ -156,6 +158,49 @@ def test_restore_of_a_miniwob_page_replays_its_episode(server: str) -> None:
                 assert (reward, term) == (1.0, True)
             finally:
                 await env.close()
+
+    asyncio.run(main())
+
+
+SHOP_TASKS = json.loads((Path(__file__).resolve().parents[2] / "sites/shop/tasks/shopping.json").read_text())
+
+
+def test_forks_mid_oracle_of_shop_tasks_earn_their_parents_rewards(server: str) -> None:
+    # Tasks spread over the shop's set (3 here; WEBSERV_FORK_SEEDS=20 takes 20): half the oracle,
+    # fork(2), the rest of it on all three.
+    step = len(SHOP_TASKS) // len(SEEDS)
+    tasks = [SHOP_TASKS[i * step] for i in range(len(SEEDS))]
+
+    async def main() -> None:
+        async with webserv.AsyncClient(server) as client:
+            parent = client.env("shopping")
+            try:
+                for task in tasks:
+                    oracle = task["oracle"]
+                    half = max(1, len(oracle) // 2)
+                    await parent.reset(options={"task_id": f"shopping.{task['task_id']}"})
+                    for action in oracle[:half]:
+                        await parent.step(action)
+                    at_fork = await parent.observe()
+                    children = await parent.fork(2)
+                    try:
+                        for child in children:
+                            assert child.last_info is not None and child.last_obs is not None
+                            assert child.last_info["fork"] == {"how": "rebuild", "exact": True}, task[
+                                "task_id"
+                            ]
+                            same_page(child.last_obs, at_fork)
+                        for action in oracle[half:]:
+                            obs, reward, term, trunc, _ = await parent.step(action)
+                            for child in children:
+                                c_obs, c_reward, c_term, c_trunc, _ = await child.step(action)
+                                assert (c_reward, c_term, c_trunc) == (reward, term, trunc), task["task_id"]
+                                same_page(c_obs, obs)
+                        assert (reward, term) == (1.0, True), task["task_id"]
+                    finally:
+                        await asyncio.gather(*(c.close() for c in children))
+            finally:
+                await parent.close()
 
     asyncio.run(main())
 
