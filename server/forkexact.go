@@ -119,9 +119,9 @@ func differs(how string, snap snapshotInfo, obs envcore.Observation) string {
 	case obs.Viewport != snap.obs.Viewport:
 		what = "the viewport or its scroll"
 	}
-	why := "the page keeps state in JavaScript memory, which a rebuild does not carry, and its site's state would take the replay's actions twice"
+	why := "a rebuild carries no JavaScript memory, and the episode is not replayed on a site with state of its own (its actions would act on it twice)"
 	if how == HowReplay {
-		why = "the replayed actions did not rebuild the page as the parent's were (the page depends on time or on something outside the episode)"
+		why = "the replayed actions did not make the page the parent's (it depends on the wall clock or on something outside the episode)"
 	}
 	return fmt.Sprintf("not exact: %s differs from the parent's at the snapshot after the %s: %s", what, how, why)
 }

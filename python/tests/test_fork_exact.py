@@ -87,10 +87,10 @@ async def _fork_and_continue(
     try:
         for child in children:
             assert child.last_info is not None and child.last_obs is not None
+            same_page(child.last_obs, at_fork)
             assert child.last_info["fork"] == {"how": "replay", "exact": True, "replayed": prefix}, (
                 child.last_info["fork"]
             )
-            same_page(child.last_obs, at_fork)
         # The same suffix: the parent's solver chooses, every environment gets its action.
         mine: list[Any] = []
         theirs: list[list[Any]] = [[] for _ in children]
@@ -167,7 +167,9 @@ SHOP_TASKS = json.loads((Path(__file__).resolve().parents[2] / "sites/shop/tasks
 
 def test_forks_mid_oracle_of_shop_tasks_earn_their_parents_rewards(server: str) -> None:
     # Tasks spread over the shop's set (3 here; WEBSERV_FORK_SEEDS=20 takes 20): half the oracle,
-    # fork(2), the rest of it on all three.
+    # fork(2), the rest of it on all three. Of the 20, shopping.27 (the search typed and sent) is
+    # flagged exact=false today: the rebuild's restored search field fires the page's input
+    # handler, whose suggestions list opens in the fork alone (its rewards are the parent's).
     step = len(SHOP_TASKS) // len(SEEDS)
     tasks = [SHOP_TASKS[i * step] for i in range(len(SEEDS))]
 
@@ -186,10 +188,10 @@ def test_forks_mid_oracle_of_shop_tasks_earn_their_parents_rewards(server: str) 
                     try:
                         for child in children:
                             assert child.last_info is not None and child.last_obs is not None
+                            same_page(child.last_obs, at_fork)
                             assert child.last_info["fork"] == {"how": "rebuild", "exact": True}, task[
                                 "task_id"
                             ]
-                            same_page(child.last_obs, at_fork)
                         for action in oracle[half:]:
                             obs, reward, term, trunc, _ = await parent.step(action)
                             for child in children:
@@ -219,8 +221,8 @@ def test_forks_of_the_shop_rebuild_its_state_exactly(server: str) -> None:
                 children = await parent.fork(2)
                 for child in children:
                     assert child.last_info is not None and child.last_obs is not None
-                    assert child.last_info["fork"] == {"how": "rebuild", "exact": True}
                     same_page(child.last_obs, at_fork)
+                    assert child.last_info["fork"] == {"how": "rebuild", "exact": True}
                 suffix = [
                     'select_option("add-to-cart.colour", "Pink")',
                     'click("add-to-cart.add-to-cart")',
