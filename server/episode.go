@@ -220,7 +220,7 @@ func (x *session) rebuild(st envcore.BrowserState) loader {
 // begin resets the episode's bookkeeping (clock, steps, over, a failed
 // start), builds the reply and tells the observers.
 func (s *Server) begin(x *session, cause string, ep Episode, reply func() *EpisodeReply) *EpisodeReply {
-	x.episode, x.started, x.steps, x.over, x.failed, x.grade, x.down = ep, time.Now(), 0, "", nil, 0, nil
+	x.episode, x.started, x.steps, x.over, x.failed, x.grade, x.down, x.played = ep, time.Now(), 0, "", nil, 0, nil, nil
 	if x.net != nil {
 		x.net.TakeUnreachable() // the last episode's
 	}

@@ -129,6 +129,9 @@ type Episode struct {
 	StartURL string
 	Goal     string
 	TaskID   string
+	// Seed is the reset's seed, when one was given (recorded in the
+	// trajectory, so that a re-run starts the same instance).
+	Seed *int64
 	// TaskSet and Variant name the task set and the site variant serving
 	// it (reported in info).
 	TaskSet, Variant string

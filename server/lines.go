@@ -13,13 +13,13 @@ import (
 func headLine(ev EpisodeEvent, episode int) trajectory.Line {
 	ep := ev.Episode
 	return trajectory.Line{Kind: trajectory.KindEpisode, Version: TrajectoryVersion, Env: ev.Env, Episode: episode,
-		Site: ev.Site, Goal: ep.Goal, TaskID: ep.TaskID, StartURL: ep.StartURL, Cause: ev.Cause, Time: ev.Time}
+		Site: ev.Site, Goal: ep.Goal, TaskID: ep.TaskID, StartURL: ep.StartURL, Cause: ev.Cause, Time: ev.Time, Seed: ep.Seed}
 }
 
 // resetLine is the first observation of ev's episode.
 func resetLine(ev EpisodeEvent) trajectory.Line {
 	obs := ev.Reply.Obs
-	return trajectory.Line{Kind: trajectory.KindReset, Obs: &obs, Info: ev.Reply.Info.line(), Time: ev.Time}
+	return trajectory.Line{Kind: trajectory.KindReset, Obs: &obs, ObsHash: obs.PageHash(), Info: ev.Reply.Info.line(), Time: ev.Time}
 }
 
 // stepLine is the step line of ev.
@@ -34,6 +34,7 @@ func stepLine(ev StepEvent) trajectory.Line {
 	}
 	obs := res.Obs
 	l.Obs, l.Terminated, l.Truncated, l.Info, l.Reward = &obs, res.Terminated, res.Truncated, res.Info.line(), res.Reward
+	l.ObsHash = obs.PageHash()
 	return l
 }
 

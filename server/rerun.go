@@ -25,6 +25,7 @@ type player struct {
 
 func (p *player) Start(ctx context.Context, head trajectory.Line) (*trajectory.Observation, error) {
 	a := &makeArgs{Goal: head.Goal, SideEffects: p.sideEffects}
+	a.Seed = head.Seed
 	switch {
 	case head.Site == "" || head.Site == "open":
 		a.StartURL = head.StartURL

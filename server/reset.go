@@ -44,5 +44,6 @@ func (s *Server) episode(ctx context.Context, x *session, opts EpisodeOptions, c
 	if err != nil {
 		return nil, err
 	}
+	ep.Seed = opts.Seed
 	return s.start(ctx, x, cause, x.inst, ep, x.restartIn(s.log, x.episode.StartURL))
 }

@@ -45,6 +45,10 @@ type session struct {
 	// the next step's reward: each reward is the change in the grade.
 	grade  float64
 	limits limits
+	// played are the actions the episode ran, in order, since its start
+	// (a fork's include its parent's): what a replay plays again
+	// (forkexact.go).
+	played []envcore.Parsed
 	snaps  map[string]snapshotInfo
 	spec   MakeSpec
 	joined *group // the group make joined (consumed by the first episode)

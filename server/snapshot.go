@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,12 +17,22 @@ import (
 // What a snapshot captures: the site instance's state (its container or
 // data directory, through the hosting backend) and the browser's state
 // (envcore.BrowserState: cookies; each tab's history, storage, form fields
-// and scroll). Restore and fork rebuild the browser state in a fresh
-// browser context; in-memory JavaScript state is not carried.
+// and scroll), and the episode's place: its actions since its start and
+// its grade. Restore and fork rebuild the browser state in a fresh browser
+// context, or replay the episode where its page keeps its state in
+// JavaScript (forkexact.go).
 type snapshotInfo struct {
 	url   string
 	state envcore.BrowserState
 	taken time.Time
+	// obs is the parent's observation at the snapshot, hash its page hash:
+	// what a fork's first observation is verified against.
+	obs  envcore.Observation
+	hash string
+	// The episode, its actions since its start and its grade then.
+	episode Episode
+	played  []envcore.Parsed
+	grade   float64
 }
 
 // checkSnapshotName refuses an empty snapshot name.
@@ -36,7 +47,9 @@ func (s *Server) snapshot(ctx context.Context, x *session, sn Snapshotter, name 
 	if err := checkSnapshotName(name); err != nil {
 		return nil, err
 	}
-	obs, err := x.env.Observe(ctx, observeNothing)
+	// Observed as a fork's first observation will be (the environment's
+	// observe settings), to verify the fork against.
+	obs, err := x.env.Observe(ctx, x.env.Config().Observe)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +63,8 @@ func (s *Server) snapshot(ctx context.Context, x *session, sn Snapshotter, name 
 	if x.snaps == nil {
 		x.snaps = map[string]snapshotInfo{}
 	}
-	x.snaps[name] = snapshotInfo{url: obs.URL, state: st, taken: time.Now()}
+	x.snaps[name] = snapshotInfo{url: obs.URL, state: st, taken: time.Now(), obs: obs, hash: obs.PageHash(),
+		episode: x.episode, played: slices.Clone(x.played), grade: x.grade}
 	return &SnapshotReply{Name: name, URL: obs.URL, Tabs: len(st.Tabs)}, nil
 }
 
@@ -65,7 +79,11 @@ func (s *Server) restore(ctx context.Context, x *session, sn Snapshotter, name s
 	if err := sn.Restore(ctx, name); err != nil {
 		return nil, snapshotError(name, err)
 	}
-	return s.start(ctx, x, CauseRestore, x.inst, x.episode, x.rebuild(snap.state))
+	ep := x.episode
+	if snap.episode.Start != "" {
+		ep = snap.episode // the replay starts the snapshot's episode again
+	}
+	return s.startFrom(ctx, x, CauseRestore, x.inst, ep, name, snap)
 }
 
 // fork makes n new environments from a snapshot (taking one named
@@ -121,7 +139,10 @@ func (s *Server) fork(ctx context.Context, owner *conn, x *session, sn Snapshott
 			defer wg.Done()
 			ep := x.episode
 			ep.StartURL = snap.url
-			res, e := s.start(ctx, y, CauseFork, insts[i], ep, y.rebuild(snap.state))
+			if snap.episode.Start != "" {
+				ep = snap.episode // the replay starts the snapshot's episode again
+			}
+			res, e := s.startFrom(ctx, y, CauseFork, insts[i], ep, name, snap)
 			if e != nil {
 				errs[i] = e
 				return

@@ -85,6 +85,7 @@ func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply,
 	if err != nil {
 		return nil, err
 	}
+	x.played = append(x.played, action)
 	// Before the observation is handed out and the episode graded: an
 	// instance that died during the action, or one the route failed to
 	// reach, or any instance at the end of the episode, is looked at

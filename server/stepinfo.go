@@ -105,6 +105,10 @@ type StepInfo struct {
 	// Preparing says a group member's start state is still being
 	// prepared on its worker.
 	Preparing bool `json:"preparing,omitempty"`
+	// Fork is how a restore's or a fork's environment was made and
+	// whether its first observation is verified to be its parent's at the
+	// snapshot: on those replies alone.
+	Fork *ForkInfo `json:"fork,omitempty"`
 
 	// Info is a dream's own report: absent on a real environment.
 	*dream.Info
@@ -125,6 +129,25 @@ type Settling struct {
 	// Pending names what the action caused that was still running at a
 	// timeout.
 	Pending []string `json:"pending,omitempty"`
+}
+
+// ForkInfo is info.fork (forkexact.go, docs/protocol.md "snapshot,
+// restore, fork"): how the environment was made from the snapshot and
+// whether it continues its parent exactly.
+type ForkInfo struct {
+	// How is HowRebuild (the captured browser state rebuilt on the
+	// snapshot's site) or HowReplay (the episode's actions since its start
+	// played again, for a page that keeps its episode in JavaScript).
+	How string `json:"how"`
+	// Exact says the first observation's page hash
+	// (envcore.Observation.PageHash) equals the parent's at the snapshot.
+	// False is a warning: the environment is not its parent's state, and
+	// Note says how it differs.
+	Exact bool `json:"exact"`
+	// Replayed is the number of actions replayed (HowReplay).
+	Replayed int `json:"replayed,omitempty"`
+	// Note says why a fork is not exact.
+	Note string `json:"note,omitempty"`
 }
 
 // Stopped is the agent's ending of an episode.

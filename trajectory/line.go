@@ -57,14 +57,20 @@ type Line struct {
 	TaskID   string `json:"task_id,omitempty"`
 	StartURL string `json:"start_url,omitempty"`
 	Cause    string `json:"cause,omitempty"` // make, reset, group, restore, fork
+	// Seed is the reset's seed, when it was given: a re-run starts the same
+	// instance with it (a MiniWoB page's).
+	Seed *int64 `json:"seed,omitempty"`
 
 	// The reset and step lines.
-	Step       int          `json:"step,omitempty"`
-	Action     string       `json:"action,omitempty"` // the action's string form
-	Obs        *Observation `json:"obs,omitempty"`
-	Reward     *float64     `json:"reward,omitempty"` // nil on a step whose grading failed (Info's eval_error says why)
-	Terminated bool         `json:"terminated,omitempty"`
-	Truncated  bool         `json:"truncated,omitempty"`
+	Step   int          `json:"step,omitempty"`
+	Action string       `json:"action,omitempty"` // the action's string form
+	Obs    *Observation `json:"obs,omitempty"`
+	// ObsHash is Obs's page hash (envcore.Observation.PageHash): what
+	// `webserv replay --verify` checks a re-run's observation against.
+	ObsHash    string   `json:"obs_hash,omitempty"`
+	Reward     *float64 `json:"reward,omitempty"` // nil on a step whose grading failed (Info's eval_error says why)
+	Terminated bool     `json:"terminated,omitempty"`
+	Truncated  bool     `json:"truncated,omitempty"`
 	// Info is the reply's info: timings (action_ms, settle_ms,
 	// extract_ms), settled, settle_error, action_error, ...
 	Info   map[string]any `json:"info,omitempty"`

@@ -66,6 +66,35 @@ func Compare(recorded, rerun *Observation) (field, a, b string, differs bool) {
 	return "", "", "", false
 }
 
+// compareLine is Compare of line l's observation with a re-run's, and
+// then, where l carries its page hash (obs_hash), of the two page hashes:
+// a difference Compare does not look at (an input's value, the focus,
+// the tabs, the scroll) is field "page".
+func compareLine(l Line, rerun *Observation) (field, a, b string, differs bool) {
+	if field, a, b, differs = Compare(l.Obs, rerun); differs || l.ObsHash == "" || rerun == nil {
+		return field, a, b, differs
+	}
+	if got := rerun.PageHash(); got != l.ObsHash {
+		return "page", "page hash " + l.ObsHash + " (the inputs, focus, tabs or scroll differ)", "page hash " + got, true
+	}
+	return "", "", "", false
+}
+
+// Hashed reports whether every observation of e carries its page hash
+// (obs_hash), which `webserv replay --verify` checks: recordings made
+// before WebServ wrote it do not.
+func (e *Episode) Hashed() bool {
+	if e.Reset == nil || e.Reset.Obs == nil || e.Reset.ObsHash == "" {
+		return false
+	}
+	for _, l := range e.Steps {
+		if l.Obs != nil && l.ObsHash == "" {
+			return false
+		}
+	}
+	return true
+}
+
 // firstDifferentLine is the first line that differs on each side, cut
 // to the part around the first character that differs.
 func firstDifferentLine(a, b string) (string, string) {
@@ -111,7 +140,11 @@ func Rerun(ctx context.Context, ep *Episode, p Player) (RerunReport, error) {
 		return rep, fmt.Errorf("start a fresh environment of site %q task %q: %w", ep.Head.Site, ep.Head.TaskID, err)
 	}
 	defer p.Close()
-	if f, a, b, d := Compare(ep.Obs(1), obs); d {
+	var head Line
+	if ep.Reset != nil {
+		head = *ep.Reset
+	}
+	if f, a, b, d := compareLine(head, obs); d {
 		rep.Diverged, rep.Field, rep.Recorded, rep.Rerun = true, f, a, b
 		return rep, nil
 	}
@@ -126,7 +159,7 @@ func Rerun(ctx context.Context, ep *Episode, p Player) (RerunReport, error) {
 			return rep, fmt.Errorf("step %d (%s): %w", l.Step, l.Action, err)
 		}
 		rep.Steps++
-		if f, a, b, d := Compare(l.Obs, obs); d {
+		if f, a, b, d := compareLine(l, obs); d {
 			rep.Diverged, rep.Step, rep.Action, rep.Field, rep.Recorded, rep.Rerun = true, l.Step, l.Action, f, a, b
 			return rep, nil
 		}

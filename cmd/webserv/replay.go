@@ -26,6 +26,7 @@ func replayCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Rea
 	listen := fs.String("listen", "127.0.0.1:8766", "address to serve the replayer on (port 0 picks a free one); non-loopback needs --token")
 	token := fs.String("token", os.Getenv("WEBSERV_TOKEN"), "token the replayer's URL must carry as ?token= (default $WEBSERV_TOKEN)")
 	rerun := fs.Bool("rerun", false, "do not serve: run each episode's actions again on a fresh environment of its site and task, and report the first step whose observation differs (exit status 1 when one does)")
+	verify := fs.Bool("verify", false, "as --rerun, and every recorded observation must carry its page hash (obs_hash): each re-run observation's page (URL, HTML, inputs, focus, tabs, scroll) must be the recorded one; an episode recorded without hashes is an error")
 	own := flagNames(fs)
 	var ef envFlags
 	ef.register(fs)
@@ -33,19 +34,20 @@ func replayCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Rea
 	var hf hostingFlags
 	hf.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: webserv replay [flags] TRAJECTORY-DIR\n       webserv replay --rerun [flags] TRAJECTORY-DIR-OR-EPISODE...\n\nServes the replayer of the episodes `webserv serve --trajectories` recorded (docs/ui.md).")
+		fmt.Fprintln(fs.Output(), "usage: webserv replay [flags] TRAJECTORY-DIR\n       webserv replay --rerun|--verify [flags] TRAJECTORY-DIR-OR-EPISODE...\n\nServes the replayer of the episodes `webserv serve --trajectories` recorded (docs/ui.md).")
 		printFlags(fs, own)
 		fmt.Fprintln(fs.Output(), "\nWith --rerun it also takes the browser and site flags of serve (webserv serve --help).")
 	}
 	if err := parseArgs(fs, args); err != nil {
 		return err
 	}
+	*rerun = *rerun || *verify
 	if fs.NArg() == 0 || !*rerun && fs.NArg() != 1 {
 		fs.Usage()
 		return errors.New("replay needs one trajectory directory (with --rerun: directories or episode files)")
 	}
 	if *rerun {
-		return rerunEpisodes(ctx, log, ef, hf, fs.Args(), stdout)
+		return rerunEpisodes(ctx, log, ef, hf, fs.Args(), *verify, stdout)
 	}
 	dir := fs.Arg(0)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
@@ -78,13 +80,26 @@ func replayCmd(ctx context.Context, log *zap.Logger, args []string, stdin io.Rea
 
 // rerunEpisodes re-runs the episodes under paths on a server of its own
 // (a browser and the sites of hf, as webserv serve has them).
-func rerunEpisodes(ctx context.Context, log *zap.Logger, ef envFlags, hf hostingFlags, paths []string, stdout io.Writer) error {
+//
+// verify (--verify) asks every episode for its page hashes before any runs.
+func rerunEpisodes(ctx context.Context, log *zap.Logger, ef envFlags, hf hostingFlags, paths []string, verify bool, stdout io.Writer) error {
 	files, err := trajectory.Find(paths...)
 	if err != nil {
 		return err
 	}
 	if len(files) == 0 {
 		return fmt.Errorf("no recorded episodes (*%s) under %v", trajectory.Ext, paths)
+	}
+	if verify {
+		for _, f := range files {
+			ep, err := trajectory.Read(f)
+			if err != nil {
+				return err
+			}
+			if !ep.Hashed() {
+				return fmt.Errorf("%s was recorded without page hashes (obs_hash), which --verify checks; record it again with this server, or compare its URL and HTML with --rerun", f)
+			}
+		}
 	}
 	st, err := startStack(ctx, log, &ef, &hf)
 	if err != nil {

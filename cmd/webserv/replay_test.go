@@ -18,6 +18,7 @@ import (
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/netroute"
 	"github.com/webserv-rl/webserv/server"
+	"github.com/webserv-rl/webserv/trajectory"
 )
 
 // An episode recorded on the demo shop: replay serves it without a browser,
@@ -80,6 +81,58 @@ func TestReplayServesAndReruns(t *testing.T) {
 	err = replayCmd(ctx, zap.NewNop(), []string{"-rerun", "-no-bundled", "-no-incus", "-idle", "300ms", dir}, nil, &out)
 	if err != nil || !strings.Contains(out.String(), "3 steps re-run, every observation as recorded") {
 		t.Errorf("replay --rerun: %v\n%s", err, out.String())
+	}
+
+	// --verify checks each step's page hash too: as recorded, it passes;
+	// a step whose recorded page differs only where the URL and HTML do
+	// not show it (its hash) is the first to differ; a recording without
+	// hashes is refused.
+	verify := func(label string) (string, error) {
+		var out strings.Builder
+		err := replayCmd(ctx, zap.NewNop(), []string{"-verify", "-no-bundled", "-no-incus", "-idle", "300ms", dir}, nil, &out)
+		t.Logf("%s: %v\n%s", label, err, out.String())
+		return out.String(), err
+	}
+	if out, err := verify("as recorded"); err != nil || !strings.Contains(out, "3 steps re-run, every observation as recorded") {
+		t.Errorf("replay --verify of the recording: %v\n%s", err, out)
+	}
+	rewrite(t, dir, func(ep *trajectory.Episode) { ep.Steps[1].ObsHash = strings.Repeat("0", 32) })
+	if out, err := verify("step 2's hash changed"); err == nil || !strings.Contains(out, `step 2 (click("shop.mugs")) differs in page`) {
+		t.Errorf("replay --verify of a recording whose step 2 differs: %v\n%s", err, out)
+	}
+	rewrite(t, dir, func(ep *trajectory.Episode) {
+		for i := range ep.Steps {
+			ep.Steps[i].ObsHash = ""
+		}
+	})
+	if _, err := verify("no hashes"); err == nil || !strings.Contains(err.Error(), "recorded without page hashes") {
+		t.Errorf("replay --verify of a recording without hashes: %v", err)
+	}
+}
+
+// rewrite changes the one episode recorded under dir.
+func rewrite(t *testing.T, dir string, change func(*trajectory.Episode)) {
+	t.Helper()
+	files, err := trajectory.Find(dir)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("recorded episodes: %v, %v", files, err)
+	}
+	ep, err := trajectory.Read(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(ep)
+	w, err := trajectory.Create(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range append([]trajectory.Line{ep.Head, *ep.Reset}, ep.Steps...) {
+		if err := w.Write(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -42,7 +42,7 @@ SERVER_PORT = 8765  # `webserv serve`'s default --listen port, which the docs' U
 # Shell lines that set up the machine: not run here; CI's `make test` builds and installs.
 SETUP = re.compile(r"^(make|pip install)\b")
 # Shell lines that serve until stopped: started in the background, checked to listen, stopped.
-SERVES = re.compile(r"^(?:bin/)?webserv (?:serve\b|replay (?!.*--rerun))")
+SERVES = re.compile(r"^(?:bin/)?webserv (?:serve\b|replay (?!.*--(?:rerun|verify)))")
 TIMEOUT = 240.0  # one command or block; far above any doc's (a hang fails with what was printed)
 
 

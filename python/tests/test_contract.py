@@ -734,3 +734,32 @@ def test_a_state_goal_is_met_by_a_change_to_its_table(site_server: LocalServer) 
         }, info
     finally:
         env.close()
+
+
+def test_a_fork_mid_episode_says_how_it_was_made_and_continues_its_parents_rewards(
+    site_server: LocalServer,
+) -> None:
+    """``info.fork`` (docs/protocol.md "snapshot, restore, fork"): a fork after the graded step of
+    a dense episode is a rebuild, verified exact, and counts its rewards from its parent's grade:
+    the same suffix pays the parent and the fork alike (nothing twice)."""
+    env = webserv.WebEnv(site=SITE, task=f"{SITE}.1", url=site_server.url, evaluate_every_step=True)
+    forks: list[webserv.WebEnv] = []
+    try:
+        env.reset()
+        prefix, suffix = DENSE.actions[:2], DENSE.actions[2:]
+        assert [env.step(a)[1] for a in prefix] == [0.0, 1.0]
+        forks = env.fork(1)
+        (child,) = forks
+        assert child.last_info is not None and child.last_info["fork"] == {"how": "rebuild", "exact": True}
+        for a in suffix:
+            _, r, term, trunc, info = env.step(a)
+            _, cr, cterm, ctrunc, cinfo = child.step(a)
+            assert (
+                (cr, cterm, ctrunc, cinfo.get("grade"))
+                == (r, term, trunc, info.get("grade"))
+                == (0.0, a.startswith("stop"), False, 1.0)
+            )
+        assert "fork" not in info
+    finally:
+        for e in (*forks, env):
+            e.close()

@@ -205,9 +205,10 @@ def test_goals_agree_with_miniwobs_own_seeding(server: str) -> None:
     assert all(re.search(r"\w", g) for g in got)
 
 
-def test_restore_and_fork_start_the_episode_again_from_its_seed(server: str) -> None:
-    # The instance lives in the page's JavaScript, which no snapshot carries: a restore or a
-    # fork starts the same instance again (the same seed), and each can solve it.
+def test_restore_and_fork_replay_the_episode_from_its_seed(server: str) -> None:
+    # The instance lives in the page's JavaScript, which no captured state carries: a restore or a
+    # fork starts the same instance again (the same seed) and replays the episode's actions, so
+    # the half-typed field is there (info.fork, docs/protocol.md), and each can solve it.
     async def main() -> None:
         async with webserv.AsyncClient(server) as client:
             parent = client.env("miniwob", task="miniwob.enter-text")
@@ -219,6 +220,8 @@ def test_restore_and_fork_start_the_episode_again_from_its_seed(server: str) -> 
                 children = await parent.fork(2, name=name)
                 for child in children:
                     assert child.last_obs is not None and child.last_obs["goal"] == obs["goal"]
+                    assert child.last_info is not None and child.last_info["fork"]["how"] == "replay"
+                    assert [i["value"] for i in child.last_obs["inputs"]] == ["half-typed"]
                     reward, done, _, info, _ = await _play_async(child, child.last_obs)
                     assert (reward, done, info["miniwob"]["raw_reward"]) == (1.0, True, 1.0)
                 again, info = await parent.restore(name)

@@ -146,7 +146,10 @@ class AsyncEnv:
         Each is already made, on this environment's server and its own copy of
         the site, with its first observation in ``last_obs`` (equal to this
         environment's at the snapshot) and ``last_info["cause"] == "fork"``;
-        their futures are independent of this one's and of each other's. They
+        ``last_info["fork"]`` says how it was made and whether that equality
+        was verified (``{"how": "rebuild" | "replay", "exact": bool}``;
+        ``exact`` False flags a child that is not this environment's state,
+        docs/protocol.md). Their futures are independent of this one's and of each other's. They
         keep this environment's settings (limits, observation extras); close
         them when done.
         """
