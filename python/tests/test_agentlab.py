@@ -206,7 +206,7 @@ def test_the_same_agent_side_by_side_on_browsergym_and_webserv(
 ) -> None:
     """GenericAgent on MiniWoB's click-test and click-button (seed 1) through BrowserGym (its
     Playwright driving /usr/bin/chromium: nothing downloaded) and through WebServ: the same
-    goals, rewards and accessibility tree text up to ids (webserv.sidebyside)."""
+    goals, rewards, and accessibility tree and HTML text up to ids (webserv.sidebyside)."""
     from webserv.sidebyside import side_by_side
 
     pairs = side_by_side(
@@ -220,7 +220,7 @@ def test_the_same_agent_side_by_side_on_browsergym_and_webserv(
         assert b.reward == w.reward == 1.0, (b.reward, w.reward)
         assert b.axtree == w.axtree and "button" in b.axtree, f"BrowserGym:\n{b.axtree}\nWebServ:\n{w.axtree}"
         assert p.same
-        # The HTML sections differ today (ids on every element, value attributes): reported.
-        assert b.html and w.html
+        assert b.html == w.html and "<button" in b.html, f"BrowserGym:\n{b.html}\nWebServ:\n{w.html}"
+        assert p.html_same
         assert (b.exp_dir / "summary_info.json").exists() and (w.exp_dir / "summary_info.json").exists()
     assert pairs[1].browsergym.goal == 'Click on the "cancel" button.'  # seed 1's goal, on both
