@@ -76,9 +76,13 @@ func (t *tab) browserGym(ctx context.Context, ids map[string]bool, obs *Observat
 		obs.ExtraElementProperties = make(ElementPropertiesByID, len(derived))
 	}
 	for id, p := range derived {
-		if _, measured := obs.ExtraElementProperties[id]; !measured {
-			obs.ExtraElementProperties[id] = p
+		if own, measured := obs.ExtraElementProperties[id]; measured {
+			// BrowserGym's meaning of the two it prints: Chromium's own
+			// clickable, the share in the viewport (occlusion not counted).
+			own.Clickable, own.Visibility = p.Clickable, p.Visibility
+			p = own
 		}
+		obs.ExtraElementProperties[id] = p
 	}
 	return nil
 }

@@ -369,9 +369,10 @@ func visibility(b [4]float64, w, h float64) float64 {
 // has given the semantic ids: every markable element gets its value and
 // checked attributes, and those without a semantic id a derived id (in
 // ids.byBackend, for the accessibility tree). It returns the properties
-// of every marked element, by id, as read off the snapshot (the caller
-// keeps the parser's for the elements it measured). The viewport is w by h
-// CSS pixels.
+// of every marked element, by id, as read off the snapshot: Clickable is
+// Chromium's isClickable, Visibility the share of the box inside the
+// viewport, both as BrowserGym gives them. The viewport is w by h CSS
+// pixels.
 func markAsBrowserGym(snap map[string]any, ids snapshotIDs, w, h float64) map[string]ElementProperties {
 	s := &snapStrings{list: asList(snap["strings"])}
 	docs := asList(snap["documents"])
