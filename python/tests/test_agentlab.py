@@ -224,3 +224,16 @@ def test_the_same_agent_side_by_side_on_browsergym_and_webserv(
         assert p.html_same
         assert (b.exp_dir / "summary_info.json").exists() and (w.exp_dir / "summary_info.json").exists()
     assert pairs[1].browsergym.goal == 'Click on the "cancel" button.'  # seed 1's goal, on both
+
+    # Pages with typed-in values, checkboxes, a select, jQuery UI widgets: the HTML text is equal
+    # up to ids (every element's bid, value and checked attributes, visible and clickable as
+    # BrowserGym gives them), one step each.
+    more = ["enter-text", "click-checkboxes", "choose-list", "click-tab", "use-spinner"]
+    chromium = "/usr/bin/chromium"
+    more_pairs = side_by_side(agent_args(), more, [1], tmp_path / "more", max_steps=1, chromium=chromium)
+    for p in more_pairs:
+        b, w = p.browsergym, p.webserv
+        assert (b.err_msg, w.err_msg) == (None, None), (p.task, b.err_msg, w.err_msg)
+        assert b.goal == w.goal and b.goal, (p.task, b.goal, w.goal)
+        assert p.html_same and 'bid="e' in b.html, f"{p.task}\nBrowserGym:\n{b.html}\nWebServ:\n{w.html}"
+    assert 'value="' in b.html  # the spinner's
