@@ -219,7 +219,9 @@ func markSnapshot(snap map[string]any, ids map[string]bool) (snapshotIDs, error)
 				if name == "data-semantic-id" {
 					id = str(list[j+1])
 				}
-				if ownAttrs[name] {
+				// A page's own bid attribute would read as an id (the last
+				// one wins in BrowserGym's readers): left out.
+				if ownAttrs[name] || name == bidAttr {
 					continue
 				}
 				kept = append(kept, list[j], list[j+1])

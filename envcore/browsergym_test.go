@@ -1,6 +1,7 @@
 package envcore_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -232,6 +233,9 @@ func TestBrowserGymObjectsMarkEveryElementAsBrowserGymDoes(t *testing.T) {
 		if !ok || e.attrs[0][0] != "bid" {
 			t.Errorf("<%s %v> has no bid first", e.tag, e.attrs)
 			continue
+		}
+		if n := strings.Count(fmt.Sprint(e.attrs), "bid "); n != 1 {
+			t.Errorf("<%s %v> has %d bid attributes, want 1 (the page's own left out)", e.tag, e.attrs, n)
 		}
 		if _, ok := obs.ExtraElementProperties[bid]; !ok {
 			t.Errorf("<%s bid=%q> has no extra_element_properties", e.tag, bid)
