@@ -337,6 +337,9 @@ func (a Action) Validate() error {
 	if err := checkLimits(a); err != nil {
 		return err
 	}
+	if err := refuseDerivedID(a); err != nil {
+		return err
+	}
 	s, ok := specOf(a.Type)
 	switch {
 	case a.Type == "":

@@ -52,6 +52,7 @@ func (t *tab) browserGym(ctx context.Context, ids map[string]bool, obs *Observat
 	if err != nil {
 		return fmt.Errorf("dom_object: %w", err)
 	}
+	derived := markAsBrowserGym(snap, dom, float64(obs.Viewport.Width), float64(obs.Viewport.Height))
 	ax := map[string]any{"nodes": []any{}}
 	nodes := []any{}
 	for i, frame := range dom.frames {
@@ -71,6 +72,18 @@ func (t *tab) browserGym(ctx context.Context, ids map[string]bool, obs *Observat
 	}
 	ax["nodes"] = nodes
 	obs.AXTreeObject, obs.DOMObject = ax, snap
+	if obs.ExtraElementProperties == nil {
+		obs.ExtraElementProperties = make(ElementPropertiesByID, len(derived))
+	}
+	for id, p := range derived {
+		if own, measured := obs.ExtraElementProperties[id]; measured {
+			// BrowserGym's meaning of the two it prints: Chromium's own
+			// clickable, the share in the viewport (occlusion not counted).
+			own.Clickable, own.Visibility = p.Clickable, p.Visibility
+			p = own
+		}
+		obs.ExtraElementProperties[id] = p
+	}
 	return nil
 }
 
@@ -139,6 +152,9 @@ type snapshotIDs struct {
 	// frameOf maps an iframe element's backend node id to the frame id of
 	// its document.
 	frameOf map[int64]string
+	// named maps the (document, node) indexes of the elements given a
+	// semantic id's bid to the id.
+	named map[[2]int]string
 }
 
 // markSnapshot rewrites a DOMSnapshot.captureSnapshot answer in place:
@@ -146,7 +162,7 @@ type snapshotIDs struct {
 // When several elements carry one id (one of them kept it from an earlier
 // observation), the one laid out comes first, then document order.
 func markSnapshot(snap map[string]any, ids map[string]bool) (snapshotIDs, error) {
-	out := snapshotIDs{byBackend: map[int64]string{}, frameOf: map[int64]string{}}
+	out := snapshotIDs{byBackend: map[int64]string{}, frameOf: map[int64]string{}, named: map[[2]int]string{}}
 	strs, _ := snap["strings"].([]any)
 	str := func(i any) string {
 		n, ok := i.(int64)
@@ -162,6 +178,7 @@ func markSnapshot(snap map[string]any, ids map[string]bool) (snapshotIDs, error)
 	}
 	type place struct {
 		attrs   []any // the attribute lists of the element's document
+		doc     int   // the document's index
 		node    int   // the element's index in them
 		id      string
 		back    int64
@@ -169,7 +186,7 @@ func markSnapshot(snap map[string]any, ids map[string]bool) (snapshotIDs, error)
 	}
 	var found []place
 	best := map[string]int{} // id -> index in found of the element that keeps it
-	for _, d := range docs {
+	for di, d := range docs {
 		doc, _ := d.(map[string]any)
 		nodes, _ := doc["nodes"].(map[string]any)
 		if nodes == nil {
@@ -202,7 +219,9 @@ func markSnapshot(snap map[string]any, ids map[string]bool) (snapshotIDs, error)
 				if name == "data-semantic-id" {
 					id = str(list[j+1])
 				}
-				if ownAttrs[name] {
+				// A page's own bid attribute would read as an id (the last
+				// one wins in BrowserGym's readers): left out.
+				if ownAttrs[name] || name == bidAttr {
 					continue
 				}
 				kept = append(kept, list[j], list[j+1])
@@ -213,7 +232,7 @@ func markSnapshot(snap map[string]any, ids map[string]bool) (snapshotIDs, error)
 			if id == "" || !ids[id] {
 				continue
 			}
-			p := place{attrs: attrs, node: i, id: id, back: back(i), laidOut: laid[int64(i)]}
+			p := place{attrs: attrs, doc: di, node: i, id: id, back: back(i), laidOut: laid[int64(i)]}
 			found = append(found, p)
 			if k, ok := best[id]; !ok || (p.laidOut && !found[k].laidOut) {
 				best[id] = len(found) - 1
@@ -249,6 +268,7 @@ func markSnapshot(snap map[string]any, ids map[string]bool) (snapshotIDs, error)
 			strs = append(strs, id)
 			// bid first, where BrowserGym's own marking puts it.
 			p.attrs[p.node] = append([]any{nameAt, valueAt}, asList(p.attrs[p.node])...)
+			out.named[[2]int{p.doc, p.node}] = id
 			if p.back != 0 {
 				out.byBackend[p.back] = id
 			}

@@ -1,6 +1,8 @@
 package envcore_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/webserv-rl/webserv/envcore"
@@ -171,4 +173,136 @@ func TestBrowserGymObjectsCarrySemanticIDs(t *testing.T) {
 	if plain.AXTreeObject != nil || plain.DOMObject != nil || plain.ExtraElementProperties != nil {
 		t.Errorf("an observation without browsergym carries its objects")
 	}
+}
+
+// domElements reads every element of a dom_object's documents: its tag
+// (lower case), its attributes in order, and the order it comes in.
+type domElement struct {
+	tag   string
+	attrs [][2]string
+}
+
+func domElements(obj map[string]any) []domElement {
+	strs := obj["strings"].([]any)
+	str := func(i any) string { return strs[i.(int64)].(string) }
+	var out []domElement
+	for _, d := range obj["documents"].([]any) {
+		nodes := d.(map[string]any)["nodes"].(map[string]any)
+		types := nodes["nodeType"].([]any)
+		for i, a := range nodes["attributes"].([]any) {
+			if types[i].(int64) != 1 || strings.HasPrefix(str(nodes["nodeName"].([]any)[i]), "::") { // pseudo-elements
+				continue
+			}
+			e := domElement{tag: strings.ToLower(str(nodes["nodeName"].([]any)[i]))}
+			list := a.([]any)
+			for j := 0; j+1 < len(list); j += 2 {
+				e.attrs = append(e.attrs, [2]string{str(list[j]), str(list[j+1])})
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (e domElement) attr(name string) (string, bool) {
+	for _, a := range e.attrs {
+		if a[0] == name {
+			return a[1], true
+		}
+	}
+	return "", false
+}
+
+func TestBrowserGymObjectsMarkEveryElementAsBrowserGymDoes(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, envcore.Config{Observe: envcore.ObserveOptions{BrowserGym: true}})
+	mustReset(t, env, "/browsergym_marks.html")
+	mustAct(t, env, `fill("name", "typed")`)
+	mustAct(t, env, `click("was-on")`)
+	mustAct(t, env, `click("was-off")`)
+	mustAct(t, env, `select_option("size", "Large")`)
+	obs := mustAct(t, env, `fill("note", "hello")`)
+
+	els := domElements(obs.DOMObject)
+	byTag := map[string][]domElement{}
+	for _, e := range els {
+		byTag[e.tag] = append(byTag[e.tag], e)
+		// Every standard HTML element has a bid, first: its semantic id or a
+		// derived one, with its properties.
+		bid, ok := e.attr("bid")
+		if !ok || e.attrs[0][0] != "bid" {
+			t.Errorf("<%s %v> has no bid first", e.tag, e.attrs)
+			continue
+		}
+		if n := strings.Count(fmt.Sprint(e.attrs), "bid "); n != 1 {
+			t.Errorf("<%s %v> has %d bid attributes, want 1 (the page's own left out)", e.tag, e.attrs, n)
+		}
+		if _, ok := obs.ExtraElementProperties[bid]; !ok {
+			t.Errorf("<%s bid=%q> has no extra_element_properties", e.tag, bid)
+		}
+	}
+	for _, tag := range []string{"html", "head", "title", "style", "body", "div", "p", "li"} {
+		for _, e := range byTag[tag] {
+			if bid, _ := e.attr("bid"); !strings.HasPrefix(bid, envcore.DerivedIDPrefix) {
+				t.Errorf("<%s> has bid %q, want a derived id (%q...)", tag, bid, envcore.DerivedIDPrefix)
+			}
+		}
+	}
+	if bid, _ := byTag["button"][0].attr("bid"); bid != "send" {
+		t.Errorf("the button's bid is %q, want its semantic id send", bid)
+	}
+	vis := func(e domElement) float64 { bid, _ := e.attr("bid"); return obs.ExtraElementProperties[bid].Visibility }
+	if v := vis(byTag["head"][0]); v != 0 {
+		t.Errorf("<head> visibility %v, want 0 (not rendered)", v)
+	}
+	if len(byTag["div"]) != 2 || vis(byTag["div"][0]) != 1 || vis(byTag["div"][1]) != 0 {
+		t.Errorf("the divs' visibility: want the top one 1, the one 3000px below 0; got %v", byTag["div"])
+	}
+
+	// Values and checked as the page has them now, written as attributes.
+	want := []struct {
+		tag   string
+		n     int
+		value string
+		check string // "on", "off" or "" (not an input)
+	}{
+		{"input", 0, "typed", "off"}, {"input", 1, "on", "off"}, {"input", 2, "on", "on"},
+		{"select", 0, "l", ""}, {"option", 0, "Small", ""}, {"option", 1, "l", ""},
+		{"textarea", 0, "hello", ""}, {"button", 0, "", ""}, {"li", 0, "0", ""}, {"li", 1, "7", ""},
+		{"progress", 0, "0.5", ""},
+	}
+	for _, w := range want {
+		e := byTag[w.tag][w.n]
+		if v, ok := e.attr("value"); !ok || v != w.value {
+			t.Errorf("<%s> #%d value=%q (%v), want %q", w.tag, w.n, v, ok, w.value)
+		}
+		_, checked := e.attr("checked")
+		if (w.check == "on") != checked {
+			t.Errorf("<%s> #%d checked attribute %v, want %s", w.tag, w.n, checked, w.check)
+		}
+	}
+	if _, ok := byTag["div"][0].attr("value"); ok {
+		t.Errorf("a <div> got a value attribute")
+	}
+
+	// The accessibility tree carries the derived ids too.
+	ax := readAX(t, obs.AXTreeObject)
+	var para string
+	for bid, nodes := range ax.bids {
+		if role, _ := axName(nodes[0]); role == "paragraph" {
+			para = bid
+		}
+	}
+	if !strings.HasPrefix(para, envcore.DerivedIDPrefix) {
+		t.Errorf("the paragraph's accessibility node carries browsergym_id %q, want a derived id", para)
+	}
+
+	// Acting on a derived id is refused by name, and the episode goes on.
+	for _, action := range []string{`click("` + para + `")`, `drag_and_drop("send", "` + para + `")`} {
+		_, info := mustStep(t, env, action)
+		if info.ActionErrorCode != "bad_action" || !strings.Contains(info.ActionError, "BrowserGym-only id") {
+			t.Errorf("%s: error %q (%s), want bad_action naming a BrowserGym-only id", action, info.ActionError, info.ActionErrorCode)
+		}
+	}
+	mustAct(t, env, `click("send")`)
 }

@@ -193,13 +193,17 @@ func (m ElementPropertiesByID) IsZero() bool { return m == nil }
 type ElementProperties struct {
 	// Visibility is the share of the element's area a person sees: the
 	// share inside the viewport times the share of sample points (a 3x3
-	// grid) where the element, not something on top of it, is hit.
+	// grid) where the element, not something on top of it, is hit. With
+	// ObserveOptions.BrowserGym it is BrowserGym's: the share inside the
+	// viewport alone (InViewport, rounded to hundredths).
 	Visibility float64 `json:"visibility"`
 	// BBox is [x, y, width, height] in CSS pixels of the top-level
 	// viewport, as the element's getBoundingClientRect (plus its frame's
 	// offset) says; x and y may be negative or beyond the viewport.
 	BBox [4]float64 `json:"bbox"`
-	// Clickable is set for the ids in Observation.Clickable.
+	// Clickable is set for the ids in Observation.Clickable; with
+	// ObserveOptions.BrowserGym, it is BrowserGym's: Chromium's own
+	// answer (DOMSnapshot's isClickable: click listeners, links).
 	Clickable bool `json:"clickable"`
 	// SetOfMarks is set for the elements boxed in ScreenshotSOM: those with
 	// some visibility.

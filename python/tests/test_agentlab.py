@@ -206,7 +206,7 @@ def test_the_same_agent_side_by_side_on_browsergym_and_webserv(
 ) -> None:
     """GenericAgent on MiniWoB's click-test and click-button (seed 1) through BrowserGym (its
     Playwright driving /usr/bin/chromium: nothing downloaded) and through WebServ: the same
-    goals, rewards and accessibility tree text up to ids (webserv.sidebyside)."""
+    goals, rewards, and accessibility tree and HTML text up to ids (webserv.sidebyside)."""
     from webserv.sidebyside import side_by_side
 
     pairs = side_by_side(
@@ -220,7 +220,20 @@ def test_the_same_agent_side_by_side_on_browsergym_and_webserv(
         assert b.reward == w.reward == 1.0, (b.reward, w.reward)
         assert b.axtree == w.axtree and "button" in b.axtree, f"BrowserGym:\n{b.axtree}\nWebServ:\n{w.axtree}"
         assert p.same
-        # The HTML sections differ today (ids on every element, value attributes): reported.
-        assert b.html and w.html
+        assert b.html == w.html and "<button" in b.html, f"BrowserGym:\n{b.html}\nWebServ:\n{w.html}"
+        assert p.html_same
         assert (b.exp_dir / "summary_info.json").exists() and (w.exp_dir / "summary_info.json").exists()
     assert pairs[1].browsergym.goal == 'Click on the "cancel" button.'  # seed 1's goal, on both
+
+    # Pages with typed-in values, checkboxes, a select, jQuery UI widgets: the HTML text is equal
+    # up to ids (every element's bid, value and checked attributes, visible and clickable as
+    # BrowserGym gives them), one step each.
+    more = ["enter-text", "click-checkboxes", "choose-list", "click-tab", "use-spinner"]
+    chromium = "/usr/bin/chromium"
+    more_pairs = side_by_side(agent_args(), more, [1], tmp_path / "more", max_steps=1, chromium=chromium)
+    for p in more_pairs:
+        b, w = p.browsergym, p.webserv
+        assert (b.err_msg, w.err_msg) == (None, None), (p.task, b.err_msg, w.err_msg)
+        assert b.goal == w.goal and b.goal, (p.task, b.goal, w.goal)
+        assert p.html_same and 'bid="e' in b.html, f"{p.task}\nBrowserGym:\n{b.html}\nWebServ:\n{w.html}"
+    assert 'value="' in b.html  # the spinner's

@@ -55,7 +55,7 @@ def test_browsergym_utilities_read_the_semantic_ids(server: str) -> None:
 
 
 def test_a_page_with_no_ids_still_has_extra_element_properties(server: str) -> None:
-    # MiniWoB's click-dialog after its dialog closed: no element has an id, and BrowserGym's
+    # MiniWoB's click-dialog after its dialog closed: no element has a semantic id, and BrowserGym's
     # readers (AgentLab's obs_preprocessor) index extra_element_properties all the same.
     env = gym.make("webserv/miniwob.click-dialog", browsergym=True, wallclock=False)
     try:
@@ -63,7 +63,9 @@ def test_a_page_with_no_ids_still_has_extra_element_properties(server: str) -> N
         assert "close" in obs["clickable"], obs["clickable"]
         obs, reward, terminated, *_ = env.step('click("close")')
         assert (reward, terminated) == (1.0, True)
-        assert obs["extra_element_properties"] == {} and obs["clickable"] == []
+        # Only BrowserGym's marks: every element has a derived id (docs/envcore.md), none an action's.
+        props = obs["extra_element_properties"]
+        assert props and all(k.startswith("_") for k in props) and obs["clickable"] == [], props
         assert env.observation_space.contains(obs)
         flatten_axtree_to_str(obs["axtree_object"], extra_properties=obs["extra_element_properties"])
     finally:

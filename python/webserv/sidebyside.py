@@ -11,10 +11,11 @@ compared on its own), with each side's element ids renamed in the order they fir
 (BrowserGym numbers elements, WebServ names them) and the page's URL, which differs by where
 the pages are served, left out.
 
-What differs today is in the HTML section only: BrowserGym gives every element an id (``<head
-bid=..>``, every ``<div>``, each then marked ``visible``), WebServ the elements it names, and
-BrowserGym writes each element's ``value`` and ``checked`` properties into its attributes before
-reading the page (``<button value="">``), which WebServ does not. ``Pair.html_same`` says so.
+WebServ's ``dom_object`` is marked as BrowserGym marks a page (a ``bid`` on every standard
+element, derived ``_N`` ids where WebServ names none; ``value`` and ``checked`` written into
+attributes), so the HTML sections agree too (``Pair.html_same``). What can still differ is the
+accessibility tree of pages with ``<label>``s: BrowserGym's ids in every element's ARIA
+description make Chromium keep nodes (``LabelText``) its tree of the untouched page leaves out.
 
 Playwright runs the Chromium it downloads, unless ``chromium=`` names one installed (such as
 ``/usr/bin/chromium``): then a directory laid out as Playwright expects its download, holding a
@@ -75,7 +76,7 @@ class Pair:
 
     @property
     def html_same(self) -> bool:
-        """The prompts' HTML sections equal up to ids (see the module's note on why not yet)."""
+        """The prompts' HTML sections equal up to ids."""
         return self.browsergym.html == self.webserv.html
 
 
