@@ -63,3 +63,80 @@ def test_branch_plays_n_children_of_one_prefix(server: str) -> None:
                 await parent.close()
 
     asyncio.run(main())
+
+
+async def _button_sequence_seed(client: webserv.AsyncClient) -> tuple[int, str]:
+    """A seed of click-button-sequence whose ONE button takes the click, and that click."""
+    env = client.env("miniwob", task="miniwob.click-button-sequence")
+    try:
+        for seed in range(20):
+            obs, _ = await env.reset(seed=seed)
+            one = f"click({q(with_text(obs, 'ONE', ('button',)).sid)})"
+            obs, _, term, _, _ = await env.step(one)
+            if not obs["last_action_error"] and not term:
+                return seed, one
+        raise AssertionError("no seed of 20 takes the click on ONE")
+    finally:
+        await env.close()
+
+
+def _click_two(o: Obs, history: list[dict[str, Any]]) -> str:
+    return f"click({q(with_text(o, 'TWO', ('button',)).sid)})"
+
+
+def test_verl_branch_gives_a_group_of_one_prefix(server: str) -> None:
+    """WebAgentLoop.branch: the row's episode through the prefix, then n continuations, each shaped
+    like run's output with its fork's account."""
+    from webserv.integrations.verl import WebAgentLoop
+
+    async def main() -> None:
+        async with webserv.AsyncClient(server) as client:
+            seed, one = await _button_sequence_seed(client)
+
+        async def policy(o: Obs, history: list[dict[str, Any]]) -> str:
+            assert [h["action"] for h in history[:1]] == [one]
+            return _click_two(o, history)
+
+        loop = WebAgentLoop(site="miniwob", server_url=server, policy=policy, max_turns=3)
+        outs = await loop.branch({}, 2, [one], task_id="miniwob.click-button-sequence", seed=seed)
+        assert len(outs) == 2
+        for out in outs:
+            assert out["reward_score"] == 1.0 and out["num_turns"] == 1, out
+            assert out["metrics"]["fork_exact"] is True and out["webserv"]["fork"]["how"] == "replay"
+            assert [h["action"] for h in out["prefix"]] == [one]
+        with pytest.raises(ValueError, match="leaves none"):
+            await loop.branch({}, 2, [one] * 3, task_id="miniwob.click-button-sequence", seed=seed)
+
+    asyncio.run(main())
+
+
+def test_trl_members_of_a_prefix_row_start_at_its_end(server: str) -> None:
+    """web_environment(group_size=2): the two members of a row with a prefix each get an exact
+    fork of the state it leads to, and the second click pays each of them."""
+    from webserv.integrations.trl import web_environment
+
+    async def probe() -> tuple[int, str]:
+        async with webserv.AsyncClient(server) as client:
+            return await _button_sequence_seed(client)
+
+    seed, one = asyncio.run(probe())
+    cls = web_environment("miniwob", server_url=server, group_size=2, tools=["click"])
+    members = [cls(), cls()]
+    row = {"task_id": "miniwob.click-button-sequence", "seed": seed, "prefix": [one], "uid": "g1"}
+    try:
+        texts = [m.reset(**row) for m in members]
+        assert texts[0] == texts[1]
+        assert cls._branches == {}  # the group is complete: its branch point is closed
+        for m in members:
+            assert m.fork == {"how": "replay", "exact": True, "replayed": 1}, m.fork
+            env = m.web_env
+            assert env is not None and env.last_obs is not None
+            two = with_text(env.last_obs, "TWO", ("button",)).sid
+            m.click(two)  # type: ignore[attr-defined]
+            assert (m.get_reward(), m.terminated) == (1.0, True)
+        with pytest.raises(ValueError, match="needs a uid"):
+            members[0].reset(task_id="miniwob.click-button-sequence", prefix=[one])
+    finally:
+        for m in members:
+            if m.web_env is not None:
+                m.web_env.close()
