@@ -171,6 +171,8 @@ COST = {
     "test_site_tasks": 35,
     "test_agentlab": 140,  # AgentLab: two solved episodes, a Study of ten tasks, BrowserGym beside WebServ
     "test_learn": 70,  # examples/learn_miniwob.py: four updates on three tasks
+    "test_branch": 25,  # three branched groups on MiniWoB (forks replay the prefix)
+    "test_search_example": 15,  # examples/search_miniwob.py: one task and seed, both ways
 }
 
 

@@ -21,10 +21,18 @@ episode runner and pool) follows, here and nowhere else:
 - the environment is closed whatever happens.
 
 The adapters only format the outcome for their trainer.
+
+``branch(env, n, policy, max_turns)`` is the tree-structured form (Tree-GRPO's groups): from
+the state ``env`` is in now (mid-episode), ``n`` forks each play the rest of the episode, by the
+same rules; the members of the group share the prefix, and each outcome says whether its fork
+is exact (``Outcome.fork``). A group whose forks are not all exact is refused
+(:class:`InexactFork`) unless the caller accepts them: an advantage computed over children that
+are not the parent's state would credit the suffix with the fork's difference.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import math
 import time
@@ -44,6 +52,10 @@ def graded(reward: float, info: Mapping[str, Any]) -> float:
     if math.isnan(reward):
         raise EvaluationError(f"grading failed: {info.get('eval_error') or 'no reason given'}")
     return reward
+
+
+class InexactFork(RuntimeError):
+    """A fork that could not be made the parent's state (``info.fork.exact`` False)."""
 
 
 def failure_record(e: InfrastructureError) -> dict[str, Any]:
@@ -76,6 +88,9 @@ class Outcome:
     #: What ended the episode when the policy's pages did (``resource_limit``), else "".
     ended_by: str = ""
     ended_because: str = ""
+    #: A branch's (:func:`branch`): how its fork was made, ``info["fork"]`` of the child's first
+    #: reply (``{"how", "exact", ...}``, docs/protocol.md "snapshot, restore, fork"); {} otherwise.
+    fork: dict[str, Any] = field(default_factory=dict)
     #: Seconds spent in the environment (reset and steps) and in the policy.
     env_seconds: float = 0.0
     policy_seconds: float = 0.0
@@ -117,38 +132,7 @@ async def run(
         )
         if on_reset is not None:
             on_reset(env, obs, info)
-        reward = 0.0
-        while out.turns < max_turns:
-            t = time.monotonic()
-            action = policy(obs, out.history)
-            if inspect.isawaitable(action):
-                action = await action
-            out.policy_seconds += time.monotonic() - t
-            if action is None:
-                break
-            out.turns += 1
-            t = time.monotonic()
-            try:
-                obs, r, out.terminated, out.truncated, out.info = await env.step(str(action))
-            except ResourceLimit as e:
-                out.env_seconds += time.monotonic() - t
-                out.history.append({"action": str(action), "error": e.message, "url": ""})
-                out.truncated, out.ended_by, out.ended_because = True, e.code, e.message
-                out.end_reason = e.code
-                break
-            out.env_seconds += time.monotonic() - t
-            out.history.append({"action": str(action), "error": obs["last_action_error"], "url": obs["url"]})
-            if out.terminated or out.truncated:
-                out.end_reason = str(out.info.get("end_reason", ""))
-            reward += graded(r, out.info)
-            if out.info.get("grade") is not None:
-                out.grade = float(out.info["grade"])
-            if out.terminated or out.truncated:
-                break
-        else:
-            if max_turns > 0:  # the turns ran out, not the task: a truncation
-                out.truncated, out.end_reason = True, "max_turns"
-        out.reward = reward
+        await _play(env, obs, policy, max_turns, out, [])
     except InfrastructureError as e:
         if on_failure == "raise":
             raise
@@ -156,3 +140,108 @@ async def run(
     finally:
         await env.close()
     return out
+
+
+async def _play(
+    env: AsyncEnv, obs: Obs, policy: Policy, max_turns: int, out: Outcome, before: list[dict[str, Any]]
+) -> None:
+    """The turns of one episode from ``obs`` on, into ``out``; the policy sees ``before`` (the turns
+    of a prefix played elsewhere) and then this episode's own."""
+    reward = 0.0
+    while out.turns < max_turns:
+        t = time.monotonic()
+        action = policy(obs, [*before, *out.history] if before else out.history)
+        if inspect.isawaitable(action):
+            action = await action
+        out.policy_seconds += time.monotonic() - t
+        if action is None:
+            break
+        out.turns += 1
+        t = time.monotonic()
+        try:
+            obs, r, out.terminated, out.truncated, out.info = await env.step(str(action))
+        except ResourceLimit as e:
+            out.env_seconds += time.monotonic() - t
+            out.history.append({"action": str(action), "error": e.message, "url": ""})
+            out.truncated, out.ended_by, out.ended_because = True, e.code, e.message
+            out.end_reason = e.code
+            break
+        out.env_seconds += time.monotonic() - t
+        out.history.append({"action": str(action), "error": obs["last_action_error"], "url": obs["url"]})
+        if out.terminated or out.truncated:
+            out.end_reason = str(out.info.get("end_reason", ""))
+        reward += graded(r, out.info)
+        if out.info.get("grade") is not None:
+            out.grade = float(out.info["grade"])
+        if out.terminated or out.truncated:
+            break
+    else:
+        if max_turns > 0:  # the turns ran out, not the task: a truncation
+            out.truncated, out.end_reason = True, "max_turns"
+    out.reward = reward
+
+
+async def branch(
+    env: AsyncEnv,
+    n: int,
+    policy: Policy,
+    max_turns: int,
+    *,
+    history: list[dict[str, Any]] | None = None,
+    inexact: Literal["raise", "keep"] = "raise",
+    on_failure: Literal["raise", "report"] = "report",
+) -> list[Outcome]:
+    """``n`` continuations of ``env``'s episode from its present state, a group sharing one prefix.
+
+    Forks ``env`` ``n`` times (``env.fork(n)``: each child on its own copy of the site, exact by
+    replay where the page keeps its state in JavaScript) and plays each child with ``policy`` for
+    up to ``max_turns`` turns at once, by :func:`run`'s rules; closes the children, never ``env``
+    (the caller's, still at the branch point: branch again, or go on). The policy sees
+    ``history`` (the prefix's turns, as :func:`run` recorded them) and then the child's own; each
+    outcome's ``history``, ``turns`` and ``reward`` are the suffix's (the reward is what the suffix
+    added to the grade; ``grade`` is the final one) and ``fork`` is the child's ``info["fork"]``.
+
+    With ``inexact="raise"`` (the default) a child whose fork is not exact raises
+    :class:`InexactFork` before any is played (all are closed); ``"keep"`` plays them and leaves
+    the flag in ``Outcome.fork``. A failure of the fork itself follows ``on_failure``: every
+    outcome has it and no reward.
+    """
+    if n < 1:
+        raise ValueError(f"branch needs n >= 1 children, got {n}")
+    if inexact not in ("raise", "keep") or on_failure not in ("raise", "report"):
+        raise ValueError("inexact is 'raise' or 'keep'; on_failure is 'raise' or 'report'")
+    before = list(history or [])
+    try:
+        t = time.monotonic()
+        children = await env.fork(n)
+        forked_in = (time.monotonic() - t) / n
+    except InfrastructureError as e:
+        if on_failure == "raise":
+            raise
+        return [Outcome(reward=None, failure=e) for _ in range(n)]
+    try:
+        forks = [dict((c.last_info or {}).get("fork") or {}) for c in children]
+        bad = [i for i, f in enumerate(forks) if not f.get("exact")]
+        if bad and inexact == "raise":
+            raise InexactFork(
+                f"{len(bad)} of {n} forks are not the parent's state ({forks[bad[0]]}); "
+                "pass inexact='keep' to play them flagged"
+            )
+
+        async def one(child: AsyncEnv, fork: dict[str, Any]) -> Outcome:
+            out = Outcome(fork=fork, env_seconds=forked_in)
+            info = child.last_info or {}
+            obs = child.last_obs or {}
+            out.env, out.host, out.info = child.id, child.host, info
+            out.first_url = str(obs.get("url", ""))
+            try:
+                await _play(child, obs, policy, max_turns, out, before)
+            except InfrastructureError as e:
+                if on_failure == "raise":
+                    raise
+                out.reward, out.failure = None, e
+            return out
+
+        return list(await asyncio.gather(*(one(c, f) for c, f in zip(children, forks, strict=True))))
+    finally:
+        await asyncio.gather(*(c.close() for c in children))

@@ -44,6 +44,13 @@ graded the answer (``info.grader``: ``semantics``, ``hackable_by_listing``,
 ``note``; docs/tasks.md "What a reward pays for"); and ``attack``, the outcome of a
 prompt injection the environment carries (``info.attack``, docs/attacks.md).
 
+Branching groups (Tree-GRPO): a row with ``prefix`` (a list of actions) and a ``uid`` starts
+its group's members from the state those actions lead to, instead of the start: the first
+member plays the prefix once, and each of the ``group_size`` members (``web_environment(...,
+group_size=n)``, TRL's ``num_generations``) gets an exact fork of that state (``env.fork`` says
+how it was made). Their rewards are the suffix's (what the model's calls add to the grade), so
+the group's advantage compares continuations of one state.
+
 Snapshots and forks are not tools (every public method of this class is
 one, offered to the model); they are on ``web_env``, the gymnasium
 environment underneath.
@@ -96,11 +103,16 @@ class WebEnvironment:
     #: members began (shared by the class's instances, as TRL resets a group's members one by one).
     sources: tuple[Source, ...] = ("real",)
     mix: Mix | None = None
+    #: Members per group (TRL's ``num_generations``): mixes and branching rows need it.
+    group_size: int | None = None
     _slots: dict[str, int]
+    #: Branching rows (a ``prefix``): per ``uid``, the environment at the branch point and how
+    #: many members forked from it so far (closed when the group is complete).
+    _branches: dict[str, tuple[WebEnv, int]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._slots = {}
+        cls._slots, cls._branches = {}, {}
 
     def __init__(self) -> None:
         self._env: WebEnv | None = None
@@ -112,6 +124,15 @@ class WebEnvironment:
         self._failure: InfrastructureError | None = None
         self._ended: tuple[bool, bool, str] = (False, False, "")
         self._info: dict[str, Any] = {}
+        self._child: WebEnv | None = None  # this member's fork (a branching row's), closed on reset
+
+    @property
+    def fork(self) -> dict[str, Any]:
+        """How this member's episode was forked from its group's branch point (a row with a
+        ``prefix``): the fork's ``info.fork``, ``{"how", "exact", ...}``; {} for other rows."""
+        if self._child is None or self._env is not self._child:
+            return {}
+        return dict((self._child.last_info or {}).get("fork") or {})
 
     @property
     def failure(self) -> InfrastructureError | None:
@@ -162,17 +183,14 @@ class WebEnvironment:
     def reset(self, **row: Any) -> str | None:
         """Starts the episode the dataset row describes and returns what the model reads first:
         the goal (the task's, for a row naming only ``task_id``) and the first page."""
+        if self._child is not None:
+            child, self._child = self._child, None
+            child.close()
+        if row.get("prefix"):
+            return self._branch(row)
         self.source = self._next_source(row.get("uid"))
         if self.source not in self._envs:
-            group = EnvOptions(
-                self.site,
-                url=self.server_url,
-                token=self.server_token,
-                max_steps=self.max_steps,
-                make_args=self.make_args,
-                max_tokens=self.max_obs_tokens,
-                tokenizer=self.obs_tokenizer,
-            )
+            group = self._options()
             if self.source == "dream":
                 assert self.mix is not None
                 group = self.mix.dream_options(group)
@@ -204,6 +222,62 @@ class WebEnvironment:
         return self._reward
 
     # -- internals ----------------------------------------------------------------
+
+    def _options(self) -> EnvOptions:
+        return EnvOptions(
+            self.site,
+            url=self.server_url,
+            token=self.server_token,
+            max_steps=self.max_steps,
+            make_args=self.make_args,
+            max_tokens=self.max_obs_tokens,
+            tokenizer=self.obs_tokenizer,
+        )
+
+    def _branch(self, row: dict[str, Any]) -> str | None:
+        """A member of a branching group: a fork of the state the row's ``prefix`` (actions) leads
+        to, made by the group's first member and shared by its ``group_size`` members."""
+        cls = type(self)
+        if row.get("uid") is None or cls.group_size is None or cls.mix is not None:
+            raise ValueError(
+                "a row with a prefix branches a group: it needs a uid, and web_environment(group_size=n) "
+                "without a mix"
+            )
+        key = str(row["uid"])
+        self.source = "real"
+        self._reward, self._done, self._failure, self._ended = 0.0, False, None, (False, False, "")
+        self._info = {}
+        try:
+            if key not in cls._branches:
+                point = WebEnv(options=self._options())
+                options: dict[str, Any] = {k: str(row[k]) for k in ("start_url", "goal") if row.get(k)}
+                if row.get("task_id") is not None:
+                    options["task"] = str(row["task_id"])
+                seed = row.get("seed")
+                point.reset(seed=int(seed) if seed is not None else None, options=options)
+                for i, action in enumerate(row["prefix"]):
+                    obs, _, term, trunc, _ = point.step(str(action))
+                    if obs["last_action_error"] or term or trunc:
+                        point.close()
+                        why = obs["last_action_error"] or "ended the episode"
+                        raise ValueError(f"prefix action {i + 1} ({action!r}): {why}")
+                cls._branches[key] = (point, 0)
+            point, begun = cls._branches[key]
+            (child,) = point.fork(1)
+            if begun + 1 >= cls.group_size:
+                del cls._branches[key]
+                point.close()
+            else:
+                cls._branches[key] = (point, begun + 1)
+        except InfrastructureError as e:
+            cls._branches.pop(key, None)
+            return self._fail(e)
+        fork = (child.last_info or {}).get("fork") or {}
+        if not fork.get("exact"):
+            child.close()
+            raise rollout.InexactFork(f"the group's fork is not its branch point's state: {fork}")
+        self._env = self._child = child
+        return self._render(child.last_obs or {})
 
     @classmethod
     def _next_source(cls, uid: Any) -> Source:
@@ -390,6 +464,8 @@ def web_environment(
                 "webserv.integrations.verl or the vector environment (docs/dream.md, Mixing)"
             )
         attrs.update(mix=mix, sources=tuple(mix.sources(group_size)))
+    if group_size is not None:
+        attrs["group_size"] = group_size
     if tools is not None:
         keep = list(tools)
         for name in keep:

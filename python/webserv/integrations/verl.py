@@ -379,6 +379,14 @@ class WebAgentLoop:
             )
         finally:
             self.sessions.pop(request_id, None)
+        out = self._output(outcome, source, tokens)
+        if demo is not None:
+            out["demonstration"] = demo.id
+        return out
+
+    @staticmethod
+    def _output(outcome: rollout.Outcome, source: Source, tokens: _Tokens | None = None) -> dict[str, Any]:
+        """A rollout's outcome in the shape ``run`` returns."""
         out: dict[str, Any] = {
             "reward_score": outcome.reward,
             "num_turns": outcome.turns,
@@ -409,12 +417,80 @@ class WebAgentLoop:
         }
         if tokens is not None:
             out.update(tokens.fields())
-        if demo is not None:
-            out["demonstration"] = demo.id
+        if outcome.fork:
+            out["webserv"]["fork"] = outcome.fork
+            out["metrics"]["fork_exact"] = bool(outcome.fork.get("exact"))
         if outcome.failure is not None:
             out["failure"] = outcome.failure_record()
             out["metrics"]["failure"] = outcome.failure.code
         return out
+
+    async def branch(
+        self, sampling_params: dict[str, Any], n: int, prefix: Sequence[str], **row: Any
+    ) -> list[dict[str, Any]]:
+        """A tree-structured group (Tree-GRPO): the row's episode played through ``prefix`` (actions,
+        as the policy would send them), then ``n`` continuations by the model from that one state,
+        each an exact fork (``rollout.branch``). Returns ``n`` outputs shaped like ``run``'s, their
+        ``trajectory`` and ``num_turns`` the continuation's, ``prefix`` the prefix's turns,
+        ``metrics["fork_exact"]`` and ``webserv["fork"]`` how the fork was made; the continuations
+        have ``max_turns`` minus the prefix's turns. An advantage over the group compares the
+        continuations of one state: the prefix's credit cancels out.
+
+        A prefix step that ends the episode, fails to parse or errors raises ``ValueError`` (the
+        prefix is the caller's); a fork that is not exact raises ``rollout.InexactFork``. Token
+        mode (verl's server manager) is not supported here yet: pass ``policy`` or override
+        ``generate``.
+        """
+        if self.tokens:
+            raise NotImplementedError(
+                "branch generates with policy= or an overridden generate, not token mode yet"
+            )
+        if self.mix is not None:
+            raise ValueError("branch makes real continuations; a mix's groups come from run")
+        if len(prefix) >= self.max_turns:
+            raise ValueError(f"a prefix of {len(prefix)} turns leaves none of max_turns={self.max_turns}")
+        extra = row.get("extra_info") or {}
+        options: dict[str, Any] = {}
+        for key in ("start_url", "goal", "task_id"):
+            value = row.get(key, extra.get(key))
+            if value is not None:
+                options["task" if key == "task_id" else key] = value
+
+        async def generate(obs: Obs, history: list[dict[str, Any]]) -> str | None:
+            return await self.generate(obs, history, sampling_params)
+
+        env = AsyncEnv(await client_of(self.source), self.site, **self.make_args)
+        try:
+            obs, _ = await env.reset(seed=row.get("seed", extra.get("seed")), options=options)
+            history: list[dict[str, Any]] = []
+            for action in prefix:
+                obs, _, term, trunc, _ = await env.step(action)
+                if obs["last_action_error"] or term or trunc:
+                    raise ValueError(
+                        f"prefix action {len(history) + 1} ({action!r}) "
+                        + (
+                            f"failed: {obs['last_action_error']}"
+                            if obs["last_action_error"]
+                            else "ended the episode"
+                        )
+                    )
+                history.append({"action": action, "error": "", "url": obs["url"]})
+            outcomes = await rollout.branch(
+                env,
+                n,
+                generate,
+                self.max_turns - len(prefix),
+                history=history,
+                on_failure=self.on_infrastructure_error,
+            )
+        finally:
+            await env.close()
+        outs = []
+        for outcome in outcomes:
+            out = self._output(outcome, "real")
+            out["prefix"] = history
+            outs.append(out)
+        return outs
 
     def _source(self, uid: Any) -> Source:
         """The source of this rollout of its row: the k-th rollout of a uid takes the k-th of the mix's."""
