@@ -30,9 +30,6 @@ func keepBudget(opts envcore.ObserveOptions, env *envcore.Env) envcore.ObserveOp
 	return opts
 }
 
-// observeNothing asks for no optional observation parts.
-var observeNothing = envcore.ObserveOptions{}
-
 // step runs one action.
 func (s *Server) step(ctx context.Context, x *session, a *stepArgs) (*StepReply, error) {
 	if x.over != "" {
