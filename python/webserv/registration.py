@@ -23,7 +23,7 @@ site it offers (``serve --sites``) and ``webserv/<task>`` for each of its tasks
 (``--webarena-tasks``, a site's task sets). Characters gymnasium ids cannot
 hold become ``_`` (the task ``shopping+cms.3`` is ``webserv/shopping_cms.3``).
 
-Every id has ``vector_entry_point``: ``gymnasium.make_vec(id, num_envs=N)``
+Every id but the attacked ones has ``vector_entry_point``: ``gymnasium.make_vec(id, num_envs=N)``
 gives a ``webserv.vector.WebVectorEnv``. ``reset(seed=...)`` of a site id picks
 a task deterministically; ``options={"task_id": ...}`` picks one.
 """
