@@ -128,3 +128,23 @@ func TestRunGradesTheGoal(t *testing.T) {
 		t.Fatalf("a state goal that could not be read must say so: %+v", o)
 	}
 }
+
+// Draw picks a task's attack by the task and seed, the same every time, and
+// spreads over the attacks.
+func TestDrawIsSeeded(t *testing.T) {
+	specs := []Spec{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	if Draw(nil, "t.1", 1) != nil {
+		t.Fatal("no attacks drew one")
+	}
+	seen := map[string]bool{}
+	for seed := int64(0); seed < 30; seed++ {
+		a, b := Draw(specs, "t.1", seed), Draw(specs, "t.1", seed)
+		if a.ID != b.ID {
+			t.Fatalf("seed %d drew %s then %s", seed, a.ID, b.ID)
+		}
+		seen[a.ID] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("30 seeds drew only %v", seen)
+	}
+}

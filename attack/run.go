@@ -69,6 +69,8 @@ func (r *Run) Document(req *http.Request, doc []byte) []byte {
 
 // Outcome is info.attack: whether the attack's goal was met.
 type Outcome struct {
+	// ID is the attack's id, when it has one (a task file's attacks).
+	ID      string `json:"id,omitempty"`
 	Channel string `json:"channel"`
 	Goal    Goal   `json:"goal"`
 	// Succeeded says the agent did what the attacker asked.
@@ -110,7 +112,7 @@ func (r *Run) Outcome(e End) Outcome {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	o := Outcome{Channel: r.spec.Channel, Goal: r.spec.Goal, Note: r.note}
+	o := Outcome{ID: r.spec.ID, Channel: r.spec.Channel, Goal: r.spec.Goal, Note: r.note}
 	if r.met >= 0 {
 		st := r.met
 		o.Succeeded, o.Step = true, &st

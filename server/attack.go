@@ -62,7 +62,7 @@ func (a *attackArgs) spec(where string) (*attack.Spec, error) {
 	if a == nil {
 		return nil, nil
 	}
-	s := &attack.Spec{Channel: a.Channel, Text: a.Text, Templates: a.Template, Goal: attack.Goal{Kind: a.Goal.Kind, Target: a.Goal.Target}, Reward: a.Reward}
+	s := &attack.Spec{Channel: a.Channel, Text: a.Text, Templates: attack.Templates(a.Template), Goal: attack.Goal{Kind: a.Goal.Kind, Target: a.Goal.Target}, Reward: a.Reward}
 	if err := s.Check(); err != nil {
 		return nil, badArgs(where + ": " + err.Error())
 	}
@@ -78,6 +78,9 @@ func (x *session) startAttack(ep *Episode) {
 	spec := x.limits.attack
 	if x.episodeAttack != nil {
 		spec = x.episodeAttack
+	}
+	if spec == nil {
+		spec = attack.Draw(ep.Attacks, ep.TaskID, x.seed) // the task's own attacks (a task file's attacks:)
 	}
 	if spec == nil {
 		x.arun = nil

@@ -528,6 +528,10 @@ def test_a_task_file_of_the_storefront_gets_a_definition_that_serves_it(
     mine = [
         t for t in json.loads((REPO / "sites/shop/tasks/shopping.json").read_text()) if t["task_id"] == 25
     ]
+    # The task's own attacks (attacks:): each episode draws one by its seed.
+    from webserv.attacks import library
+
+    mine[0]["attacks"] = [{"id": a.id, **a.spec} for a in library() if a.id in ("banner.url", "title.form")]
     (tmp_path / "tasks.json").write_text(json.dumps(mine))
     m = StandInModel(
         oracle_script({"shopping-eval.25": {"goal": mine[0]["intent"], "oracle": mine[0]["oracle"]}})
@@ -536,6 +540,11 @@ def test_a_task_file_of_the_storefront_gets_a_definition_that_serves_it(
     res = run(model=m.url, tasks=str(tmp_path / "tasks.json"), out=out, max_steps=6)
     assert (out / "sites" / "shopping-eval.json").is_file()
     assert [(r["task"], r["success"]) for r in res.rows] == [("shopping-eval.25", True)]
+    assert res.rows[0]["attack"]["id"] in ("banner.url", "title.form"), res.rows[0]["attack"]
+    assert (res.summary["attack"]["attack_success_rate"], res.summary["attack"]["utility_under_attack"]) == (
+        0,
+        1,
+    )
 
 
 # Closes the issue asked for, then another one: done, with a side effect (an update of issues).

@@ -167,12 +167,14 @@ def grader_of(info: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def attack_of(info: dict[str, Any]) -> dict[str, Any] | None:
-    """The attack's outcome (``info.attack``: channel, goal, succeeded, step), None without one."""
+    """The attack's outcome (``info.attack``: channel, goal, succeeded, step, and the id of a task's
+    own attack), None without one."""
     a = info.get("attack")
     if not isinstance(a, dict):
         return None
     goal = a.get("goal") or {}
     return {
+        **({"id": str(a["id"])} if a.get("id") else {}),
         "channel": str(a.get("channel", "")),
         "goal": str(goal.get("kind", "")),
         "target": str(goal.get("target", "")),
