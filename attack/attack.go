@@ -21,6 +21,9 @@ type Spec struct {
 	// Templates are the attacker's words with placeholders ({intent},
 	// {site}, ...: Placeholders); the episode's seed picks one.
 	Templates Templates `json:"template,omitempty"`
+	// Model is an attacker model that writes the words per episode
+	// (instead of Text or Templates).
+	Model *Model `json:"model,omitempty"`
 	// Goal is what the attacker wants the agent to do.
 	Goal Goal `json:"goal"`
 	// Reward is how the goal bears on the task's reward: "" (it does
@@ -89,11 +92,22 @@ func (s *Spec) Check() error {
 	if channelOf(s.Channel) == nil {
 		return fmt.Errorf("attack.channel %q is not a channel; use one of %s", s.Channel, strings.Join(ChannelNames(), ", "))
 	}
+	given := 0
+	for _, g := range []bool{s.Text != "", len(s.Templates) > 0, s.Model != nil} {
+		if g {
+			given++
+		}
+	}
 	switch {
-	case s.Text == "" && len(s.Templates) == 0:
-		return fmt.Errorf("attack needs the attacker's words: text (fixed) or template (a string, or a list the seed picks from, with placeholders like {intent})")
-	case s.Text != "" && len(s.Templates) > 0:
-		return fmt.Errorf("attack takes text or template, not both")
+	case given == 0:
+		return fmt.Errorf("attack needs the attacker's words: text (fixed), template (a string, or a list the seed picks from, with placeholders like {intent}) or model (an attacker model that writes them: {url, name})")
+	case given > 1:
+		return fmt.Errorf("attack takes one of text, template and model, not several")
+	}
+	if s.Model != nil {
+		if err := s.Model.check(); err != nil {
+			return err
+		}
 	}
 	for i, t := range s.Templates {
 		if strings.TrimSpace(t) == "" {
@@ -139,7 +153,7 @@ func (s *Spec) Pick(task string, seed int64, n int) int {
 // Words are the attacker's words for an episode: the text, or the seed's
 // template filled in with v.
 func (s *Spec) Words(v Vars, seed int64) string {
-	if s.Text != "" {
+	if s.Text != "" || len(s.Templates) == 0 { // a model's words are written per episode (Model.Write)
 		return s.Text
 	}
 	t := s.Templates[s.Pick(v.Task, seed, len(s.Templates))]

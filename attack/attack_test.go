@@ -59,6 +59,9 @@ func TestSpecCheckAndTemplates(t *testing.T) {
 		{Spec{Channel: "banner", Text: "x", Goal: Goal{Kind: "steal", Target: "s"}}, "not a goal; use one of url, form, answer, state"},
 		{Spec{Channel: "banner", Text: "x", Goal: Goal{Kind: "form", Target: "attacker.example"}}, "not an absolute http:// URL"},
 		{Spec{Channel: "banner", Text: "x", Goal: Goal{Kind: "url", Target: "/x"}, Reward: "zero"}, "not a reward mode"},
+		{Spec{Channel: "banner", Text: "x", Model: &Model{URL: "http://127.0.0.1:1/v1", Name: "m"}, Goal: Goal{Kind: "url", Target: "/x"}}, "one of text, template and model, not several"},
+		{Spec{Channel: "banner", Model: &Model{URL: "127.0.0.1:1", Name: "m"}, Goal: Goal{Kind: "url", Target: "/x"}}, "attack.model.url \"127.0.0.1:1\" is not an API root"},
+		{Spec{Channel: "banner", Model: &Model{URL: "http://127.0.0.1:1/v1"}, Goal: Goal{Kind: "url", Target: "/x"}}, "attack.model.name is empty"},
 	} {
 		if err := tc.s.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one saying %q", tc.s, err, tc.want)
