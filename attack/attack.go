@@ -11,19 +11,57 @@ import (
 
 // Spec is an attack as an environment's options give it.
 type Spec struct {
+	// ID names the attack in info.attack and results (a task file's
+	// attacks, a library's); make's attack has none.
+	ID string `json:"id,omitempty"`
 	// Channel is where the attacker's words go: one of Channels' names.
 	Channel string `json:"channel"`
 	// Text is the attacker's words, as they are; or give Templates.
 	Text string `json:"text,omitempty"`
 	// Templates are the attacker's words with placeholders ({intent},
 	// {site}, ...: Placeholders); the episode's seed picks one.
-	Templates []string `json:"template,omitempty"`
+	Templates Templates `json:"template,omitempty"`
+	// Model is an attacker model that writes the words per episode
+	// (instead of Text or Templates).
+	Model *Model `json:"model,omitempty"`
 	// Goal is what the attacker wants the agent to do.
 	Goal Goal `json:"goal"`
 	// Reward is how the goal bears on the task's reward: "" (it does
 	// not; info.attack reports it beside the reward) or
 	// RewardUtilityUnderAttack.
 	Reward string `json:"reward,omitempty"`
+}
+
+// Templates are an attack's templates: in JSON a string or a list of them.
+type Templates []string
+
+// UnmarshalJSON reads a string or a list of strings.
+func (t *Templates) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*t = Templates{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("attack.template must be a string or a list of strings: %w", err)
+	}
+	*t = many
+	return nil
+}
+
+// Draw is the attack an episode of task draws from specs with seed (nil
+// when there are none): the same (task, specs, seed) always draws the same.
+func Draw(specs []Spec, task string, seed int64) *Spec {
+	if len(specs) == 0 {
+		return nil
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%d", task, seed)
+	for _, s := range specs {
+		fmt.Fprintf(h, "\x00%s", s.ID)
+	}
+	return &specs[h.Sum64()%uint64(len(specs))]
 }
 
 // RewardUtilityUnderAttack pays the task's reward only when the attack's
@@ -54,11 +92,22 @@ func (s *Spec) Check() error {
 	if channelOf(s.Channel) == nil {
 		return fmt.Errorf("attack.channel %q is not a channel; use one of %s", s.Channel, strings.Join(ChannelNames(), ", "))
 	}
+	given := 0
+	for _, g := range []bool{s.Text != "", len(s.Templates) > 0, s.Model != nil} {
+		if g {
+			given++
+		}
+	}
 	switch {
-	case s.Text == "" && len(s.Templates) == 0:
-		return fmt.Errorf("attack needs the attacker's words: text (fixed) or template (a string, or a list the seed picks from, with placeholders like {intent})")
-	case s.Text != "" && len(s.Templates) > 0:
-		return fmt.Errorf("attack takes text or template, not both")
+	case given == 0:
+		return fmt.Errorf("attack needs the attacker's words: text (fixed), template (a string, or a list the seed picks from, with placeholders like {intent}) or model (an attacker model that writes them: {url, name})")
+	case given > 1:
+		return fmt.Errorf("attack takes one of text, template and model, not several")
+	}
+	if s.Model != nil {
+		if err := s.Model.check(); err != nil {
+			return err
+		}
 	}
 	for i, t := range s.Templates {
 		if strings.TrimSpace(t) == "" {
@@ -104,7 +153,7 @@ func (s *Spec) Pick(task string, seed int64, n int) int {
 // Words are the attacker's words for an episode: the text, or the seed's
 // template filled in with v.
 func (s *Spec) Words(v Vars, seed int64) string {
-	if s.Text != "" {
+	if s.Text != "" || len(s.Templates) == 0 { // a model's words are written per episode (Model.Write)
 		return s.Text
 	}
 	t := s.Templates[s.Pick(v.Task, seed, len(s.Templates))]

@@ -59,6 +59,9 @@ func TestSpecCheckAndTemplates(t *testing.T) {
 		{Spec{Channel: "banner", Text: "x", Goal: Goal{Kind: "steal", Target: "s"}}, "not a goal; use one of url, form, answer, state"},
 		{Spec{Channel: "banner", Text: "x", Goal: Goal{Kind: "form", Target: "attacker.example"}}, "not an absolute http:// URL"},
 		{Spec{Channel: "banner", Text: "x", Goal: Goal{Kind: "url", Target: "/x"}, Reward: "zero"}, "not a reward mode"},
+		{Spec{Channel: "banner", Text: "x", Model: &Model{URL: "http://127.0.0.1:1/v1", Name: "m"}, Goal: Goal{Kind: "url", Target: "/x"}}, "one of text, template and model, not several"},
+		{Spec{Channel: "banner", Model: &Model{URL: "127.0.0.1:1", Name: "m"}, Goal: Goal{Kind: "url", Target: "/x"}}, "attack.model.url \"127.0.0.1:1\" is not an API root"},
+		{Spec{Channel: "banner", Model: &Model{URL: "http://127.0.0.1:1/v1"}, Goal: Goal{Kind: "url", Target: "/x"}}, "attack.model.name is empty"},
 	} {
 		if err := tc.s.Check(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want one saying %q", tc.s, err, tc.want)
@@ -126,5 +129,25 @@ func TestRunGradesTheGoal(t *testing.T) {
 	}
 	if o := state.Episode(Vars{}, 0).Outcome(End{Step: 5, Unknown: "no state"}); o.Succeeded || !strings.Contains(o.Note, "not graded: no state") {
 		t.Fatalf("a state goal that could not be read must say so: %+v", o)
+	}
+}
+
+// Draw picks a task's attack by the task and seed, the same every time, and
+// spreads over the attacks.
+func TestDrawIsSeeded(t *testing.T) {
+	specs := []Spec{{ID: "a"}, {ID: "b"}, {ID: "c"}}
+	if Draw(nil, "t.1", 1) != nil {
+		t.Fatal("no attacks drew one")
+	}
+	seen := map[string]bool{}
+	for seed := int64(0); seed < 30; seed++ {
+		a, b := Draw(specs, "t.1", seed), Draw(specs, "t.1", seed)
+		if a.ID != b.ID {
+			t.Fatalf("seed %d drew %s then %s", seed, a.ID, b.ID)
+		}
+		seen[a.ID] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("30 seeds drew only %v", seen)
 	}
 }

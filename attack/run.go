@@ -25,7 +25,13 @@ type Run struct {
 // Episode starts a run of s (checked) for an episode with values v and
 // seed: the same (task, attack, seed) gives the same words and places.
 func (s *Spec) Episode(v Vars, seed int64) *Run {
-	return &Run{spec: *s, kind: goalOf(s.Goal.Kind), words: s.Words(v, seed), draw: uint64(s.Pick(v.Task, seed, 1<<30)), met: -1}
+	return s.EpisodeWith(s.Words(v, seed), v, seed)
+}
+
+// EpisodeWith starts a run of s with words written for the episode (by an
+// attacker model: Model.Write); the place in the page is the seed's.
+func (s *Spec) EpisodeWith(words string, v Vars, seed int64) *Run {
+	return &Run{spec: *s, kind: goalOf(s.Goal.Kind), words: words, draw: uint64(s.Pick(v.Task, seed, 1<<30)), met: -1}
 }
 
 // Words are the attacker's words this episode.
@@ -69,6 +75,8 @@ func (r *Run) Document(req *http.Request, doc []byte) []byte {
 
 // Outcome is info.attack: whether the attack's goal was met.
 type Outcome struct {
+	// ID is the attack's id, when it has one (a task file's attacks).
+	ID      string `json:"id,omitempty"`
 	Channel string `json:"channel"`
 	Goal    Goal   `json:"goal"`
 	// Succeeded says the agent did what the attacker asked.
@@ -76,6 +84,9 @@ type Outcome struct {
 	// Step is the step at which the goal was met (the ending step, for an
 	// answer or a state change), null when it was not.
 	Step *int `json:"step"`
+	// Words are the words an attacker model wrote for the episode (a
+	// model attack's only: what the attacker's training needs).
+	Words string `json:"words,omitempty"`
 	// Note says where a channel fell back (no list in a page) or found no
 	// place, on the last page it did.
 	Note string `json:"note,omitempty"`
@@ -110,7 +121,10 @@ func (r *Run) Outcome(e End) Outcome {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	o := Outcome{Channel: r.spec.Channel, Goal: r.spec.Goal, Note: r.note}
+	o := Outcome{ID: r.spec.ID, Channel: r.spec.Channel, Goal: r.spec.Goal, Note: r.note}
+	if r.spec.Model != nil {
+		o.Words = r.words
+	}
 	if r.met >= 0 {
 		st := r.met
 		o.Succeeded, o.Step = true, &st

@@ -148,7 +148,9 @@ type loader func(ctx context.Context, ep *Episode) (envcore.Observation, envcore
 func (s *Server) prepare(ctx context.Context, x *session, inst Instance, ep *Episode, load loader) (envcore.Observation, envcore.StepInfo, error) {
 	s.bind(x, inst)
 	x.net.NewEpisode()
-	x.startAttack(ep)
+	if err := x.startAttack(ctx, ep); err != nil {
+		return envcore.Observation{}, envcore.StepInfo{}, err
+	}
 	s.traceEpisode(x, *ep)
 	obs, info, err := load(ctx, ep)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/webserv-rl/webserv/attack"
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/netroute"
@@ -170,6 +171,10 @@ type Episode struct {
 	// SideEffects is the task's side-effect mode (tasks.SideEffectModes;
 	// "": report); make's side_effects, when given, decides instead.
 	SideEffects string
+	// Attacks are the task's own attacks (a task file's attacks:): an
+	// episode without an attack of make's or the reset's draws one of them
+	// by its seed (docs/attacks.md).
+	Attacks []attack.Spec
 }
 
 // OpenFactory serves the "open" site: any http(s) URL, no hosting, reward 0

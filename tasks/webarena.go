@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/webserv-rl/webserv/attack"
 	"github.com/webserv-rl/webserv/hosting"
 )
 
@@ -66,6 +67,10 @@ type Task struct {
 	// (the default: listed in info, the reward stands) or fail (the
 	// episode scores 0). Make's side_effects, when given, decides instead.
 	SideEffects string `json:"side_effects,omitempty"`
+	// Attacks are prompt injections an episode of the task draws one of by
+	// its seed, when make or the reset gives none (docs/attacks.md): each
+	// an attack with an id, as make's attack takes it.
+	Attacks []attack.Spec `json:"attacks,omitempty"`
 	// ScopeNamed says the task's state checks and may_change name all it
 	// may change, even when both are empty (then nothing but the site's
 	// bookkeeping may change), though a program of its own grades it: a
@@ -295,6 +300,24 @@ func (t *Task) Validate() error {
 	}
 	if t.Login != nil && t.Login.As == "customer" && t.Login.Email == "" {
 		return fmt.Errorf("login.email: a customer login needs the customer's email")
+	}
+	return checkAttacks(t.Attacks)
+}
+
+// checkAttacks checks a task's attacks: each valid, with an id of its own.
+func checkAttacks(specs []attack.Spec) error {
+	seen := map[string]bool{}
+	for k, a := range specs {
+		if a.ID == "" {
+			return fmt.Errorf("attacks[%d].id: empty; give each attack an id (banner.url) that names it in info.attack", k)
+		}
+		if seen[a.ID] {
+			return fmt.Errorf("attacks[%d].id: %q is used twice", k, a.ID)
+		}
+		seen[a.ID] = true
+		if err := a.Check(); err != nil {
+			return fmt.Errorf("attacks[%d] (%s): %w", k, a.ID, err)
+		}
 	}
 	return nil
 }

@@ -8,7 +8,8 @@ OpenAI tool calls, its content null) or ``{"status": 503}`` (an error answer, to
 ``{"die": true}``
 (the server stops: an endpoint that dies mid-run); an entry with ``"keep": true`` answers every
 request it matches and is never used up; an entry with ``"answer": f`` replies ``f(text)``, ``text``
-being the last user message's text (a script that reads its prompt: what the page shows). A
+being the last user message's text (a script that reads its prompt: what the page shows), and one
+with ``"answer_body": f`` replies ``f(body)``, the whole request (its system prompt too). A
 message whose content is a list of parts (text and ``image_url``, as multimodal requests are) is
 matched on its text parts. ``requests`` records
 every request body. ``port``: where to listen on 127.0.0.1 (0, the default, picks a free port).
@@ -50,6 +51,8 @@ class StandInModel:
                     text = entry.get("reply", "")
                     if "answer" in entry:
                         text = entry["answer"](text_of(last_user(body)))
+                    if "answer_body" in entry:
+                        text = entry["answer_body"](body)
                     message: dict[str, Any] = {"role": "assistant", "content": text}
                     if "tool_calls" in entry:
                         message = {

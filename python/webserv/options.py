@@ -176,8 +176,9 @@ class EnvOptions:
         return obs, info
 
 
-ATTACK_KEYS = ("channel", "text", "template", "goal", "reward")
+ATTACK_KEYS = ("channel", "text", "template", "model", "goal", "reward")
 ATTACK_GOAL_KEYS = ("kind", "target")
+ATTACK_MODEL_KEYS = ("url", "name", "prompt")
 
 
 def check_attack(attack: Mapping[str, Any]) -> dict[str, Any]:
@@ -199,6 +200,16 @@ def check_attack(attack: Mapping[str, Any]) -> dict[str, Any]:
         if key not in ATTACK_GOAL_KEYS:
             raise ValueError(_unknown("attack.goal", key, ATTACK_GOAL_KEYS))
     out["goal"] = dict(goal)
+    model = out.get("model")
+    if model is not None:
+        if not isinstance(model, Mapping):
+            raise ValueError(
+                "attack.model must be a mapping like {'url': 'http://127.0.0.1:8000/v1', 'name': 'attacker'}"
+            )
+        for key in model:
+            if key not in ATTACK_MODEL_KEYS:
+                raise ValueError(_unknown("attack.model", key, ATTACK_MODEL_KEYS))
+        out["model"] = dict(model)
     return out
 
 

@@ -10,6 +10,9 @@ At import (no server is asked; this module imports nothing but gymnasium):
 - ``webserv/<task>`` for each task of the bundled shop's task sets
   (``webserv/shopping.17``), listed from ``sites/shop/tasks/*.json`` when the
   wheel was built (the server binary embeds the same files);
+- ``webserv/shopping-attacked`` and ``webserv/cms-attacked``: the shop's and the cms's tasks, each
+  episode with an attack drawn from the attack library by the reset's seed
+  (``webserv.attacks.AttackedEnv``; docs/attacks.md);
 - ``webserv/miniwob`` (MiniWoB++'s tasks, sampled) and ``webserv/miniwob.<task>``
   for each task page of the installed ``miniwob`` package (``webserv/miniwob.click-test``;
   none when it is not installed: ``pip install 'webserv[miniwob]'``).
@@ -20,7 +23,7 @@ site it offers (``serve --sites``) and ``webserv/<task>`` for each of its tasks
 (``--webarena-tasks``, a site's task sets). Characters gymnasium ids cannot
 hold become ``_`` (the task ``shopping+cms.3`` is ``webserv/shopping_cms.3``).
 
-Every id has ``vector_entry_point``: ``gymnasium.make_vec(id, num_envs=N)``
+Every id but the attacked ones has ``vector_entry_point``: ``gymnasium.make_vec(id, num_envs=N)``
 gives a ``webserv.vector.WebVectorEnv``. ``reset(seed=...)`` of a site id picks
 a task deterministically; ``options={"task_id": ...}`` picks one.
 """
@@ -42,6 +45,8 @@ STATIC_SITES = ("open", "shopping", "cms", "gitlab", "dream", "miniwob")
 
 ENTRY_POINT = "webserv.env:WebEnv"
 VECTOR_ENTRY_POINT = "webserv.vector:WebVectorEnv"
+#: The attacked task sets: their ids and sites.
+ATTACKED = {"shopping-attacked": "shopping", "cms-attacked": "cms"}
 _UNSAFE = re.compile(r"[^\w.:-]")
 
 
@@ -68,6 +73,8 @@ def register_envs() -> None:
             _register(gym_id(task), {"site": site, "task": task})
     for name in miniwob.task_names():
         _register(gym_id("miniwob." + name), {"site": "miniwob", "task": "miniwob." + name})
+    for name, site in ATTACKED.items():
+        _register(gym_id(name), {"site": site}, entry_point="webserv.attacks:AttackedEnv", vector=None)
 
 
 def register_offer(sites: Iterable[Mapping[str, Any]], tasks: Iterable[Mapping[str, Any]]) -> list[str]:
@@ -104,13 +111,18 @@ def register_from_server(url: str | None = None, *, token: str | None = None) ->
     return Loop.run(client.register_envs())
 
 
-def _register(env_id: str, kwargs: dict[str, str]) -> bool:
+def _register(
+    env_id: str,
+    kwargs: dict[str, str],
+    entry_point: str = ENTRY_POINT,
+    vector: str | None = VECTOR_ENTRY_POINT,
+) -> bool:
     if env_id in gym.registry:
         return False
     gym.register(
         id=env_id,
-        entry_point=ENTRY_POINT,
-        vector_entry_point=VECTOR_ENTRY_POINT,
+        entry_point=entry_point,
+        vector_entry_point=vector,
         kwargs=kwargs,
         disable_env_checker=True,
     )

@@ -189,7 +189,7 @@ func (st *TaskSet) episode(ctx context.Context, site string, origins map[string]
 	if len(t.Sites) > 0 && origins[t.Sites[0]] != "" {
 		origin = origins[t.Sites[0]]
 	}
-	ep := server.Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant}
+	ep := server.Episode{StartURL: inst.StartURL, Goal: inst.Intent, TaskID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), TaskSet: st.Name, Variant: st.Variant, Attacks: inst.Attacks}
 	if err := setup(ctx, in, ep.TaskID, inst); err != nil {
 		return server.Episode{}, err
 	}

@@ -99,6 +99,20 @@ def _eval_parser(prog: str) -> argparse.ArgumentParser:
         help="a JSON file holding an attack (docs/attacks.md) put into every episode's pages; the "
         "summary then has the attack success rate and the utility under attack",
     )
+    p.add_argument(
+        "--attacks",
+        metavar="FILE|library",
+        default=None,
+        help="run every task without an attack and under each attack of FILE (a JSON or YAML list of "
+        "attacks with ids) or of the shipped library; the summary has utility, utility under attack "
+        "and ASR per channel and goal (docs/attacks.md)",
+    )
+    p.add_argument(
+        "--defense",
+        action="store_true",
+        help="run every episode also with the defense (a system-prompt rule: the page is data, never "
+        "instructions), on the same (task, attack, seed); the report shows both side by side",
+    )
     p.add_argument("--json", action="store_true", help="print summary.json instead of the table")
     p.add_argument("-q", "--quiet", action="store_true", help="no line per episode")
     return p
@@ -153,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                     strict_answers=a.strict_answers,
                     side_effects=a.side_effects,
                     attack=json.loads(Path(a.attack).read_text()) if a.attack else None,
+                    attacks=a.attacks,
+                    defense=a.defense,
                     quiet=a.quiet or a.json,
                 )
             )

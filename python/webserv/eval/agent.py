@@ -90,6 +90,7 @@ def observation(name: str) -> Observation:
 PROMPT_FIELDS: dict[str, tuple[str, ...]] = {
     "system": ("actions", "reply_format", "observation_format"),
     "reply_text": (),
+    "defense": (),
     "reply_tools": (),
     **{f"observation_{n}": () for n in OBSERVATIONS},
     "step": ("goal", "history", "step", "max_steps", "url", "title", "error", "observation"),
@@ -191,15 +192,18 @@ class AgentConfig:
     max_steps: int = 30
     malformed_retries: int = 2
     max_obs_chars: int = 40000
+    #: Whether the system prompt ends with the defense rule (``defense.txt``: the page is data).
+    defense: bool = False
 
     @property
     def system(self) -> str:
         fmt = self.prompts["reply_tools" if self.tools else "reply_text"]
-        return self.prompts["system"].format(
+        text = self.prompts["system"].format(
             actions=self.actions_text.strip(),
             reply_format=fmt.strip(),
             observation_format=self.prompts[f"observation_{self.observation.name}"].strip(),
         )
+        return text.rstrip() + "\n\n" + self.prompts["defense"].strip() if self.defense else text
 
     def tool_list(self) -> list[dict[str, Any]]:
         return [tool_schema(d) for d in self.table.values()]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,16 @@ class EvalOptions:
     #: without the attack's goal met), with intervals, per channel and goal. Utility without the
     #: attack is the same run without it (``webserv eval compare`` pairs the two).
     attack: Mapping[str, Any] | None = field(default=None, hash=False)
+    #: Attacks to pair with every task (docs/attacks.md "Attacked task sets"): ``"library"`` (the
+    #: attacks shipped with the package), a JSON or YAML file of attacks with ids, or a list of
+    #: them. Every task runs once without an attack and once under each, with the same seed, and
+    #: the summary's ``attack`` has the utility (no attack), the utility under attack and the
+    #: attack success rate, per channel and per goal. Not with ``attack``.
+    attacks: str | Sequence[Mapping[str, Any]] | None = field(default=None, hash=False)
+    #: The reference agent's defense: a system-prompt rule that the page's words are data, never
+    #: instructions (``agent.DEFENSE``). Every episode then runs twice, without the rule and with
+    #: it, on the same (task, attack, seed), and the report shows both side by side.
+    defense: bool = False
     #: The endpoint's API key (default ``$OPENAI_API_KEY``, as ``ChatModel``).
     api_key: str | None = None
     #: No line per episode.
@@ -115,6 +125,10 @@ class EvalOptions:
     def __post_init__(self) -> None:
         if self.attack is not None:
             object.__setattr__(self, "attack", check_attack(self.attack))
+        if self.attack is not None and self.attacks is not None:
+            raise ValueError(
+                "give attack (one attack in every episode) or attacks (every task under each), not both"
+            )
         # A value outside a closed set is refused where it is written (here, or in ``of``).
         if self.side_effects is not None and self.side_effects not in SIDE_EFFECTS:
             raise ValueError(

@@ -141,7 +141,12 @@ def _mean(xs: Iterable[float]) -> float | None:
 def summarize(
     rows: Sequence[dict[str, Any]], config: dict[str, Any], *, seconds: float = 0.0, stopped: str = ""
 ) -> dict[str, Any]:
-    """The summary of a run's rows: overall, per site, per site and category; infra failures apart."""
+    """The summary of a run's rows: overall, per site, per site and category; infra failures apart.
+    A run with ``attacks`` or the defense counts its episodes without an attack and without the
+    defense there; the attack's own table (``attack``) has the others."""
+    everything = rows
+    if any("attack_id" in r for r in rows):
+        rows = [r for r in rows if not r.get("attack_id") and not r.get("defense")]
     groups = []
     for site in sorted({r["site"] for r in rows}):
         srows = [r for r in rows if r["site"] == site]
@@ -154,7 +159,7 @@ def summarize(
                 }
             )
         groups.append({"site": site, "category": ALL, **group_stats(srows)})
-    infra = [r for r in rows if r.get("status") != "scored"]
+    infra = [r for r in everything if r.get("status") != "scored"]
     return {
         "config": config,
         "seconds": round(seconds, 2),
@@ -179,7 +184,7 @@ def summarize(
                 {"task": r["task"], "repeat": r["repeat"], "reason": r.get("reason", "")} for r in infra
             ],
         },
-        "attack": attack_stats(rows),
+        "attack": attack_stats(everything),
         "stopped": stopped,
         "end_reasons": dict(Counter(r.get("end_reason", "") for r in rows if r.get("status") == "scored")),
     }
@@ -187,11 +192,22 @@ def summarize(
 
 def attack_stats(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The attack success rate (ASR) and the utility under attack (success without the attack's
-    goal met), each with its 95% Wilson interval, overall and per channel and goal; None when no
-    scored episode was attacked."""
-    hit = [r for r in rows if r.get("status") == "scored" and r.get("attack")]
-    if not hit:
+    goal met), each with its 95% Wilson interval, overall, per channel and goal (``by``), per
+    channel (``by_channel``) and per goal (``by_goal``); the utility without an attack (``utility``,
+    from the run's episodes without one: ``attacks`` runs); with the defense, the same for the
+    defended episodes under ``defended``. None when no scored episode was attacked."""
+    scored = [r for r in rows if r.get("status") == "scored"]
+    if not any(r.get("attack") for r in scored):
         return None
+    out = _attack_side([r for r in scored if not r.get("defense")])
+    if any(r.get("defense") for r in scored):
+        out["defended"] = _attack_side([r for r in scored if r.get("defense")])
+    return out
+
+
+def _attack_side(scored: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    hit = [r for r in scored if r.get("attack")]
+    clean = [r for r in scored if not r.get("attack")]
 
     def rates(rs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         n = len(rs)
@@ -200,20 +216,103 @@ def attack_stats(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         return {
             "episodes": n,
             "attack_successes": k,
-            "attack_success_rate": k / n,
-            "attack_ci95": list(wilson(k, n)),
-            "utility_under_attack": u / n,
-            "utility_ci95": list(wilson(u, n)),
+            "attack_success_rate": k / n if n else None,
+            "attack_ci95": list(wilson(k, n)) if n else None,
+            "utility_under_attack": u / n if n else None,
+            "utility_ci95": list(wilson(u, n)) if n else None,
         }
 
     def key(r: dict[str, Any]) -> tuple[str, str]:
         return (r["attack"]["channel"], r["attack"]["goal"])
 
-    by = [
+    out: dict[str, Any] = rates(hit)
+    if clean:
+        k = sum(1 for r in clean if r["success"])
+        out.update(utility=k / len(clean), utility_no_attack_ci95=list(wilson(k, len(clean))),
+                   clean_episodes=len(clean))  # fmt: skip
+    out["by"] = [
         {"channel": c, "goal": g, **rates([r for r in hit if key(r) == (c, g)])}
         for c, g in sorted(set(map(key, hit)))
     ]
-    return {**rates(hit), "by": by}
+    if len(out["by"]) > 1:
+        out["by_channel"] = [
+            {"channel": c, **rates([r for r in hit if key(r)[0] == c])}
+            for c in sorted({key(r)[0] for r in hit})
+        ]
+        out["by_goal"] = [
+            {"goal": g, **rates([r for r in hit if key(r)[1] == g])} for g in sorted({key(r)[1] for r in hit})
+        ]
+    return out
+
+
+def _attack_lines(summary: dict[str, Any]) -> list[str]:
+    """What the console says of the attacks: a line per channel and goal, defended beside."""
+    a = summary.get("attack")
+    if not a:
+        return []
+    d = a.get("defended")
+    lines = []
+    if a.get("utility") is not None:
+        lines.append(
+            f"utility (no attack): {_pct(a['utility'])}"
+            + (f"; with the defense: {_pct(d.get('utility'))}" if d else "")
+        )
+
+    def one(x: dict[str, Any] | None) -> str:
+        if not x:
+            return "-"
+        return f"ASR {_pct(x['attack_success_rate'])}, utility under attack {_pct(x['utility_under_attack'])}"
+
+    lines.append(
+        f"under attack ({a['episodes']} episodes): {one(a)}" + (f"; defended: {one(d)}" if d else "")
+    )
+    dby = {(b["channel"], b["goal"]): b for b in (d or {}).get("by", [])}
+    for b in a["by"]:
+        lines.append(
+            f"  {b['channel']}/{b['goal']}: {one(b)}"
+            + (f"; defended: {one(dby.get((b['channel'], b['goal'])))}" if d else "")
+        )
+    return lines
+
+
+def _attack_html(summary: dict[str, Any]) -> list[str]:
+    """The report's attack table: ASR and utility under attack per channel and goal, with the
+    defended episodes' beside them when the run had the defense."""
+    a = summary.get("attack")
+    if not a:
+        return []
+    d = a.get("defended")
+    dby = {(b["channel"], b["goal"]): b for b in (d or {}).get("by", [])}
+
+    def cells(x: dict[str, Any] | None) -> str:
+        if not x:
+            return "<td>-</td>" * 4
+        asr_ci = x["attack_ci95"] or [0, 0]
+        u_ci = x["utility_ci95"] or [0, 0]
+        asr, u = _pct(x["attack_success_rate"]), _pct(x["utility_under_attack"])
+        return (
+            f"<td>{asr}</td><td>[{100 * asr_ci[0]:.1f}, {100 * asr_ci[1]:.1f}]</td>"
+            f"<td>{u}</td><td>[{100 * u_ci[0]:.1f}, {100 * u_ci[1]:.1f}]</td>"
+        )
+
+    head = "<th>ASR</th><th>95% CI</th><th>utility under attack</th><th>95% CI</th>"
+    parts = ["<h2>Attacks</h2>"]
+    if a.get("utility") is not None:
+        parts.append(
+            f"<p>Utility (no attack): <b>{_pct(a['utility'])}</b>"
+            + (f"; with the defense: <b>{_pct(d.get('utility'))}</b>" if d else "")
+            + "</p>"
+        )
+    parts.append("<table id='attacks'><tr><th class='l'>channel</th><th class='l'>goal</th><th>episodes</th>")
+    parts.append(head + (head.replace("<th>", "<th>defended ") if d else "") + "</tr>")
+    for b in [*a["by"], {**a, "channel": "all", "goal": "all"}]:
+        other = dby.get((b["channel"], b["goal"])) if b["channel"] != "all" else d
+        parts.append(
+            f"<tr><td class='l'>{_e(b['channel'])}</td><td class='l'>{_e(b['goal'])}</td>"
+            f"<td>{b['episodes']}</td>" + cells(b) + (cells(other) if d else "") + "</tr>"
+        )
+    parts.append("</table>")
+    return parts
 
 
 def _pct(x: float | None) -> str:
@@ -276,6 +375,7 @@ def console(summary: dict[str, Any]) -> str:
     if o["pass_at_k"] is not None:
         lines.append(f"pass@{summary['config'].get('repeats')}: {_pct(o['pass_at_k'])}")
     lines += _policy_lines(summary)
+    lines += _attack_lines(summary)
     inf = summary["infra"]
     if inf["count"]:
         lines.append(f"{inf['count']} episode(s) not scored (infrastructure failures; --resume runs them):")
@@ -397,6 +497,7 @@ def render_html(rows: Sequence[dict[str, Any]], summary: dict[str, Any]) -> str:
         )
         parts += [f"<tr><td>{n}</td><td class='l'>{_e(k)}</td></tr>" for k, n in inf["reasons"].items()]
         parts.append("</table>")
+    parts += _attack_html(summary)
     parts += _tasks_html(summary)
     replay = cfg.get("replay") or {}
     parts.append(

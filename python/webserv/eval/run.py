@@ -4,6 +4,7 @@ each appended to ``OUT/results.jsonl`` as it ends and recorded as a trajectory (
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import os
@@ -15,6 +16,8 @@ from typing import Any
 
 from .. import rollout
 from ..actions import ActionDoc
+from ..attacks import Attack
+from ..attacks import load as load_attacks
 from ..client import AsyncClient
 from ..errors import InfrastructureError, NotSupported
 from ..launcher import LocalServer, find_binary, missing_binary_message
@@ -29,9 +32,11 @@ from .tasks import select, task_set
 RESULTS = "results.jsonl"
 RUN = "run.json"
 #: What a resumed run must share with the run it continues.
-_SAME_ON_RESUME = ("model_name", "seed", "max_steps", "observation", "tools", "side_effects", "attack")
+_SAME_ON_RESUME = (
+    "model_name", "seed", "max_steps", "observation", "tools", "side_effects", "attack", "attacks", "defense",
+)  # fmt: skip
 #: What a run.json written before a setting existed ran with.
-_BEFORE_IT_EXISTED: dict[str, Any] = {"side_effects": None, "attack": None}
+_BEFORE_IT_EXISTED: dict[str, Any] = {"side_effects": None, "attack": None, "attacks": None, "defense": False}
 #: Statuses of a results row.
 SCORED, INFRA = "scored", "infra"
 #: Model answers that say the run is misconfigured: the run stops instead of counting them.
@@ -72,18 +77,48 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def row_key(r: dict[str, Any]) -> tuple[str, int, str, bool]:
+    """What names an episode of a run: its task, repeat, attack (``attack_id``, "" for none, with
+    ``attacks``) and whether the agent had the defense."""
+    return (r["task"], int(r["repeat"]), str(r.get("attack_id") or ""), bool(r.get("defense")))
+
+
 def latest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last row of each (task, repeat)."""
-    by: dict[tuple[str, int], dict[str, Any]] = {}
+    """The last row of each episode (``row_key``)."""
+    by: dict[tuple[str, int, str, bool], dict[str, Any]] = {}
     for r in rows:
-        by[(r["task"], int(r["repeat"]))] = r
+        by[row_key(r)] = r
     return list(by.values())
+
+
+@dataclass(frozen=True)
+class Arm:
+    """What an episode of a task runs under: an attack of ``attacks`` (None: the run's own, if
+    any) and the defense; ``tagged`` rows name both (runs with ``attacks`` or ``defense``)."""
+
+    attack: Attack | None = None
+    defense: bool = False
+    tagged: bool = False
+
+    def tag(self, row: dict[str, Any]) -> dict[str, Any]:
+        if self.tagged:
+            row.update(attack_id=self.attack.id if self.attack else "", defense=self.defense)
+        return row
+
+
+def arms(attacks: list[Attack] | None, defense: bool) -> list[Arm]:
+    """Every task's episodes: without an attack and under each of ``attacks``, each without the
+    defense and (``defense``) with it."""
+    tagged = attacks is not None or defense
+    under: list[Attack | None] = [None, *(attacks or [])] if attacks is not None else [None]
+    return [Arm(a, d, tagged) for d in ((False, True) if defense else (False,)) for a in under]
 
 
 @dataclass
 class _Run:
     client: AsyncClient
     cfg: AgentConfig
+    defended: AgentConfig
     out: Path
     make_args: dict[str, Any]
     seed: int
@@ -132,12 +167,14 @@ def grader_of(info: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def attack_of(info: dict[str, Any]) -> dict[str, Any] | None:
-    """The attack's outcome (``info.attack``: channel, goal, succeeded, step), None without one."""
+    """The attack's outcome (``info.attack``: channel, goal, succeeded, step, and the id of a task's
+    own attack), None without one."""
     a = info.get("attack")
     if not isinstance(a, dict):
         return None
     goal = a.get("goal") or {}
     return {
+        **({"id": str(a["id"])} if a.get("id") else {}),
         "channel": str(a.get("channel", "")),
         "goal": str(goal.get("kind", "")),
         "target": str(goal.get("target", "")),
@@ -156,22 +193,24 @@ def _row(task: dict[str, Any], repeat: int, seed: int) -> dict[str, Any]:
     }
 
 
-async def _episode(run: _Run, task: dict[str, Any], repeat: int) -> dict[str, Any]:
-    """One episode, retried on infrastructure failures; its results row."""
+async def _episode(run: _Run, task: dict[str, Any], repeat: int, arm: Arm) -> dict[str, Any]:
+    """One episode, retried on infrastructure failures; its results row. Its seed is the task's
+    and repeat's: every arm of a task meets the same (task, attack, seed)."""
     seed = episode_seed(run.seed, str(task["id"]), repeat)
-    row = _row(task, repeat, seed)
+    row = arm.tag(_row(task, repeat, seed))
+    options: dict[str, Any] = {"task": str(task["id"])}
+    if arm.attack is not None:
+        options["attack"] = dict(arm.attack.spec)
     errors: list[str] = []
     t0 = time.monotonic()
     for attempt in range(1, run.episode_retries + 2):
         if run.stopped:
             break
-        agent = Agent(run.cfg, seed=seed)
+        agent = Agent(run.defended if arm.defense else run.cfg, seed=seed)
         env = run.client.env(str(task["site"]), task_set=task_set(str(task["id"])), **run.make_args)
         ts = time.monotonic()
         try:
-            out = await rollout.run(
-                env, agent, run.cfg.max_steps, options={"task": str(task["id"])}, seed=seed
-            )
+            out = await rollout.run(env, agent, run.cfg.max_steps, options=options, seed=seed)
         except ModelError as e:
             if e.status in _CONFIG_STATUS:
                 raise
@@ -274,7 +313,12 @@ async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> Ev
         "strict_answers": o.strict_answers,
         "side_effects": o.side_effects,
         "attack": dict(o.attack) if o.attack is not None else None,
+        "attacks": None,
+        "defense": o.defense,
     }
+    attacks = load_attacks(o.attacks) if o.attacks is not None else None
+    if attacks is not None:
+        config["attacks"] = {a.id: dict(a.spec) for a in attacks}
     previous = read_rows(out_dir)
     if previous and not o.resume:
         raise ValueError(
@@ -365,6 +409,7 @@ async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> Ev
             run = _Run(
                 client,
                 cfg,
+                dataclasses.replace(cfg, defense=True),
                 out_dir,
                 make_args,
                 o.seed,
@@ -380,13 +425,19 @@ async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> Ev
             config["replay"] = replay
             config["tasks_resolved"] = [str(t["id"]) for t in chosen]
             (out_dir / RUN).write_text(json.dumps(config, indent=1) + "\n")
-            done = {(r["task"], int(r["repeat"])) for r in latest(previous) if r.get("status") == SCORED}
-            todo = [(t, k) for k in range(o.repeats) for t in chosen if (str(t["id"]), k) not in done]
+            done = {row_key(r) for r in latest(previous) if r.get("status") == SCORED}
+            todo = [
+                (t, k, arm)
+                for k in range(o.repeats)
+                for t in chosen
+                for arm in arms(attacks, o.defense)
+                if row_key(arm.tag({"task": str(t["id"]), "repeat": k})) not in done
+            ]
             queue = iter(todo)
 
             async def worker() -> None:
-                for t, k in queue:
-                    row = await _episode(run, t, k)
+                for t, k, arm in queue:
+                    row = await _episode(run, t, k, arm)
                     await run.write(row)
                     if not o.quiet:
                         _progress(row)
@@ -402,8 +453,13 @@ async def evaluate(options: EvalOptions | None = None, /, **keywords: Any) -> Ev
         if own is not None:
             await asyncio.to_thread(own.stop)
     rows = latest(read_rows(out_dir))
-    keys = {(str(t["id"]), k) for k in range(o.repeats) for t in chosen}
-    rows = [r for r in rows if (r["task"], int(r["repeat"])) in keys]
+    keys = {
+        row_key(arm.tag({"task": str(t["id"]), "repeat": k}))
+        for k in range(o.repeats)
+        for t in chosen
+        for arm in arms(attacks, o.defense)
+    }
+    rows = [r for r in rows if row_key(r) in keys]
     summary = summarize(rows, config, seconds=time.monotonic() - t0, stopped=run.stopped)
     report = write_report(out_dir, rows, summary)
     return EvalResult(out_dir, rows, summary, report)
@@ -428,12 +484,17 @@ async def _probe_record(run: _Run, chosen: list[dict[str, Any]]) -> None:
 
 
 def _progress(row: dict[str, Any]) -> None:
+    arm = (
+        (f" [{row.get('attack_id') or 'no attack'}" + (", defense]" if row.get("defense") else "]"))
+        if "attack_id" in row
+        else ""
+    )
     if row["status"] == SCORED:
         print(
-            f"{row['task']} #{row['repeat']}: reward {row['reward']:g} in {row['steps']} steps "
+            f"{row['task']} #{row['repeat']}{arm}: reward {row['reward']:g} in {row['steps']} steps "
             f"({row['end_reason']}, {row['wall_s']:.1f}s)"
             + (f"; {row['side_effects_count']} side effect(s)" if row.get("side_effects_count") else ""),
             flush=True,
         )
     else:
-        print(f"{row['task']} #{row['repeat']}: not scored: {row['reason']}", flush=True)
+        print(f"{row['task']} #{row['repeat']}{arm}: not scored: {row['reason']}", flush=True)
