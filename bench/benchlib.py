@@ -55,8 +55,9 @@ def header(suite: str, command: str, smoke: bool) -> dict[str, Any]:
     return {"suite": suite, "smoke": smoke, "command": command, "started": time.time(), "machine": machine()}
 
 
-def write(out: Path, rep: dict[str, Any], md: str) -> None:
-    """Writes <suite>.json and <suite>.md (machine and command first) into out."""
+def write(out: Path, rep: dict[str, Any], md: str, *, picture: bool = True) -> None:
+    """Writes <suite>.json and <suite>.md (machine and command first) into out; the .md links
+    <suite>.png, which the suite draws after, unless ``picture`` is False (a suite without one)."""
     out.mkdir(parents=True, exist_ok=True)
     rep["seconds"] = time.time() - rep["started"]
     suite = rep["suite"]
@@ -73,7 +74,8 @@ def write(out: Path, rep: dict[str, Any], md: str) -> None:
     if rep.get("smoke"):
         text.append("**Smoke run: a few samples to check the output, not figures to quote.**\n")
     text.append(md)
-    text.append(f"\n![{suite}]({suite}.png)\n")
+    if picture:
+        text.append(f"\n![{suite}]({suite}.png)\n")
     (out / f"{suite}.md").write_text("\n".join(text))
 
 

@@ -159,7 +159,7 @@ def main() -> None:
             f"| {case} | {r['fork_p50_s']:.2f} | {r['resets_p50_s']:.2f} | {r['by_hand_p50_s']:.2f} "
             f"| {r['fork_over_resets']:.2f} | {r['fork_over_by_hand']:.2f} |"
         )
-    benchlib.write(Path(args.out), rep, "\n".join(md))
+    benchlib.write(Path(args.out), rep, "\n".join(md), picture=False)
     print(rep["headline"])
 
 
