@@ -1,15 +1,14 @@
 package attack
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/webserv-rl/webserv/internal/chat"
 )
 
 // Model is an attacker model at an OpenAI-compatible endpoint that writes
@@ -61,35 +60,18 @@ func (m *Model) Write(ctx context.Context, hc *http.Client, s *Spec, v Vars) (st
 	k := goalOf(s.Goal.Kind)
 	user := fmt.Sprintf("Site: %s\nThe agent's task: %s\nWhere the text goes: %s (%s)\nThe attack's goal: %s %s: met when %s",
 		v.Site, v.Intent, s.Channel, channelOf(s.Channel).about, s.Goal.Kind, s.Goal.Target, k.target)
-	body, _ := json.Marshal(map[string]any{
-		"model":    m.Name,
-		"messages": []map[string]string{{"role": "system", "content": prompt}, {"role": "user", "content": user}},
+	reply, err := chat.Complete(ctx, hc, chat.Request{
+		BaseURL:  m.URL,
+		Model:    m.Name,
+		Messages: []chat.Message{{Role: "system", Content: prompt}, {Role: "user", Content: user}},
 	})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(m.URL, "/")+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		return "", fmt.Errorf("attack.model: %w", err)
+		return "", fmt.Errorf("attack.model: the attacker model at %s failed: %w", m.URL, err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("attack.model: the attacker model at %s did not answer: %w", m.URL, err)
+	if strings.TrimSpace(reply) == "" {
+		return "", fmt.Errorf("attack.model: the attacker model at %s gave no words (a chat completion with a message's content is needed)", m.URL)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("attack.model: the attacker model at %s answered %s: %.300s", m.URL, resp.Status, raw)
-	}
-	var out struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil || len(out.Choices) == 0 || strings.TrimSpace(out.Choices[0].Message.Content) == "" {
-		return "", fmt.Errorf("attack.model: the attacker model at %s gave no words (a chat completion with a message's content is needed): %.300s", m.URL, raw)
-	}
-	words := strings.TrimSpace(out.Choices[0].Message.Content)
+	words := strings.TrimSpace(reply)
 	if r := []rune(words); len(r) > maxWords {
 		words = string(r[:maxWords])
 	}
