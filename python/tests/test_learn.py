@@ -14,22 +14,15 @@ of wall time on a loaded 2-core host.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from types import ModuleType
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "learn_miniwob.py"
+import examplerun
 
 
 def _example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("learn_miniwob", EXAMPLE)
-    assert spec is not None and spec.loader is not None, f"{EXAMPLE} is missing"
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return examplerun.load("learn_miniwob")
 
 
 def test_held_out_success_rises_well_above_the_random_policy(server: str, tmp_path: Path) -> None:

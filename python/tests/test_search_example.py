@@ -12,26 +12,16 @@ its generator), so the outcome is the same on every run. Cost: about 15 steps an
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
+import examplerun
 import numpy as np
 
 import webserv
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "search_miniwob.py"
-
 
 def _example() -> ModuleType:
-    sys.path.insert(0, str(EXAMPLE.parent))  # it imports learn_miniwob beside it
-    spec = importlib.util.spec_from_file_location("search_miniwob", EXAMPLE)
-    assert spec is not None and spec.loader is not None, f"{EXAMPLE} is missing"
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return examplerun.load("search_miniwob")
 
 
 def test_search_over_forks_solves_what_the_same_policy_alone_does_not(server: str) -> None:
