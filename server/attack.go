@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -139,16 +138,7 @@ func (s *Server) judgeAttack(ctx context.Context, x *session, wi *StepInfo, rewa
 	if !out.Succeeded || x.arun.Spec().Reward != attack.RewardUtilityUnderAttack || wi.Graded == nil || reward == nil {
 		return reward
 	}
-	g := *wi.Graded
-	g.Scores = maps.Clone(g.Scores)
-	if g.Scores == nil {
-		g.Scores = map[string]float64{}
-	}
-	g.Scores["attack"] = 0
-	r := *reward - g.Grade // the change from the last grade to 0
-	g.Grade, x.grade = 0, 0
-	wi.Graded = &g
-	return rewardOf(r)
+	return zeroGrade(x, wi, *reward, "attack")
 }
 
 // attackNeedsState reports whether the episode's attack is graded on the

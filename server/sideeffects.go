@@ -97,13 +97,20 @@ func (s *Server) judgeSideEffects(ctx context.Context, x *session, wi *StepInfo,
 	if wi.Graded == nil || reward == nil {
 		return reward
 	}
+	return zeroGrade(x, wi, *reward, "side_effects")
+}
+
+// zeroGrade takes the episode's grade to 0 for why (a score of 0 under
+// that name in info.scores) and returns the step's reward that does it:
+// the change from the last grade, so the episode's rewards add up to 0.
+func zeroGrade(x *session, wi *StepInfo, reward float64, why string) *float64 {
 	g := *wi.Graded
 	g.Scores = maps.Clone(g.Scores)
 	if g.Scores == nil {
 		g.Scores = map[string]float64{}
 	}
-	g.Scores["side_effects"] = 0
-	r := *reward - g.Grade // the change from the last grade to 0
+	g.Scores[why] = 0
+	r := reward - g.Grade // the change from the last grade to 0
 	g.Grade, x.grade = 0, 0
 	wi.Graded = &g
 	return rewardOf(r)
