@@ -191,26 +191,26 @@ def check_attack(attack: Mapping[str, Any]) -> dict[str, Any]:
     for key in out:
         if key not in ATTACK_KEYS:
             raise ValueError(_unknown("attack", key, ATTACK_KEYS))
-    goal = out.get("goal")
-    if not isinstance(goal, Mapping):
-        raise ValueError(
-            "attack needs goal: a mapping like {'kind': 'url', 'target': 'http://attacker.test/x'}"
-        )
-    for key in goal:
-        if key not in ATTACK_GOAL_KEYS:
-            raise ValueError(_unknown("attack.goal", key, ATTACK_GOAL_KEYS))
-    out["goal"] = dict(goal)
-    model = out.get("model")
-    if model is not None:
-        if not isinstance(model, Mapping):
-            raise ValueError(
-                "attack.model must be a mapping like {'url': 'http://127.0.0.1:8000/v1', 'name': 'attacker'}"
-            )
-        for key in model:
-            if key not in ATTACK_MODEL_KEYS:
-                raise ValueError(_unknown("attack.model", key, ATTACK_MODEL_KEYS))
-        out["model"] = dict(model)
+    out["goal"] = _keyed(
+        "attack.goal",
+        out.get("goal"),
+        ATTACK_GOAL_KEYS,
+        "{'kind': 'url', 'target': 'http://attacker.test/x'}",
+    )
+    if out.get("model") is not None:
+        example = "{'url': 'http://127.0.0.1:8000/v1', 'name': 'attacker'}"
+        out["model"] = _keyed("attack.model", out["model"], ATTACK_MODEL_KEYS, example)
     return out
+
+
+def _keyed(name: str, value: object, keys: tuple[str, ...], example: str) -> dict[str, Any]:
+    """``value`` as a dict whose keys are all among ``keys`` (an unknown one refused naming the nearest)."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} must be a mapping like {example}")
+    for key in value:
+        if key not in keys:
+            raise ValueError(_unknown(name, key, keys))
+    return dict(value)
 
 
 def _unknown(where: str, key: str, valid: tuple[str, ...]) -> str:
