@@ -32,6 +32,7 @@ import time
 import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, cast
 
@@ -39,7 +40,7 @@ import gymnasium as gym
 from agentlab.experiments.loop import EnvArgs
 from bgym import Benchmark, HighLevelActionSetArgs
 
-from . import __version__, miniwob
+from . import miniwob
 from .registration import bundled_tasks, gym_id, register_from_server
 
 #: BrowserGym's action subsets GenericAgent is given by default: element actions, navigation,
@@ -101,7 +102,10 @@ class WebServBenchmark(Benchmark):
     BrowserGym's MiniWoB package's for a name starting ``miniwob``."""
 
     def get_version(self) -> str:
-        return f"webserv {__version__}"
+        try:
+            return f"webserv {version('webserv')}"
+        except PackageNotFoundError:  # running from the source tree
+            return "webserv 0+unknown"
 
 
 @dataclass

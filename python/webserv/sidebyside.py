@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import multiprocessing
 import os
 import pickle
 import re
@@ -123,10 +124,28 @@ def side_by_side(
                     agent_args.set_benchmark(bench, demo_mode=False)
                     exp = ExpArgs(agent_args=agent_args, env_args=env_args)
                     exp.prepare(out / bench.name)
-                    exp.run()
+                    if bench is bg_bench:
+                        _run_apart(exp)
+                    else:
+                        exp.run()
                     sides.append(_side(Path(exp.exp_dir)))
                 pairs.append(Pair(name, seed, sides[0], sides[1]))
     return pairs
+
+
+def _run_apart(exp: Any) -> None:
+    """Runs an AgentLab experiment in a process of its own. BrowserGym drives Playwright's sync
+    API, which starts an event loop in the thread that calls it and keeps Playwright running for
+    the process's life: in the caller's process, every later ``asyncio.run`` would fail."""
+    ctx = multiprocessing.get_context("spawn")
+    p = ctx.Process(target=exp.run, name=f"browsergym {exp.env_args.task_name}")
+    p.start()
+    p.join()
+    if p.exitcode != 0:
+        raise RuntimeError(
+            f"BrowserGym's episode of {exp.env_args.task_name} (seed {exp.env_args.task_seed}) exited "
+            f"with {p.exitcode}; its log is in {exp.exp_dir}"
+        )
 
 
 def _side(exp_dir: Path) -> Side:
