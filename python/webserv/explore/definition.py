@@ -106,6 +106,9 @@ def site_definition(
             "ready": {"path": "/healthz", "timeout_ms": 30000},
             "start_path": "/",
             "state_db": "shop.db",
+            # What every visit writes whatever its task (the bundled shop's bookkeeping,
+            # sites/bundled): not a side effect of any task.
+            "bookkeeping": [{"table": "sessions"}, {"table": "tokens"}],
             "tasks": [tasks_rel],
         }, ""
     if site == "open":
