@@ -230,6 +230,24 @@ def ending(info: Any) -> dict[str, Any]:
 # -- the paths -------------------------------------------------------------------
 
 
+def played(
+    steps: list[float | None], terminated: bool, truncated: bool, info: dict[str, Any], text: str = ""
+) -> Played:
+    """An episode as a path whose ending info is one mapping reports it: the rewards summed (None
+    when a step was not graded) and the ending step's flags and info."""
+    total = None if None in steps else sum(s for s in steps if s is not None)
+    return Played(
+        total,
+        terminated,
+        truncated,
+        info.get("end_reason"),
+        str(info.get("eval_error", "")),
+        steps,
+        text,
+        **ending(info),
+    )
+
+
 def via_websocket(url: str, case: Case) -> Played:
     async def main() -> Played:
         async with webserv.AsyncClient(url) as client:
@@ -241,16 +259,7 @@ def via_websocket(url: str, case: Case) -> Played:
                 obs, r, term, trunc, info = await env.step(a)
                 steps.append(nan_none(r))
             await env.close()
-            total = None if None in steps else sum(s for s in steps if s is not None)
-            return Played(
-                total,
-                term,
-                trunc,
-                info.get("end_reason"),
-                str(info.get("eval_error", "")),
-                steps,
-                **ending(info),
-            )
+            return played(steps, term, trunc, info)
 
     return asyncio.run(main())
 
@@ -264,17 +273,7 @@ def via_gymnasium(url: str, case: Case) -> Played:
         for a in case.actions:
             _, r, term, trunc, info = env.step(a)
             steps.append(nan_none(r))
-        total = None if None in steps else sum(s for s in steps if s is not None)
-        return Played(
-            total,
-            term,
-            trunc,
-            info.get("end_reason"),
-            str(info.get("eval_error", "")),
-            steps,
-            text,
-            **ending(info),
-        )
+        return played(steps, term, trunc, info, text)
     finally:
         env.close()
 
@@ -477,17 +476,7 @@ def via_openenv(url: str, case: Case) -> Played:
             obs = reply["data"]["observation"]
             assert reply["data"]["done"] == (obs["terminated"] or obs["truncated"])
             info = obs["info"]
-            total = None if None in steps else sum(s for s in steps if s is not None)
-            return Played(
-                total,
-                obs["terminated"],
-                obs["truncated"],
-                info.get("end_reason"),
-                str(info.get("eval_error", "")),
-                steps,
-                text,
-                **ending(info),
-            )
+            return played(steps, obs["terminated"], obs["truncated"], info, text)
 
     return asyncio.run(main())
 
@@ -517,17 +506,7 @@ def via_mcp(url: str, case: Case) -> Played:
             assert (f"Grader: {g}" in end) == bool(g), end[:600]
             listed = effects(info.get("side_effects"))
             assert all(f"  {op} {table}: " in end for table, op in listed), end[:600]
-            total = None if None in steps else sum(s for s in steps if s is not None)
-            return Played(
-                total,
-                sc["terminated"],
-                sc["truncated"],
-                info.get("end_reason"),
-                str(info.get("eval_error", "")),
-                steps,
-                text,
-                **ending(info),
-            )
+            return played(steps, sc["terminated"], sc["truncated"], info, text)
 
     return asyncio.run(main())
 
