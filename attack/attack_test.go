@@ -36,6 +36,10 @@ func TestChannelsPlaceTheWords(t *testing.T) {
 			t.Errorf("%s: the words went into the navigation or the aside, outside main", tc.channel)
 		}
 	}
+	// The data channel rewrites no page: the site serves the words itself.
+	if out, note := Inject(ChannelData, []byte(home), "OBEY", 0); string(out) != home || note != "" || !InSiteData(ChannelData) || InSiteData("banner") {
+		t.Fatalf("the data channel changed a page (note %q):\n%s", note, out)
+	}
 	// A document without <body> keeps its doctype first: the banner goes at its end.
 	if out, _ := Inject("banner", []byte(`<!doctype html><title>t</title><p>x</p>`), "OBEY", 0); !strings.HasPrefix(string(out), "<!doctype html><title>t</title><p>x</p><div") {
 		t.Fatalf("a page without a body tag: %s", out)

@@ -9,7 +9,9 @@ import (
 // channel is one place in a page an attacker's words can go. place
 // returns where in the document its fragment goes and the fragment (at
 // -1: nowhere, with a note saying why); draw is the episode's seeded
-// number, for a choice among places; note says a fallback was taken.
+// number, for a choice among places; note says a fallback was taken. A
+// channel without place (data) rewrites no page: the words go into the
+// site's own data before the episode starts, and the site serves them.
 type channel struct {
 	name  string
 	about string
@@ -44,6 +46,32 @@ var Channels = []channel{
 			n := min(len(p.named), 8)
 			return p.named[draw%uint64(n)], ` aria-label="` + html.EscapeString(w) + `"`, ""
 		}},
+	{name: ChannelData, about: "an entry in the site's own data (a review in the shop's database), written in the environment's own instance before the episode starts, through the site's attack_data command: the page shows it because the site serves it"},
+}
+
+// ChannelData is the channel whose words the site itself serves: they are
+// written into the environment's own instance's data (a site
+// definition's attack_data) before the episode's start state is kept, so
+// the write is neither the task's side effect nor a state goal's change.
+const ChannelData = "data"
+
+// InSiteData reports whether the channel puts the words in the site's
+// data rather than in the pages the route serves.
+func InSiteData(channelName string) bool {
+	c := channelOf(channelName)
+	return c != nil && c.place == nil
+}
+
+// PageChannels lists the channels the route puts in pages, which every
+// site supports.
+func PageChannels() []string {
+	var out []string
+	for _, c := range Channels {
+		if c.place != nil {
+			out = append(out, c.name)
+		}
+	}
+	return out
 }
 
 // ChannelNames lists the channels.
@@ -113,6 +141,9 @@ func Inject(channelName string, doc []byte, words string, draw uint64) ([]byte, 
 	c := channelOf(channelName)
 	if c == nil {
 		return doc, fmt.Sprintf("no channel %q", channelName)
+	}
+	if c.place == nil {
+		return doc, "" // the site serves the words itself
 	}
 	at, frag, note := c.place(readPage(doc), words, draw)
 	if at < 0 || at > len(doc) {

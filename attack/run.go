@@ -20,6 +20,7 @@ type Run struct {
 	mu   sync.Mutex
 	met  int // the step at which the goal was met, or -1
 	note string
+	page string // where the site shows the data channel's words
 }
 
 // Episode starts a run of s (checked) for an episode with values v and
@@ -36,6 +37,18 @@ func (s *Spec) EpisodeWith(words string, v Vars, seed int64) *Run {
 
 // Words are the attacker's words this episode.
 func (r *Run) Words() string { return r.words }
+
+// Draw is the episode's seeded number, for a choice among places (the
+// entry of a list, the control, the data channel's row).
+func (r *Run) Draw() uint64 { return r.draw }
+
+// WroteData records where the site serves the words a data channel wrote
+// (a page's path, as the site's attack_data command printed it).
+func (r *Run) WroteData(page string) {
+	r.mu.Lock()
+	r.page = page
+	r.mu.Unlock()
+}
 
 // Spec is the run's attack.
 func (r *Run) Spec() Spec { return r.spec }
@@ -90,6 +103,9 @@ type Outcome struct {
 	// Note says where a channel fell back (no list in a page) or found no
 	// place, on the last page it did.
 	Note string `json:"note,omitempty"`
+	// Page is where the site shows the words the data channel wrote into
+	// its data (a path like /product/aurora-jacket), when the site said.
+	Page string `json:"page,omitempty"`
 }
 
 // End is how an episode ended, as a goal is graded on it.
@@ -121,7 +137,7 @@ func (r *Run) Outcome(e End) Outcome {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	o := Outcome{ID: r.spec.ID, Channel: r.spec.Channel, Goal: r.spec.Goal, Note: r.note}
+	o := Outcome{ID: r.spec.ID, Channel: r.spec.Channel, Goal: r.spec.Goal, Note: r.note, Page: r.page}
 	if r.spec.Model != nil {
 		o.Words = r.words
 	}

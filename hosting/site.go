@@ -78,8 +78,25 @@ type Site struct {
 	// its task asks (sign-in sessions, tokens, counters): never a side
 	// effect of an episode (docs/tasks.md "Side effects").
 	Bookkeeping []StateRows `json:"bookkeeping,omitempty"`
+	// AttackData is how an attacker's words get into the site's own data
+	// (the data attack channel, docs/attacks.md); nil: the site offers no
+	// way, and only the channels that rewrite pages attack it.
+	AttackData *AttackData `json:"attack_data,omitempty"`
 
 	dir string // the directory of the definition file
+}
+
+// AttackData writes an attacker's words into one instance's own data,
+// before an episode starts (the data attack channel): a review in the
+// shop's database, a comment in a forum's.
+type AttackData struct {
+	// Command runs in the instance as a task's setup command does
+	// (Execer: {data}, {port} and {url} filled in), with the words on its
+	// standard input and $WEBSERV_ATTACK_DRAW the episode's seeded number
+	// (for a choice of where, the same for the same seed). It exits 0
+	// having written them, and may print the path of a page that shows
+	// them (its last line of output), which info.attack.page reports.
+	Command []string `json:"command"`
 }
 
 // LocalRun runs the site as a child process.
@@ -181,6 +198,9 @@ func (s *Site) Validate() error {
 	}
 	if s.Local != nil && len(s.Local.Command) == 0 {
 		return fmt.Errorf("site %s: local.command is empty", s.Name)
+	}
+	if s.AttackData != nil && (len(s.AttackData.Command) == 0 || strings.TrimSpace(s.AttackData.Command[0]) == "") {
+		return fmt.Errorf("site %s: attack_data.command is empty; give the command that writes an attacker's words (on its standard input) into the instance's data", s.Name)
 	}
 	if s.Incus != nil {
 		if s.Incus.Image == "" {

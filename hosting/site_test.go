@@ -24,11 +24,12 @@ state_db: data/shop.db
 login:
   cookies: [{name: session, value: abc}]
 limits: {memory: 512MiB, cpu: "1", processes: 200}
+attack_data: {command: [/app/shop, attack-data]}
 `), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Backend() != "incus" || s.Ready.Status != 200 || s.Ready.TimeoutMs != 5000 || s.Limits.Memory != "512MiB" || s.Login.Cookies[0].Value != "abc" || s.StateDB != "data/shop.db" {
+	if s.Backend() != "incus" || s.Ready.Status != 200 || s.Ready.TimeoutMs != 5000 || s.Limits.Memory != "512MiB" || s.Login.Cookies[0].Value != "abc" || s.StateDB != "data/shop.db" || s.AttackData.Command[1] != "attack-data" {
 		t.Errorf("parsed %+v", s)
 	}
 	// JSON works too, and the defaults are filled in.
@@ -37,18 +38,19 @@ limits: {memory: 512MiB, cpu: "1", processes: 200}
 		t.Errorf("json: %+v %v", s, err)
 	}
 	bad := map[string]string{
-		"no backend":     `name: x`,
-		"two backends":   "name: x\nlocal: {command: [a]}\nincus: {image: y}\nport: 1",
-		"bad name":       "name: Shop!\nlocal: {command: [a]}",
-		"no port":        "name: x\nincus: {image: y}",
-		"unknown field":  "name: x\nlocal: {command: [a]}\nprot: 8080",
-		"relative path":  "name: x\nlocal: {command: [a]}\nstart_path: shop",
-		"state_db out":   "name: x\nlocal: {command: [a]}\nstate_db: ../x.db",
-		"state_db abs":   "name: x\nlocal: {command: [a]}\nstate_db: /x.db",
-		"state and db":   "name: x\nlocal: {command: [a]}\nstate_db: x.db\nstate: {files: [notes]}",
-		"state empty":    "name: x\nlocal: {command: [a]}\nstate: {}",
-		"state file out": "name: x\nlocal: {command: [a]}\nstate: {files: [../notes]}",
-		"postgres no db": "name: x\nlocal: {command: [a]}\nstate: {postgres: {host: /run}}",
+		"no backend":        `name: x`,
+		"two backends":      "name: x\nlocal: {command: [a]}\nincus: {image: y}\nport: 1",
+		"bad name":          "name: Shop!\nlocal: {command: [a]}",
+		"no port":           "name: x\nincus: {image: y}",
+		"unknown field":     "name: x\nlocal: {command: [a]}\nprot: 8080",
+		"relative path":     "name: x\nlocal: {command: [a]}\nstart_path: shop",
+		"state_db out":      "name: x\nlocal: {command: [a]}\nstate_db: ../x.db",
+		"state_db abs":      "name: x\nlocal: {command: [a]}\nstate_db: /x.db",
+		"state and db":      "name: x\nlocal: {command: [a]}\nstate_db: x.db\nstate: {files: [notes]}",
+		"state empty":       "name: x\nlocal: {command: [a]}\nstate: {}",
+		"state file out":    "name: x\nlocal: {command: [a]}\nstate: {files: [../notes]}",
+		"postgres no db":    "name: x\nlocal: {command: [a]}\nstate: {postgres: {host: /run}}",
+		"attack_data empty": "name: x\nlocal: {command: [a]}\nattack_data: {command: []}",
 	}
 	for name, def := range bad {
 		if _, err := hosting.ParseSite([]byte(def), ""); err == nil {

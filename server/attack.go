@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/webserv-rl/webserv/attack"
 	"github.com/webserv-rl/webserv/tasks"
@@ -22,7 +23,7 @@ import (
 // attackArgs is the wire form of an attack (attack.Spec): template is a
 // string or a list of strings the seed picks from.
 type attackArgs struct {
-	Channel  string          `json:"channel" jsonschema:"where the attacker's words go: comment, banner, hidden, title, aria_label"`
+	Channel  string          `json:"channel" jsonschema:"where the attacker's words go: comment, banner, hidden, title, aria_label, data"`
 	Text     string          `json:"text" jsonschema:"the attacker's words, fixed"`
 	Template templateArg     `json:"template" jsonschema:"the attacker's words with placeholders like {intent}: a string, or a list the seed picks from"`
 	Goal     attackGoalArg   `json:"goal"`
@@ -112,6 +113,48 @@ func (x *session) startAttack(ctx context.Context, ep *Episode) error {
 		x.arun = spec.Episode(v, x.seed)
 	}
 	x.net.SetInjector(x.arun)
+	if attack.InSiteData(spec.Channel) {
+		if err := x.writeAttackData(ctx); err != nil {
+			x.arun = nil
+			x.net.SetInjector(nil)
+			return err
+		}
+	}
+	return nil
+}
+
+// DataAttackInstance is an Instance whose site takes an attacker's words
+// into its own data (a site definition's attack_data): the data channel.
+type DataAttackInstance interface {
+	Instance
+	// TakesAttackData reports whether the site declares a way.
+	TakesAttackData() bool
+	// WriteAttackData writes words into this instance's data (draw: the
+	// episode's seeded number) and returns the path of a page that shows
+	// them, when the site says.
+	WriteAttackData(ctx context.Context, words string, draw uint64) (string, error)
+}
+
+// writeAttackData puts the data channel's words into the environment's own
+// instance, after its reset and before the start page loads and the start
+// state is kept (keepStartState): the page shows them because the site
+// serves them, and the write is part of the episode's start, never a side
+// effect or a state goal's change. A site without a way is refused,
+// naming the channels it supports.
+func (x *session) writeAttackData(ctx context.Context) error {
+	inst, err := x.engine.site(x, "attack.channel data", "use one of "+strings.Join(attack.PageChannels(), ", "))
+	if err != nil {
+		return err
+	}
+	in, ok := inst.(DataAttackInstance)
+	if !ok || !in.TakesAttackData() {
+		return errorf(CodeNotSupported, false, "attack.channel %s writes into the site's own data, and site %s offers no way (attack_data in its definition, docs/sites.md); use one of %s, which put the words in its pages", attack.ChannelData, x.site, strings.Join(attack.PageChannels(), ", "))
+	}
+	page, err := in.WriteAttackData(ctx, x.arun.Words(), x.arun.Draw())
+	if err != nil {
+		return errorf(CodeBackend, true, "attack.channel %s: write the attacker's words into site %s's data: %v", attack.ChannelData, x.site, err)
+	}
+	x.arun.WroteData(page)
 	return nil
 }
 

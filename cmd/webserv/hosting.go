@@ -88,6 +88,9 @@ func (h *hostingFlags) open(ctx context.Context, log *zap.Logger) (*catalog.Cata
 	if o.MiniWoB == "" {
 		o.MiniWoBPython = defaultVerifiedPython()
 	}
+	if o.Bundled.IncusImage != "" && len(o.Bundled.IncusProgram) == 0 {
+		o.Bundled.IncusProgram = []string{"/app/shop", "shop"} // the image webserv shop image makes holds webserv
+	}
 	if !o.NoBundled && o.Bundled.IncusImage == "" {
 		exe, err := os.Executable()
 		if err != nil {

@@ -36,6 +36,11 @@ type Options struct {
 	// IncusImage, when set, runs the shop from this Incus image alias
 	// (webserv image shop) in place of local processes.
 	IncusImage string
+	// IncusProgram runs the shop program inside that image, its
+	// arguments following (the data attack channel's writes): default
+	// [/app/shop], the shop binary; an image `webserv shop image` made
+	// holds webserv itself: [/app/shop, shop].
+	IncusProgram []string
 }
 
 // Shop is the bundled shop ready to host.
@@ -87,12 +92,26 @@ func Sites(ctx context.Context, o Options) (*Shop, error) {
 			StateDB:     shop.DBFile,
 			Bookkeeping: Bookkeeping,
 		}
+		// The data attack channel writes a review into the instance's
+		// shop.db (shop attack-data): on the storefront an approved one,
+		// on the admin panel one awaiting moderation.
+		write := []string{"attack-data", "--data", "{data}"}
+		if name == "cms" {
+			write = append(write, "--admin")
+		}
 		if o.IncusImage != "" {
 			s.Incus = &hosting.IncusRun{Image: o.IncusImage}
 			s.Port = 8080
+			write[2] = "/data"
+			prog := o.IncusProgram
+			if len(prog) == 0 {
+				prog = []string{"/app/shop"}
+			}
+			s.AttackData = &hosting.AttackData{Command: append(append([]string{}, prog...), write...)}
 		} else {
 			cmd := append(append([]string{}, o.Command...), "serve", "--port", "{port}", "--data", "{data}")
 			s.Local = &hosting.LocalRun{Command: cmd, DataDir: o.DataDir}
+			s.AttackData = &hosting.AttackData{Command: append(append([]string{}, o.Command...), write...)}
 		}
 		if err := s.Validate(); err != nil {
 			return nil, err

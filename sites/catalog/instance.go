@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -27,11 +28,12 @@ type hostedInstance struct {
 }
 
 var (
-	_ server.Snapshotter     = (*hostedInstance)(nil)
-	_ server.ExecInstance    = (*hostedInstance)(nil)
-	_ server.StateDBInstance = (*hostedInstance)(nil)
-	_ server.Watched         = (*hostedInstance)(nil)
-	_ server.Watched         = (*multiInstance)(nil)
+	_ server.Snapshotter        = (*hostedInstance)(nil)
+	_ server.ExecInstance       = (*hostedInstance)(nil)
+	_ server.StateDBInstance    = (*hostedInstance)(nil)
+	_ server.DataAttackInstance = (*hostedInstance)(nil)
+	_ server.Watched            = (*hostedInstance)(nil)
+	_ server.Watched            = (*multiInstance)(nil)
 )
 
 func newHostedInstance(s *hosting.Site, in hosting.Instance, spec server.MakeSpec, st *TaskSet) *hostedInstance {
@@ -183,6 +185,31 @@ func (h *hostedInstance) StateDB() string {
 		return hosting.StateTables
 	}
 	return h.site.StateDB
+}
+
+// TakesAttackData reports whether the site's definition has attack_data.
+func (h *hostedInstance) TakesAttackData() bool {
+	return h.site.AttackData != nil && h.Execer() != nil
+}
+
+// WriteAttackData runs the site's attack_data command in this instance,
+// the words on its standard input; its last line of output is the path of
+// a page that shows them.
+func (h *hostedInstance) WriteAttackData(ctx context.Context, words string, draw uint64) (string, error) {
+	ex := h.Execer()
+	if h.site.AttackData == nil || ex == nil {
+		return "", fmt.Errorf("site %s has no attack_data", h.site.Name)
+	}
+	res, err := ex.Exec(ctx, hosting.ExecRequest{Command: h.site.AttackData.Command, Stdin: []byte(words),
+		Env: map[string]string{"WEBSERV_ATTACK_DRAW": strconv.FormatUint(draw, 10)}})
+	if err != nil {
+		return "", err
+	}
+	if res.ExitCode != 0 {
+		return "", fmt.Errorf("attack_data command %v exited %d: %s", h.site.AttackData.Command, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+	}
+	out := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	return strings.TrimSpace(out[len(out)-1]), nil
 }
 
 func (h *hostedInstance) Close(ctx context.Context) error {

@@ -17,7 +17,7 @@ import (
 // Main runs the shop command line: `serve` or `generate`. It returns the
 // process exit status.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := "usage: shop serve [--data DIR] [--port N] | shop generate --data DIR [--seed N] [--scale small|medium|large]"
+	usage := "usage: shop serve [--data DIR] [--port N] | shop generate --data DIR [--seed N] [--scale small|medium|large] | shop attack-data [--data DIR] [--admin] < words"
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, usage)
 		return 2
@@ -28,6 +28,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serveCmd(ctx, args[1:], stdout, stderr)
 	case "generate":
 		err = generateCmd(ctx, args[1:], stdout, stderr)
+	case "attack-data":
+		err = attackDataCmd(ctx, args[1:], os.Stdin, stdout, stderr)
 	default:
 		err = fmt.Errorf("unknown command %q\n%s", args[0], usage)
 	}
