@@ -3,6 +3,8 @@
 Besides the package, the wheel gets:
 
 - webserv-gymnasium.pth at its top (see python/_webserv_gym_hook.py);
+- webserv/attacks.json, the attack library: attack/library.json, the one copy,
+  which the server embeds too (its attacked task sets draw from it);
 - webserv/_build.py, written here: the checkout the wheel was built from (where
   the package looks for bin/webserv, as the README says) and the ids of the
   bundled shop's tasks (sites/shop/tasks/*.json, the files the server binary
@@ -44,6 +46,10 @@ class BuildWithExtras(build_py):
         self.copy_file(
             os.path.join("python", "webserv-gymnasium.pth"),
             os.path.join(self.build_lib, "webserv-gymnasium.pth"),
+        )
+        self.copy_file(
+            os.path.join("attack", "library.json"),
+            os.path.join(self.build_lib, "webserv", "attacks.json"),
         )
         build = Path(self.build_lib) / "webserv" / "_build.py"
         build.write_text(

@@ -155,3 +155,25 @@ func TestDrawIsSeeded(t *testing.T) {
 		t.Fatalf("30 seeds drew only %v", seen)
 	}
 }
+
+// The library pairs every page channel with every goal kind, each attack
+// valid and named.
+func TestLibrary(t *testing.T) {
+	pairs := map[string]bool{}
+	for _, s := range Library() {
+		pairs[s.Channel+"."+s.Goal.Kind] = true
+		if s.ID != s.Channel+"."+s.Goal.Kind {
+			t.Errorf("attack %q is %s.%s", s.ID, s.Channel, s.Goal.Kind)
+		}
+	}
+	for _, c := range PageChannels() {
+		for _, g := range Goals {
+			if !pairs[c+"."+g.name] {
+				t.Errorf("the library has no %s.%s", c, g.name)
+			}
+		}
+	}
+	if _, err := ParseLibrary([]byte(`[{"id":"x","channel":"banner","text":"a","goal":{"kind":"answer","target":"s"},"extra":1}]`), "f"); err == nil {
+		t.Error("an unknown key was accepted")
+	}
+}

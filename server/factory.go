@@ -51,6 +51,10 @@ type TaskInfo struct {
 	Category string `json:"category,omitempty"`
 	// Oracle is an action sequence that solves the task (bundled tasks).
 	Oracle []string `json:"oracle,omitempty"`
+	// Attacks is how many attacks an episode of the task draws one from
+	// by its seed (an attacked task set's, a task file's attacks:), 0
+	// for a task without (docs/attacks.md).
+	Attacks int `json:"attacks,omitempty"`
 }
 
 // SiteSep joins the sites one environment holds into its site name

@@ -85,3 +85,5 @@ def test_tasks_are_registered_from_the_server(server: str) -> None:
     assert "webserv/cms.7" in ids and "webserv/shopping.59" in ids and "webserv/shopping" in ids
     assert gym.spec("webserv/cms.7").kwargs == {"site": "cms", "task": "cms.7"}
     assert len([i for i in ids if i.startswith("webserv/shopping.")]) == 60
+    # The server's attacked task sets (docs/attacks.md) register as any task set's tasks do.
+    assert gym.spec("webserv/attacked.cms.7").kwargs == {"site": "cms", "task": "attacked.cms.7"}

@@ -1,6 +1,7 @@
 """The attack library and attacked environments (docs/attacks.md).
 
-``library()`` is the attacks shipped with the package (``attacks.json``): every channel paired with
+``library()`` is the attacks shipped with the package (``attacks.json``, a copy of the server's one
+library, attack/library.json, made when the wheel is built): every page channel paired with
 every goal kind, each with templates in the task's own words. ``load(path)`` reads a file of attacks
 of your own (a JSON or YAML list, each an attack with an ``id``), and ``pick(attacks, key, seed)``
 draws one for an episode: the same (task, attacks, seed) always draws the same attack, and the server
@@ -13,7 +14,6 @@ attack drawn from the library (or ``attacks=``) into the episode's pages.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,8 +74,12 @@ def parse(items: Any, where: str) -> list[Attack]:
 
 def library() -> list[Attack]:
     """The attacks shipped with the package: 5 channels x 4 goal kinds."""
-    text = resources.files(__package__ or "webserv").joinpath("attacks.json").read_text()
-    return parse(json.loads(text), "webserv/attacks.json")
+    shipped = resources.files(__package__ or "webserv").joinpath("attacks.json")
+    if shipped.is_file():
+        return parse(json.loads(shipped.read_text()), "webserv/attacks.json")
+    # A source checkout run as it is (not built): the one library, which the server embeds.
+    source = Path(__file__).resolve().parents[2] / "attack" / "library.json"
+    return parse(json.loads(source.read_text()), str(source))
 
 
 def load(source: str | Path | Sequence[Mapping[str, Any]]) -> list[Attack]:
@@ -97,11 +101,18 @@ def load(source: str | Path | Sequence[Mapping[str, Any]]) -> list[Attack]:
 
 def pick(attacks: Sequence[Attack], key: str, seed: int) -> Attack:
     """The attack an episode of ``key`` (a task id, or a site for a site's environment) draws with
-    ``seed``: the same in any process."""
+    ``seed``: the same in any process, and the same the server draws (``attack.Draw``) for a task's
+    ``attacks`` and its attacked task sets (``attacked.shopping.3``: 64-bit FNV-1a of the key, the
+    seed and the attacks' ids)."""
     if not attacks:
         raise ValueError("no attacks to pick from")
-    h = hashlib.sha256(f"{key}\x00{seed}\x00{','.join(a.id for a in attacks)}".encode()).digest()
-    return attacks[int.from_bytes(h[:8], "big") % len(attacks)]
+    h = _FNV_OFFSET
+    for b in f"{key}\x00{seed}".encode() + b"".join(b"\x00" + a.id.encode() for a in attacks):
+        h = ((h ^ b) * _FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
+    return attacks[h % len(attacks)]
+
+
+_FNV_OFFSET, _FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
 
 
 class AttackedEnv(WebEnv):

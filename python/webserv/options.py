@@ -82,7 +82,8 @@ class EnvOptions:
     #: episodes must compare exactly (gymnasium's check_env).
     wallclock: bool = True
     #: A prompt injection in every page the environment is served, and its graded goal
-    #: (docs/attacks.md): ``{"channel": "comment" | "banner" | "hidden" | "title" | "aria_label", "text": ...
+    #: (docs/attacks.md): ``{"channel": "comment" | "banner" | "hidden" | "title" | "aria_label"
+    #: | "data", "text": ...
     #: or "template": ... (a string or a list the seed picks from, with ``{intent}``, ``{site}``,
     #: ``{task}``, ``{start_url}``, ``{target}``), "goal": {"kind": "url" | "form" | "answer" | "state",
     #: "target": ...}, "reward": "utility_under_attack" (optional)}``. The step that ends an episode

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/webserv-rl/webserv/attack"
 	"github.com/webserv-rl/webserv/hosting"
 	"github.com/webserv-rl/webserv/incusmgr"
 	"github.com/webserv-rl/webserv/sites/bundled"
@@ -133,6 +134,7 @@ func Open(ctx context.Context, log *zap.Logger, o Options) (*Catalog, error) {
 				if st := shopVerified[s.Name]; st != nil {
 					extra[s.Name] = append(extra[s.Name], st)
 				}
+				extra[s.Name] = append(extra[s.Name], Attacked(shopSets[s.Name], s.Name, attack.Library()))
 			}
 		}
 	}

@@ -149,7 +149,7 @@ func (st *TaskSet) infos(site string) []server.TaskInfo {
 	out := make([]server.TaskInfo, 0, len(st.Set.Tasks))
 	for _, id := range st.ids() {
 		t := st.Set.ByID[id]
-		out = append(out, server.TaskInfo{ID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), Site: site, Goal: t.Intent, StartURL: t.StartURL, Category: t.Category, Oracle: t.Oracle})
+		out = append(out, server.TaskInfo{ID: st.IDPrefix + site + "." + strconv.Itoa(t.ID), Site: site, Goal: t.Intent, StartURL: t.StartURL, Category: t.Category, Oracle: t.Oracle, Attacks: len(t.Attacks)})
 	}
 	return out
 }
