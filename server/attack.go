@@ -113,7 +113,7 @@ func (x *session) startAttack(ctx context.Context, ep *Episode) error {
 		x.arun = spec.Episode(v, x.seed)
 	}
 	x.net.SetInjector(x.arun)
-	if attack.InSiteData(spec.Channel) {
+	if attack.InSiteData(spec.Channel) && !ep.carried {
 		if err := x.writeAttackData(ctx); err != nil {
 			x.arun = nil
 			x.net.SetInjector(nil)

@@ -168,6 +168,10 @@ type Episode struct {
 	// restart is how the episode's page was started (a Restart... value),
 	// set by its loader for info.restart.
 	restart Restart
+	// carried says the episode continues a captured site state (a
+	// snapshot's, a group leader's): its data already holds whatever the
+	// data attack channel wrote at the start, which is not written again.
+	carried bool
 	// Scope is what the episode's task may change in its site's state:
 	// any other change is a side effect, reported on the step that ends
 	// the episode (docs/tasks.md "Side effects"). nil: none are looked for.

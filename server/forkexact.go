@@ -29,6 +29,7 @@ const (
 // whether exactly. A fork that is not exact is logged as well.
 func (s *Server) startFrom(ctx context.Context, x *session, cause string, inst Instance, ep Episode, name string, snap snapshotInfo) (*EpisodeReply, error) {
 	var how ForkInfo
+	ep.carried = true
 	obs, info, e := s.prepare(ctx, x, inst, &ep, x.continueFrom(snap, &how))
 	if e != nil {
 		return nil, e

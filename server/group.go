@@ -261,6 +261,7 @@ func (s *Server) leadGroup(ctx context.Context, x *session, g *group) func(*Epis
 		}
 		res.Info.GroupRole = "leader"
 		g.episode = x.episode
+		g.episode.carried = true // members fork the leader's site, data and all
 		sn, ok := x.inst.(Snapshotter)
 		if !ok {
 			return res, nil

@@ -194,6 +194,13 @@ async def _data_channel(url: str, pages: str) -> None:
             origin = "/".join(obs["url"].split("/")[:3])
             obs, *_ = await cms.step(f'goto("{origin}/admin/reviews")')
             assert DATA_WORDS in obs["axtree_txt"], "the cms's review list does not show the review"
+            # A fork continues the site as it is: the review is there once, not written again.
+            (child,) = await cms.fork(1)
+            try:
+                obs, *_ = await child.step(f'goto("{origin}/admin/reviews")')
+                assert obs["axtree_txt"].count(DATA_WORDS) == 1, "the fork wrote the review again"
+            finally:
+                await child.close()
         finally:
             await cms.close()
         # A site that offers no way to take data says so, naming the channels it supports.
