@@ -16,7 +16,7 @@ PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
 
-.PHONY: all setup setup-test tools venv-run lint-go lint-py test-build build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-density bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-miniwob-saturate bench-settle bench-trace bench-ray bench-all fuzz lint vulncheck clean
+.PHONY: all setup setup-test tools venv-run lint-go lint-py lint-py-run test-build build test venv run bench bench-protocol bench-mcp bench-rl bench-system bench-step bench-scale bench-density bench-route bench-ui bench-recovery bench-vec bench-peer bench-miniwob bench-miniwob-saturate bench-settle bench-trace bench-ray bench-all fuzz lint vulncheck clean
 
 all: build
 
@@ -71,15 +71,22 @@ lint-go: setup tools
 	@GO=$(GO) bash scripts/vulncheck.sh
 
 lint-py: venv
+	@$(MAKE) --no-print-directory lint-py-run
+
+# lint-py without installing the venv first (make test has just installed it).
+lint-py-run:
 	$(VENV)/bin/ruff check python bench examples scripts setup.py
 	$(VENV)/bin/ruff format --check python bench examples scripts setup.py
 	$(VENV)/bin/ty check python/webserv
 
-# Every package's test binary, built and not run (-exec /bin/true): make
-# test builds them beside lint, while the venv downloads, so that the tests'
-# first phase does not wait on compiles one package at a time.
+# Every package's test binary, built and not run (-exec /bin/true), then
+# the server's binary, linked from what that compiled: one go command
+# compiles each package once (two side by side on an empty cache compile the
+# shared ones twice, about 100 CPU-s), and the tests' first phase does not
+# wait on compiles one package at a time.
 test-build: setup
 	@$(GO) test -count=1 -vet=off -exec /bin/true ./... >/dev/null || $(GO) test -count=1 -vet=off -exec /bin/true ./...
+	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/webserv
 
 # Known vulnerabilities that the code calls and a release fixes fail (the
 # database is built offline from a pinned golang.org/x/vulndb; see
@@ -90,11 +97,13 @@ vulncheck: setup tools
 # Every test runs against the real Debian Chromium; fuzz seeds in
 # testdata/fuzz run as ordinary tests. The Python suite drives a real
 # `webserv serve` (bin/webserv) over its WebSocket.
-# scripts/test.sh runs them in two phases (docs/testing.md) and ends with
-# a table of the most expensive tests.
+# First what the tests need (the venv, the compiled tests and server, the
+# lint tools), side by side; then scripts/test.sh runs the tests in two
+# phases (docs/testing.md), `make lint` beside the first at the lowest CPU
+# priority, and ends with a table of the most expensive tests.
 test: setup-test
-	@$(MAKE) --no-print-directory --output-sync=target -j3 lint-go lint-py build test-build
-	@bash scripts/test.sh $(GO) $(CURDIR)/$(BIN) $(VENV)/bin/pytest
+	@$(MAKE) --no-print-directory --output-sync=target -j3 venv test-build tools
+	@bash scripts/test.sh $(GO) $(CURDIR)/$(BIN) $(VENV)/bin/pytest "$(MAKE) --no-print-directory --output-sync=target -j2 lint-go lint-py-run"
 
 # The main demo: `webserv serve` on the bundled shop; six environments in
 # parallel solve bundled tasks with their oracle policies, one runs a random

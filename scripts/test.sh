@@ -12,15 +12,21 @@
 #      their own or measure behaviour under a controlled load), one at a
 #      time with nothing else running.
 #
+# LINT, when given, is a command (`make lint`) run beside phase 1 at the
+# lowest CPU priority (nice 19): it takes only the CPU phase 1's tests leave
+# idle (they wait on pages and servers for about two thirds of their wall
+# time), so it costs them nothing, and phase 2 starts only once it is done.
+#
 # Each part's output is printed whole when it ends, a table of the most
 # expensive tests (scripts/testcost.py) at the end; the script fails when
 # any part does.
 #
-#   scripts/test.sh GO BIN PYTEST
+#   scripts/test.sh GO BIN PYTEST [LINT]
 set -uo pipefail
 go=${1:?go command}
 bin=${2:?webserv binary}
 pytest=${3:?pytest}
+lint=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
 
@@ -36,16 +42,21 @@ export WEBSERV_BIN=$bin
 # The host's share of each suite in phase 1. A Go package's test binary
 # holds one Chromium (and its fixture servers) and runs -parallel tests in
 # it; a pytest worker holds one `webserv serve` with its Chromium and runs
-# one test at a time. On C cores: Go runs ceil(C/2) packages at once with C
-# tests each, pytest C+1 workers (a Python test's process tree is busy
-# about half of its wall time: 714 CPU-s in 1,559 test-seconds,
-# 2026-11-28). At C=2, one Go package with two tests and three workers:
-# five tests drive browsers at once. Eight (two packages of two, four
+# one test at a time. On C cores, three lanes side by side:
+#   - Go's `server` package (half of Go's test-seconds) with C tests at once;
+#   - Go's other packages, ceil(C/2) at once with ceil(C/2) tests each;
+#   - pytest with C+1 workers (a Python test's process tree is busy about
+#     a third of its wall time: 887 CPU-s in 2,993 test-seconds, 2026-11-28).
+# At C=2: two tests of `server`, one of another package, three workers: six
+# tests drive browsers at once. The two Go lanes take about as long as each
+# other (server 1,276 test-seconds at two at once, the others about 690 one
+# at a time, 2026-11-28); one lane for all of Go ran them one after the other
+# and was the suite's longest part. Eight (two packages of two, four
 # workers, and Ray beside them, 2026-11-27) put the load average past 50 on
 # 2 cores: the tests' own limits ran out (a tab within 30 s, an observation
 # within 20 s) and Ray's cluster could not start.
 cores=$(nproc)
-gop=$(((cores + 1) / 2))
+half=$(((cores + 1) / 2))
 workers=$((cores + 1))
 
 # -- the exclusive list: Go's -run/-skip patterns and the Python modules --------------------------
@@ -92,19 +103,31 @@ report() {
   [ "$rc" -eq 0 ] || failed+=("$name")
 }
 
+# gotest COSTS ARGS...: go test ARGS, each test's cost into COSTS (a file of WEBSERV_TEST_COSTS).
 gotest() {
-  # -vet=off: `make lint` has just run the whole of `go vet ./...`, a
+  local costs=$1
+  shift
+  # -vet=off: `make lint` runs the whole of `go vet ./...` beside, a
   # superset of the checks go test would repeat (about 28 CPU-s).
   "$go" test -json -vet=off -count=1 -timeout 30m "$@" 2>&1 |
-    python3 "$here/testcost.py" go "$WEBSERV_TEST_COSTS/go.jsonl"
+    python3 "$here/testcost.py" go "$WEBSERV_TEST_COSTS/$costs"
 }
 
-echo "=== phase 1: Go ($gop packages at once, $cores tests each) and Python ($workers workers) side by side; then Python's listed modules"
-# Packages are named longest first: go test starts them in the order given,
-# and `server` takes the longest, so the suite does not wait on it alone at
-# the end.
-WEBSERV_TEST_PHASE=shared gotest -p "$gop" -parallel "$cores" -skip "$gore" ./server ./envcore ./bench/suites ./incusmgr ./... >"$out/go1" &
-gopid=$!
+lintpid=
+if [ -n "$lint" ]; then
+  nice -n 19 bash -c "$lint" >"$out/lint" 2>&1 &
+  lintpid=$!
+fi
+
+echo "=== phase 1: Go's server package ($cores tests at once), Go's other packages ($half at once, $half tests each) and Python ($workers workers) side by side; then Python's listed modules"
+WEBSERV_TEST_PHASE=shared gotest go-server.jsonl -p 1 -parallel "$cores" -skip "$gore" ./server >"$out/go1a" &
+goapid=$!
+# The other packages, longest first: go test starts them in the order given.
+others=$("$go" list ./... | grep -vx 'github.com/webserv-rl/webserv/server')
+# shellcheck disable=SC2086 # one package a word
+WEBSERV_TEST_PHASE=shared gotest go-others.jsonl -p "$half" -parallel "$half" -skip "$gore" \
+  ./envcore ./incusmgr ./cmd/webserv ./bench/suites $others >"$out/go1b" &
+gobpid=$!
 # The Python side, in a subshell: the shared tests on the workers, then the
 # modules the list names (one pytest, -m exclusive: nothing else of
 # Python's beside a Ray cluster), while Go's shared tests finish beside
@@ -123,8 +146,7 @@ gopid=$!
   echo "(ended after $((SECONDS - start)) s)" >>"$out/py2"
 ) &
 pypid=$!
-# Whichever side ends first is printed first.
-while kill -0 "$gopid" 2>/dev/null && kill -0 "$pypid" 2>/dev/null; do sleep 1; done
+# Each part is printed as it ends.
 pyside() {
   wait "$pypid"
   local name part
@@ -135,14 +157,21 @@ pyside() {
     [ "$(cat "$out/py$part.rc" 2>/dev/null)" = 0 ] || failed+=("$name")
   done
 }
-if ! kill -0 "$gopid" 2>/dev/null; then
-  report "Go tests (phase 1)" "$gopid" "$out/go1"; pyside
-else
-  pyside; report "Go tests (phase 1)" "$gopid" "$out/go1"
-fi
+declare -A parts=([$goapid]="Go tests (phase 1, server)" [$gobpid]="Go tests (phase 1, other packages)" [$pypid]=python)
+declare -A files=([$goapid]="$out/go1a" [$gobpid]="$out/go1b")
+while [ "${#parts[@]}" -gt 0 ]; do
+  for pid in "${!parts[@]}"; do
+    kill -0 "$pid" 2>/dev/null && continue
+    if [ "$pid" = "$pypid" ]; then pyside; else report "${parts[$pid]}" "$pid" "${files[$pid]}"; fi
+    unset "parts[$pid]"
+  done
+  [ "${#parts[@]}" -eq 0 ] || sleep 1
+done
+
+[ -z "$lintpid" ] || report "Lint ($lint, beside phase 1)" "$lintpid" "$out/lint"
 
 echo "=== phase 2: the Go tests scripts/exclusive-tests names, one at a time"
-WEBSERV_TEST_PHASE=exclusive gotest -p 1 -parallel 1 -run "$gore" "${!gopkgs[@]}" >"$out/go2" &
+WEBSERV_TEST_PHASE=exclusive gotest go-exclusive.jsonl -p 1 -parallel 1 -run "$gore" "${!gopkgs[@]}" >"$out/go2" &
 report "Go tests (phase 2)" $! "$out/go2"
 
 python3 "$here/testcost.py" table "$WEBSERV_TEST_COSTS" 15

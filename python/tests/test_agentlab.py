@@ -238,7 +238,7 @@ def test_the_same_agent_side_by_side_on_browsergym_and_webserv(
         assert b.goal == w.goal and b.goal, (p.task, b.goal, w.goal)
         assert p.html_same and 'bid="e' in b.html, f"{p.task}\nBrowserGym:\n{b.html}\nWebServ:\n{w.html}"
     assert 'value="' in b.html  # the spinner's
-    # BrowserGym ran in processes of their own: its Playwright (sync API, an event loop in the
-    # calling thread, kept for the process's life) did not stay in this one, where the tests
-    # that run after this one call asyncio.run.
+    # BrowserGym ran in a process of its own (one for each side_by_side call): its Playwright
+    # (sync API, an event loop in the calling thread, kept for the process's life) did not stay
+    # in this one, where the tests that run after this one call asyncio.run.
     assert asyncio.run(asyncio.sleep(0, "free")) == "free"

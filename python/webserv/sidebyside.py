@@ -26,6 +26,7 @@ Playwright's own lookup must find it). Nothing is downloaded.
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 import multiprocessing
@@ -95,7 +96,7 @@ def side_by_side(
     task (``click-test`` or ``miniwob.click-test``) and seed through BrowserGym and through
     WebServ (the server at ``url``, default ``$WEBSERV_URL`` or a local one), writing AgentLab's
     result files under ``out_dir``; the pairs in task, then seed, order."""
-    from agentlab.experiments.loop import EnvArgs, ExpArgs
+    from agentlab.experiments.loop import EnvArgs
 
     html = miniwob.html_dir()
     if html is None:
@@ -107,44 +108,58 @@ def side_by_side(
         [f"miniwob.{n}" for n in names], name="miniwob-webserv", max_steps=max_steps, url=url
     )
     bg_bench = benchmark([f"miniwob.{n}" for n in names], name="miniwob", max_steps=max_steps)
-    pairs: list[Pair] = []
+    runs: list[tuple[str, int, Any, Any]] = []  # task, seed, BrowserGym's experiment, WebServ's
+    for name in names:
+        for seed in seeds:
+            bg_env = EnvArgs(task_name=f"miniwob.{name}", task_seed=seed, max_steps=max_steps)
+            ws_env = WebServEnvArgs(task_name=f"miniwob.{name}", task_seed=seed, max_steps=max_steps, url=url)
+            runs.append(
+                (
+                    name,
+                    seed,
+                    _experiment(agent_args, bg_bench, bg_env, out),
+                    _experiment(agent_args, ws_bench, ws_env, out),
+                )
+            )
     with _playwright_env(html, chromium, out):
-        for name in names:
-            for seed in seeds:
-                sides: list[Side] = []
-                for bench, env_args in (
-                    (bg_bench, EnvArgs(task_name=f"miniwob.{name}", task_seed=seed, max_steps=max_steps)),
-                    (
-                        ws_bench,
-                        WebServEnvArgs(
-                            task_name=f"miniwob.{name}", task_seed=seed, max_steps=max_steps, url=url
-                        ),
-                    ),
-                ):
-                    agent_args.set_benchmark(bench, demo_mode=False)
-                    exp = ExpArgs(agent_args=agent_args, env_args=env_args)
-                    exp.prepare(out / bench.name)
-                    if bench is bg_bench:
-                        _run_apart(exp)
-                    else:
-                        exp.run()
-                    sides.append(_side(Path(exp.exp_dir)))
-                pairs.append(Pair(name, seed, sides[0], sides[1]))
-    return pairs
+        _run_apart([bg for _, _, bg, _ in runs])
+        for _, _, _, ws in runs:
+            ws.run()
+    return [Pair(name, seed, _side(Path(bg.exp_dir)), _side(Path(ws.exp_dir))) for name, seed, bg, ws in runs]
 
 
-def _run_apart(exp: Any) -> None:
-    """Runs an AgentLab experiment in a process of its own. BrowserGym drives Playwright's sync
-    API, which starts an event loop in the thread that calls it and keeps Playwright running for
-    the process's life: in the caller's process, every later ``asyncio.run`` would fail."""
+def _experiment(agent_args: Any, bench: Any, env_args: Any, out: Path) -> Any:
+    """An AgentLab experiment of a copy of ``agent_args`` set to ``bench``, prepared under ``out``."""
+    from agentlab.experiments.loop import ExpArgs
+
+    agent = copy.deepcopy(agent_args)
+    agent.set_benchmark(bench, demo_mode=False)
+    exp = ExpArgs(agent_args=agent, env_args=env_args)
+    exp.prepare(out / bench.name)
+    return exp
+
+
+def _run_all(exps: list[Any]) -> None:
+    for exp in exps:
+        exp.run()
+
+
+def _run_apart(exps: list[Any]) -> None:
+    """Runs AgentLab experiments one after another in a process of their own (one process, so
+    that AgentLab's imports and Playwright start once). BrowserGym drives Playwright's sync API,
+    which starts an event loop in the thread that calls it and keeps Playwright running for the
+    process's life: in the caller's process, every later ``asyncio.run`` would fail."""
+    if not exps:
+        return
     ctx = multiprocessing.get_context("spawn")
-    p = ctx.Process(target=exp.run, name=f"browsergym {exp.env_args.task_name}")
+    p = ctx.Process(target=_run_all, args=(exps,), name="browsergym episodes")
     p.start()
     p.join()
     if p.exitcode != 0:
+        names = ", ".join(f"{e.env_args.task_name} (seed {e.env_args.task_seed})" for e in exps)
         raise RuntimeError(
-            f"BrowserGym's episode of {exp.env_args.task_name} (seed {exp.env_args.task_seed}) exited "
-            f"with {p.exitcode}; its log is in {exp.exp_dir}"
+            f"BrowserGym's episodes of {names} exited with {p.exitcode}; their logs are under "
+            f"{Path(exps[0].exp_dir).parent}"
         )
 
 
