@@ -136,43 +136,63 @@ SPLIT = {"test_docs", "test_explore", "test_miniwob", "test_tasks", "test_errors
 # cluster of its own (raylets, GCS, workers), and two at once on a loaded 2-core host took more
 # than the fleet's 120 s to schedule their servers (CI, 2026-11-27: test_bench_ray beside test_ray).
 TOGETHER = {"test_bench_ray": "ray", "test_ray": "ray", "test_ray_local": "ray"}
-# Seconds a unit took on a loaded 2-core host (python/tests, --durations, 2026-11-27): an order,
-# not a bound. A test missing here counts as 2 s; a module as the sum of its tests.
+# Seconds a unit took in a fresh `make test` on a 2-core host (bin/test-costs, summed by unit,
+# 2026-11-28): an order, not a bound. A test missing here counts as 2 s; a module as the sum of
+# its tests.
 COST = {
-    "ray": 410,  # test_bench_ray 180, test_ray 200, test_ray_local 30
-    "test_bench_miniwob": 130,
-    "test_docs::test_doc_examples_run_as_written[explore.md]": 150,
-    "test_docs::test_doc_examples_run_as_written[eval.md]": 100,
-    "test_docs::test_doc_examples_run_as_written[trajectories.md]": 80,
-    "test_docs::test_doc_examples_run_as_written[tasks.md]": 70,
-    "test_docs::test_doc_examples_run_as_written[README.md]": 60,
-    "test_docs::test_doc_examples_run_as_written[dream.md]": 50,
-    "test_docs::test_doc_examples_run_as_written[ui.md]": 40,
-    "test_docs::test_doc_examples_run_as_written[mcp.md]": 40,
-    "test_docs::test_doc_examples_run_as_written[protocol.md]": 35,
-    "test_explore_shop": 150,  # one exploration, checked by four tests (a module: one unit)
-    "test_explore::test_explored_tasks_of_a_users_site_definition_pass_tasks_check": 75,
-    "test_explore::test_frontier_episodes_start_from_pages_found_earlier": 60,
-    "test_explore::test_raw_trajectories_record_every_explored_episode_with_screenshots_when_asked": 45,
-    "test_explore::test_webserv_explore_is_a_command_of_the_binary_and_of_the_console_script": 40,
-    "test_explore::test_model_free_best_of_k_replays_the_demonstration_with_a_stretch_left_out": 30,
-    "test_explore::test_best_of_k_keeps_a_shorter_attempt_that_scores": 25,
-    "test_miniwob::test_a_random_policy_plays_every_task_without_errors": 105,
-    "test_miniwob::test_scripted_solutions_reach_the_maximum_reward": 105,
-    "test_miniwob::test_goals_agree_with_miniwobs_own_seeding": 60,
-    "test_bench_mcp": 80,
-    "test_bench_peer": 70,
-    "test_layers": 40,
-    "test_bench_dream": 45,
-    "test_bench_settle": 45,
-    "test_bench_eval": 40,
-    "test_bench_rl": 40,
-    "test_tasks::test_gymnasium_check_env_passes_on_multi_task_ids": 35,
-    "test_site_tasks": 35,
-    "test_agentlab": 140,  # AgentLab: two solved episodes, a Study of ten tasks, BrowserGym beside WebServ
-    "test_learn": 70,  # examples/learn_miniwob.py: four updates on three tasks
-    "test_branch": 25,  # three branched groups on MiniWoB (forks replay the prefix)
-    "test_search_example": 15,  # examples/search_miniwob.py: one task and seed, both ways
+    "test_agentlab": 300,  # BrowserGym beside WebServ in one process per call (was 476 with one per episode)
+    "test_contract": 226,
+    "test_budget": 224,
+    "test_explore_shop": 144,
+    "test_eval": 121,
+    "test_bench_miniwob": 93,
+    "test_explore::test_frontier_episodes_start_from_pages_found_earlier": 90,
+    "test_docs::test_doc_examples_run_as_written[explore.md]": 81,
+    "ray": 77,
+    "test_bench_peer": 75,
+    "test_docs::test_doc_examples_run_as_written[README.md]": 64,
+    "test_explore::test_explored_tasks_of_a_users_site_definition_passtasks_check": 63,
+    "test_miniwob::test_a_random_policy_plays_every_task_without_errors": 60,
+    "test_miniwob::test_scripted_solutions_reach_the_maximum_reward": 55,
+    "test_bench_settle": 53,
+    "test_docs::test_doc_examples_run_as_written[tasks.md]": 52,
+    "test_learn": 50,
+    "test_miniwob::test_goals_agree_with_miniwobs_own_seeding": 47,
+    "test_docs::test_doc_examples_run_as_written[eval.md]": 45,
+    "test_docs::test_doc_examples_run_as_written[dream.md]": 45,
+    "test_explore::test_a_site_whose_state_is_files_or_a_database_is_explored_into_tasks_that_pass_strict_check[notes-pg]": 43,  # noqa: E501
+    "test_docs::test_doc_examples_run_as_written[trajectories.md]": 41,
+    "test_explore::test_raw_trajectories_record_every_explored_episode_with_screenshots_when_asked": 40,
+    "test_explore::test_a_site_whose_state_is_files_or_a_database_is_explored_into_tasks_that_pass_strict_check[notes-mysql]": 40,  # noqa: E501
+    "test_integrations": 36,
+    "test_explore::test_a_site_whose_state_is_files_or_a_database_is_explored_into_tasks_that_pass_strict_check[notes-files]": 34,  # noqa: E501
+    "test_tasks::test_gymnasium_check_env_passes_on_multi_task_ids": 33,
+    "test_explore::test_a_site_whose_footer_links_away_is_explored_into_tasks_on_it_alone": 32,
+    "test_fork_exact": 32,
+    "test_docs::test_doc_examples_run_as_written[ui.md]": 30,
+    "test_delta": 30,
+    "test_bench_rl": 26,
+    "test_docs::test_doc_examples_run_as_written[attacks.md]": 25,
+    "test_site_tasks": 25,
+    "test_multihost": 24,
+    "test_bench_budget": 23,
+    "test_layers": 23,
+    "test_bench_mcp": 22,
+    "test_explore::test_model_free_best_of_k_replays_the_demonstration_with_a_stretch_left_out": 22,
+    "test_explore::test_a_site_without_a_state_database_is_explored_without_state_tasks": 21,
+    "test_explore::test_the_model_labels_a_state_change_it_is_shown_and_the_task_checks_it": 21,
+    "test_attacks": 20,
+    "test_bench_trace": 20,
+    "test_vector": 20,
+    "test_bench_vector": 20,
+    "test_bench_dream": 19,
+    "test_explore::test_best_of_k_keeps_a_shorter_attempt_that_scores": 19,
+    "test_docs::test_doc_examples_run_as_written[learning.md]": 18,
+    "test_bench_eval": 18,
+    "test_errors::test_infrastructure_failures": 17,
+    "test_mcp": 17,
+    "test_docs::test_doc_examples_run_as_written[mcp.md]": 16,
+    "test_rollout": 15,
 }
 
 
