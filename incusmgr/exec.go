@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	incus "github.com/lxc/incus/v6/client"
 	"github.com/lxc/incus/v6/shared/api"
@@ -118,12 +120,20 @@ func (in *Instance) FetchFile(ctx context.Context, p, dir string) (string, error
 	cn := in.c.name
 	in.mu.Unlock()
 	dst := filepath.Join(dir, path.Base(p))
-	if err := in.pull(cn, p, dst); err != nil {
+	if err := in.pull(ctx, cn, p, dst); err != nil {
 		return "", err
 	}
-	if _, resp, err := in.m.c.GetInstanceFile(cn, p+"-wal"); err == nil {
+	// A database's -wal file holds its latest writes: leaving it out on
+	// any error but "there is none" would grade a state without them.
+	rc, resp, err := in.getFile(ctx, cn, p+"-wal")
+	switch {
+	case api.StatusErrorCheck(err, http.StatusNotFound):
+	case err != nil:
+		return "", fmt.Errorf("container %s: read %s-wal: %w", cn, p, err)
+	default:
+		rc.Close()
 		if resp != nil && resp.Type == "file" {
-			if err := in.pull(cn, p+"-wal", dst+"-wal"); err != nil {
+			if err := in.pull(ctx, cn, p+"-wal", dst+"-wal"); err != nil {
 				return "", err
 			}
 		}
@@ -131,8 +141,42 @@ func (in *Instance) FetchFile(ctx context.Context, p, dir string) (string, error
 	return dst, nil
 }
 
-func (in *Instance) pull(cn, p, dst string) error {
-	rc, resp, err := in.m.c.GetInstanceFile(cn, p)
+// fileTries bounds getFile's attempts.
+const fileTries = 4
+
+// getFile reads a file of container cn through incusd, which serves it
+// from a helper process (forkfile) in the container that it starts on
+// demand and that exits when idle. On a loaded host that helper can exit
+// between incusd starting it and connecting to it ("dial unix
+// .../forkfile.sock: connect: no such file or directory", a 500): a read
+// changes nothing, so it is tried again, a few times, before the error is
+// returned. A 4xx (no such file, not allowed) is returned at once.
+func (in *Instance) getFile(ctx context.Context, cn, p string) (io.ReadCloser, *incus.InstanceFileResponse, error) {
+	var err error
+	for try := range fileTries {
+		var rc io.ReadCloser
+		var resp *incus.InstanceFileResponse
+		rc, resp, err = in.m.c.GetInstanceFile(cn, p)
+		if err == nil {
+			return rc, resp, nil
+		}
+		if code, ok := api.StatusErrorMatch(err); ok && code < http.StatusInternalServerError {
+			return nil, nil, err
+		}
+		if try == fileTries-1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("%w (then: %w)", err, ctx.Err())
+		case <-time.After(time.Duration(try+1) * 100 * time.Millisecond):
+		}
+	}
+	return nil, nil, fmt.Errorf("%w (incusd's file server failed %d times)", err, fileTries)
+}
+
+func (in *Instance) pull(ctx context.Context, cn, p, dst string) error {
+	rc, resp, err := in.getFile(ctx, cn, p)
 	if err != nil {
 		return fmt.Errorf("container %s: read %s: %w", cn, p, err)
 	}
