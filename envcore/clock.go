@@ -23,6 +23,11 @@ type Clock struct {
 	// too: only for a site that needs no real entropy (MiniWoB's tasks),
 	// never for one that signs in or encrypts.
 	Crypto bool
+	// RealTime keeps the real clock (Date, performance.now, event and
+	// frame times) and seeds the randomness alone: for a task whose reward
+	// measures real time (how long the pointer stayed on a target), where
+	// a virtual clock would pay for time not spent.
+	RealTime bool
 }
 
 // script is the clock's new-document script.
@@ -30,7 +35,7 @@ func (c *Clock) script() string {
 	if c == nil {
 		return ""
 	}
-	return inject.Clock(c.Seed, c.Crypto)
+	return inject.Clock(c.Seed, c.Crypto, c.RealTime)
 }
 
 // setClock makes c the clock of the environment's tabs from now on ("" for

@@ -24,7 +24,7 @@
 // start.js) calls it, so that a page started in place reads the same as a
 // fresh load.
 //
-// Evaluated as an expression: (CLOCK)({seed: N, crypto: bool}).
+// Evaluated as an expression: (CLOCK)({seed: N, crypto: bool, realTime: bool}).
 (function (cfg) {
   'use strict';
   const W = window.__webserv;
@@ -80,30 +80,36 @@
 
   Math.random = function random_() { return random() / 4294967296; };
 
-  const RealDate = Date;
-  const VirtualDate = function Date() {
-    if (!new.target) return new RealDate(EPOCH + read()).toString();
-    if (arguments.length === 0) return Reflect.construct(RealDate, [EPOCH + read()], new.target);
-    return Reflect.construct(RealDate, Array.prototype.slice.call(arguments), new.target);
-  };
-  VirtualDate.prototype = RealDate.prototype;
-  VirtualDate.now = function now() { return Math.floor(EPOCH + read()); };
-  VirtualDate.parse = RealDate.parse;
-  VirtualDate.UTC = RealDate.UTC;
-  Object.defineProperty(RealDate.prototype, 'constructor', { value: VirtualDate, writable: true, configurable: true });
-  window.Date = VirtualDate;
-
-  const perf = Object.getPrototypeOf(performance);
-  Object.defineProperty(perf, 'now', { value: function now() { return read(); }, writable: true, configurable: true });
-  Object.defineProperty(perf, 'timeOrigin', { get: function () { return EPOCH; }, configurable: true });
-  Object.defineProperty(Event.prototype, 'timeStamp', { get: function () { return read(); }, configurable: true });
-
-  const oRAF = window.requestAnimationFrame;
-  if (typeof oRAF === 'function') {
-    window.requestAnimationFrame = function requestAnimationFrame(fn) {
-      if (typeof fn !== 'function') return oRAF.apply(window, arguments);
-      return oRAF.call(window, function () { return fn.call(this, read()); });
+  // cfg.realTime: a page whose task measures real time (how long the
+  // pointer stayed on a target, a wait between two clicks) keeps the real
+  // clock: a virtual one would pay an agent for time it did not spend.
+  if (!cfg.realTime) installClock();
+  function installClock() {
+    const RealDate = Date;
+    const VirtualDate = function Date() {
+      if (!new.target) return new RealDate(EPOCH + read()).toString();
+      if (arguments.length === 0) return Reflect.construct(RealDate, [EPOCH + read()], new.target);
+      return Reflect.construct(RealDate, Array.prototype.slice.call(arguments), new.target);
     };
+    VirtualDate.prototype = RealDate.prototype;
+    VirtualDate.now = function now() { return Math.floor(EPOCH + read()); };
+    VirtualDate.parse = RealDate.parse;
+    VirtualDate.UTC = RealDate.UTC;
+    Object.defineProperty(RealDate.prototype, 'constructor', { value: VirtualDate, writable: true, configurable: true });
+    window.Date = VirtualDate;
+
+    const perf = Object.getPrototypeOf(performance);
+    Object.defineProperty(perf, 'now', { value: function now() { return read(); }, writable: true, configurable: true });
+    Object.defineProperty(perf, 'timeOrigin', { get: function () { return EPOCH; }, configurable: true });
+    Object.defineProperty(Event.prototype, 'timeStamp', { get: function () { return read(); }, configurable: true });
+
+    const oRAF = window.requestAnimationFrame;
+    if (typeof oRAF === 'function') {
+      window.requestAnimationFrame = function requestAnimationFrame(fn) {
+        if (typeof fn !== 'function') return oRAF.apply(window, arguments);
+        return oRAF.call(window, function () { return fn.call(this, read()); });
+      };
+    }
   }
 
   if (cfg.crypto && window.crypto) {

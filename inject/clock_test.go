@@ -69,7 +69,7 @@ func shown(t *testing.T, clock string) string {
 // randomness shows the same thing byte for byte, on any host at any load;
 // another seed draws other numbers from the same fixed epoch.
 func TestClockMakesASeededPageRepeatable(t *testing.T) {
-	a, b := shown(t, inject.Clock(7, true)), shown(t, inject.Clock(7, true))
+	a, b := shown(t, inject.Clock(7, true, false)), shown(t, inject.Clock(7, true, false))
 	if a != b {
 		t.Fatalf("two runs with seed 7 differ:\n%s\n%s", a, b)
 	}
@@ -79,7 +79,7 @@ func TestClockMakesASeededPageRepeatable(t *testing.T) {
 	if !strings.Contains(a, "\nclick {") || !strings.Contains(a, `"event":null`) {
 		t.Errorf("the click was not shown:\n%s", a)
 	}
-	if c := shown(t, inject.Clock(8, true)); c == a {
+	if c := shown(t, inject.Clock(8, true, false)); c == a {
 		t.Errorf("seeds 7 and 8 show the same numbers:\n%s", c)
 	}
 }
@@ -88,14 +88,30 @@ func TestClockMakesASeededPageRepeatable(t *testing.T) {
 // browser's: two pages with one seed draw different bytes.
 func TestClockLeavesCryptoRealUnlessAsked(t *testing.T) {
 	read := func() string {
-		p := openClocked(t, inject.Clock(7, false), timePage)
+		p := openClocked(t, inject.Clock(7, false, false), timePage)
 		return eval(t, p, `() => { const u = new Uint32Array(4); crypto.getRandomValues(u); return Array.from(u).join(',') + crypto.randomUUID(); }`).(string)
 	}
 	if a, b := read(), read(); a == b {
 		t.Errorf("crypto without the crypto option repeats itself: %s", a)
 	}
-	p := openClocked(t, inject.Clock(7, true), `<p>x</p>`)
+	p := openClocked(t, inject.Clock(7, true, false), `<p>x</p>`)
 	if got := eval(t, p, `() => { try { crypto.getRandomValues(new Float32Array(2)); return 'no error'; } catch (e) { return e.name; } }`); got != "TypeMismatchError" {
 		t.Errorf("getRandomValues of a float array: %v, want the browser's TypeMismatchError", got)
+	}
+}
+
+// A page whose task measures real time keeps the real clock, its
+// randomness still seeded.
+func TestClockWithRealTimeSeedsRandomnessAlone(t *testing.T) {
+	read := func() []any {
+		p := openClocked(t, inject.Clock(7, true, true), `<p>x</p>`)
+		return eval(t, p, `() => [Math.random(), Date.now() > Date.UTC(2025, 0, 1), performance.timeOrigin > Date.UTC(2025, 0, 1)]`).([]any)
+	}
+	a, b := read(), read()
+	if a[0] != b[0] {
+		t.Errorf("Math.random with seed 7 differs: %v, %v", a[0], b[0])
+	}
+	if a[1] != true || a[2] != true {
+		t.Errorf("with realTime the clock is not the host's (Date.now, timeOrigin after 2025: %v, %v)", a[1], a[2])
 	}
 }

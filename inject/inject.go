@@ -105,11 +105,13 @@ func Bundle() string { return bundle }
 // for a site that needs no real entropy). Register it with
 // Page.addScriptToEvaluateOnNewDocument after Bundle, so that the bundle
 // keeps the real clock and every page script sees the virtual one.
-func Clock(seed int64, crypto bool) string {
+// With realTime the page keeps the real clock (seeded randomness only).
+func Clock(seed int64, crypto, realTime bool) string {
 	cfg, _ := json.Marshal(struct {
-		Seed   int64 `json:"seed"`
-		Crypto bool  `json:"crypto"`
-	}{seed, crypto})
+		Seed     int64 `json:"seed"`
+		Crypto   bool  `json:"crypto"`
+		RealTime bool  `json:"realTime"`
+	}{seed, crypto, realTime})
 	return "(" + strings.TrimSpace(clockJS) + ")(" + string(cfg) + ");\n//# sourceURL=webserv-clock.js\n"
 }
 

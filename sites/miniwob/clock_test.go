@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,5 +96,27 @@ func TestSeededEpisodesRepeatWhateverTheHostsTiming(t *testing.T) {
 	}
 	if want.Reward >= 1 || want.Reward <= 0.99 {
 		t.Errorf("the time-scaled reward %v is not the page's virtual time (a few ms) of 1,000,000 ms", want.Reward)
+	}
+}
+
+// The tasks whose reward measures real time keep the real clock, the
+// others get the virtual one; every listed task exists.
+func TestTasksThatMeasureRealTimeKeepTheRealClock(t *testing.T) {
+	pages, err := miniwob.Load(miniwobDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := int64(1)
+	for _, name := range []string{"button-delay", "chase-circle", "hover-shape", "click-test"} {
+		if !slices.Contains(pages.Tasks, name) {
+			t.Fatalf("%s is not a task of %s", name, pages.Dir)
+		}
+		ep, err := miniwob.Episode("http://x", name, &seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ep.Clock == nil || !ep.Clock.Crypto || ep.Clock.RealTime != (name != "click-test") {
+			t.Errorf("%s: clock %+v", name, ep.Clock)
+		}
 	}
 }
