@@ -8,16 +8,17 @@
 //   - Date (new Date(), Date(), Date.now), performance.now,
 //     performance.timeOrigin, an event's timeStamp and the time an
 //     animation-frame callback is given: a virtual clock that starts at a
-//     fixed epoch (EPOCH) and moves only when the page reads it, by TICK
-//     each read, never with the host's time. Two runs that read the clock
-//     the same number of times read the same times; a busy loop waiting for
-//     time to pass still ends.
+//     fixed epoch (EPOCH) and moves only when the page reads it (TICK each
+//     read: a busy loop waiting for time to pass still ends) and when a
+//     timer, interval tick or animation frame of the page runs (to its due
+//     time), never with the host's time. Two runs whose pages read the
+//     clock and run their callbacks in the same order read the same times.
 //   - with cfg.crypto only (a site that needs no real entropy):
 //     crypto.getRandomValues and crypto.randomUUID, from a second stream
 //     of the same seed.
 // Timers still fire after their real delays: a page that changes by itself
-// between steps (an interval, an animation) is as repeatable as its
-// timers' firings are.
+// between steps (an endless interval, an animation longer than a step's
+// settling) is as repeatable as the number of its timers' firings is.
 //
 // __webserv.clock.reset(seed) puts the clock and the generators back at
 // their start for seed: a page that starts its episode itself (MiniWoB's
@@ -103,11 +104,43 @@
     Object.defineProperty(perf, 'timeOrigin', { get: function () { return EPOCH; }, configurable: true });
     Object.defineProperty(Event.prototype, 'timeStamp', { get: function () { return read(); }, configurable: true });
 
+    // A timer's callback runs at its due time on the virtual clock (the
+    // time it was set plus its delay, an interval's k-th tick k periods
+    // on), an animation frame's a frame (FRAME ms) after it was asked for:
+    // an animation that steps by the time it reads (jQuery's) moves as far
+    // per tick as it would on the real clock, and finishes in as many.
+    const FRAME = 16;
+    const slice = Array.prototype.slice;
+    const oSetTimeout = window.setTimeout, oSetInterval = window.setInterval;
+    window.setTimeout = function setTimeout(fn, delay) {
+      if (typeof fn !== 'function') return oSetTimeout.apply(window, arguments);
+      const due = t + Math.max(Number(delay) || 0, 0);
+      const args = slice.call(arguments, 2);
+      return oSetTimeout.call(window, function () {
+        if (t < due) t = due;
+        return fn.apply(this, args);
+      }, delay);
+    };
+    window.setInterval = function setInterval(fn, period) {
+      if (typeof fn !== 'function') return oSetInterval.apply(window, arguments);
+      const p = Math.max(Number(period) || 0, 0);
+      let due = t + p;
+      const args = slice.call(arguments, 2);
+      return oSetInterval.call(window, function () {
+        if (t < due) t = due;
+        due += p;
+        return fn.apply(this, args);
+      }, period);
+    };
     const oRAF = window.requestAnimationFrame;
     if (typeof oRAF === 'function') {
       window.requestAnimationFrame = function requestAnimationFrame(fn) {
         if (typeof fn !== 'function') return oRAF.apply(window, arguments);
-        return oRAF.call(window, function () { return fn.call(this, read()); });
+        const due = t + FRAME;
+        return oRAF.call(window, function () {
+          if (t < due) t = due;
+          return fn.call(this, t);
+        });
       };
     }
   }

@@ -115,3 +115,26 @@ func TestClockWithRealTimeSeedsRandomnessAlone(t *testing.T) {
 		t.Errorf("with realTime the clock is not the host's (Date.now, timeOrigin after 2025: %v, %v)", a[1], a[2])
 	}
 }
+
+// A timer's callback runs at its due time on the virtual clock: an
+// animation that steps by the time it reads (jQuery's) moves as on the
+// real clock, however slow the host.
+func TestClockRunsTimersAtTheirDueTime(t *testing.T) {
+	p := openClocked(t, inject.Clock(7, true, false), `<script>
+const t0 = performance.now();
+setTimeout(function () { window.dt = performance.now() - t0; }, 300);
+let ticks = 0;
+const i0 = Date.now();
+const iv = setInterval(function () { if (++ticks === 3) { clearInterval(iv); window.di = Date.now() - i0; } }, 100);
+</script>`)
+	got := eval(t, p, `() => new Promise(function (resolve) {
+  (function poll() { if (window.dt !== undefined && window.di !== undefined) resolve([window.dt, window.di]); else requestAnimationFrame(poll); })();
+})`).([]any)
+	dt, di := got[0].(float64), got[1].(float64)
+	if dt < 300 || dt > 310 {
+		t.Errorf("a 300 ms timer ran at %v ms on the page's clock", dt)
+	}
+	if di < 300 || di > 310 {
+		t.Errorf("the third tick of a 100 ms interval ran at %v ms on the page's clock", di)
+	}
+}
