@@ -66,9 +66,15 @@
   }
 
   let t = 0; // virtual ms since the time origin
+  // The clock's timeline: a reset starts a new one, on which the callbacks
+  // set before it (at load, in the last episode) have no due time, so
+  // they move the clock no more (a fresh load and a restart in place then
+  // agree).
+  let timeline = 0;
   let random, bytes;
   function reset(seed) {
     t = 0;
+    timeline++;
     random = sfc32(word(seed), 1);
     bytes = sfc32(word(seed), 2);
   }
@@ -114,10 +120,10 @@
     const oSetTimeout = window.setTimeout, oSetInterval = window.setInterval;
     window.setTimeout = function setTimeout(fn, delay) {
       if (typeof fn !== 'function') return oSetTimeout.apply(window, arguments);
-      const due = t + Math.max(Number(delay) || 0, 0);
+      const due = t + Math.max(Number(delay) || 0, 0), on = timeline;
       const args = slice.call(arguments, 2);
       return oSetTimeout.call(window, function () {
-        if (t < due) t = due;
+        if (on === timeline && t < due) t = due;
         return fn.apply(this, args);
       }, delay);
     };
@@ -125,9 +131,9 @@
       if (typeof fn !== 'function') return oSetInterval.apply(window, arguments);
       const p = Math.max(Number(period) || 0, 0);
       let due = t + p;
-      const args = slice.call(arguments, 2);
+      const on = timeline, args = slice.call(arguments, 2);
       return oSetInterval.call(window, function () {
-        if (t < due) t = due;
+        if (on === timeline && t < due) t = due;
         due += p;
         return fn.apply(this, args);
       }, period);
@@ -136,9 +142,9 @@
     if (typeof oRAF === 'function') {
       window.requestAnimationFrame = function requestAnimationFrame(fn) {
         if (typeof fn !== 'function') return oRAF.apply(window, arguments);
-        const due = t + FRAME;
+        const due = t + FRAME, on = timeline;
         return oRAF.call(window, function () {
-          if (t < due) t = due;
+          if (on === timeline && t < due) t = due;
           return fn.call(this, t);
         });
       };
