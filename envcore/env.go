@@ -197,6 +197,7 @@ type Env struct {
 	sampled atomic.Int64
 
 	tabMu     sync.Mutex
+	clock     string // the episode's clock script (clock.go), "" for none
 	tabs      []*tab
 	active    int
 	attaching int           // tabs admitted by admitTab, not yet added
@@ -282,6 +283,9 @@ type ResetOptions struct {
 	// StartResult, when not nil, receives the Start expression's value
 	// (decoded from JSON, as Evaluate does).
 	StartResult any
+	// Clock, when not nil, makes the episode's pages deterministic: a
+	// seeded Math.random and a virtual clock (see Clock).
+	Clock *Clock
 }
 
 // ResetWith is Reset with the options o.
@@ -310,8 +314,12 @@ func (e *Env) reset(ctx context.Context, startURL string, o ResetOptions) (Obser
 	e.act++ // no document of the new context has seen it: settle waits for their start-up
 	var info StepInfo
 	info.Attempts = 1
+	e.setClock(o.Clock)
 	t, err := e.freshContext(ctx)
 	if err != nil {
+		return Observation{}, info, err
+	}
+	if err := t.addClock(ctx, e.clockScript()); err != nil {
 		return Observation{}, info, err
 	}
 	if len(cookies) > 0 {

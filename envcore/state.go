@@ -178,24 +178,31 @@ func (e *Env) restoreState(ctx context.Context, st BrowserState) (Observation, S
 	}
 	// Field values and scroll go in last, on the settled pages, by the ids
 	// a fresh observation assigned (the same as the parent's: ids are
-	// derived from the page).
+	// derived from the page). Setting them is an action of its own: the
+	// input and change events it fires run the page's handlers (a search
+	// box's debounced suggestions), as the parent's typing ran them, and
+	// what they cause is settled as a step's work is, so the observation
+	// shows what the parent's did, not a page half-way there.
 	changed := false
+	began := time.Now()
 	for i, ts := range tabs {
 		if len(ts.Page.Fields) == 0 && ts.Page.ScrollX == 0 && ts.Page.ScrollY == 0 {
 			continue
 		}
 		e.refreshIDs(ctx, opened[i])
+		if !changed {
+			e.act++
+		}
+		opened[i].beginAction(ctx, e.act, true)
 		if err := opened[i].evalJSON(ctx, inject.Call("state.applyFields", ts.Page), nil); err != nil && !errors.Is(err, errNoInjection) {
 			return obs, info, fmt.Errorf("restore fields: %w", err)
 		}
 		changed = true
 	}
 	if changed {
-		t0 := time.Now()
-		if obs, err = e.observe(ctx, e.cfg.Observe); err != nil {
-			return obs, info, err
-		}
-		info.Extract += time.Since(t0)
+		obs, fin, err := e.finishStep(ctx, StepInfo{Attempts: 1, Action: time.Since(began)}, began, "", e.cfg.Observe)
+		fin.Action, fin.Settle, fin.Extract = action, info.Settle+fin.Settle, info.Extract+fin.Extract
+		return obs, fin, err
 	}
 	return obs, info, nil
 }

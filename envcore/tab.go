@@ -36,6 +36,7 @@ type tab struct {
 	title   string
 	dialogs []Dialog
 	crashed bool
+	clocked bool // its environment's clock is registered (clock.go)
 	standIn bool // document requests get the stand-in (see useStandIns)
 	mouseX  float64
 	mouseY  float64
@@ -103,6 +104,11 @@ func (t *tab) install(ctx context.Context, vp Viewport) error {
 			m := r.ProtoReq()
 			return m == "Network.enable" || m == "Target.setAutoAttach"
 		})
+	}
+	if clock := t.env.clockScript(); clock != "" {
+		// After the bundle, before the page's first script (clock.go).
+		reqs = slices.Insert(reqs, 2, proto.Request(proto.PageAddScriptToEvaluateOnNewDocument{Source: clock}))
+		t.clocked = true
 	}
 	for _, r := range reqs {
 		if err := c.send(r); err != nil {

@@ -47,6 +47,8 @@ var (
 	stateJS string
 	//go:embed standin.html
 	standinHTML string
+	//go:embed clock.js
+	clockJS string
 )
 
 // Global is the name of the page-global object every injected file hangs off.
@@ -95,6 +97,23 @@ var bundle = func() string {
 // before the page runs any script; it then runs in every new document of that
 // page, iframes included.
 func Bundle() string { return bundle }
+
+// Clock returns the script that makes a seeded episode's pages
+// deterministic (clock.js says what it covers): seeded Math.random, a
+// virtual clock for Date, performance.now and event and frame times, and,
+// with crypto, seeded crypto.getRandomValues and crypto.randomUUID (only
+// for a site that needs no real entropy). Register it with
+// Page.addScriptToEvaluateOnNewDocument after Bundle, so that the bundle
+// keeps the real clock and every page script sees the virtual one.
+// With realTime the page keeps the real clock (seeded randomness only).
+func Clock(seed int64, crypto, realTime bool) string {
+	cfg, _ := json.Marshal(struct {
+		Seed     int64 `json:"seed"`
+		Crypto   bool  `json:"crypto"`
+		RealTime bool  `json:"realTime"`
+	}{seed, crypto, realTime})
+	return "(" + strings.TrimSpace(clockJS) + ")(" + string(cfg) + ");\n//# sourceURL=webserv-clock.js\n"
+}
 
 // StandIn returns the stand-in document that a restore commits for history
 // entries it does not load (see standin.html). Serve it with

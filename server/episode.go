@@ -168,7 +168,7 @@ func (s *Server) prepare(ctx context.Context, x *session, inst Instance, ep *Epi
 func (x *session) resetTo() loader {
 	return func(ctx context.Context, ep *Episode) (envcore.Observation, envcore.StepInfo, error) {
 		var goal any
-		obs, info, err := x.env.ResetWith(ctx, ep.StartURL, envcore.ResetOptions{Cookies: ep.Cookies, Start: ep.Start, StartResult: &goal})
+		obs, info, err := x.env.ResetWith(ctx, ep.StartURL, envcore.ResetOptions{Cookies: ep.Cookies, Start: ep.Start, StartResult: &goal, Clock: ep.Clock})
 		if g, ok := goal.(string); ok && g != "" && err == nil {
 			ep.Goal = g
 		}

@@ -152,6 +152,10 @@ type Episode struct {
 	Evaluate func(ctx context.Context, env *envcore.Env, hc *http.Client, in hosting.Execer, info envcore.StepInfo, everyStep bool, trace *netroute.Recorder) (*tasks.Result, error)
 	// Trace asks for the episode's network trace (HAR), for Evaluate.
 	Trace bool
+	// Clock, when not nil, makes the episode's pages deterministic (a
+	// seeded Math.random and a virtual clock, envcore.Clock): set by a
+	// site that opts in, from the episode's seed.
+	Clock *envcore.Clock
 	// Start is JavaScript run in the start page once it has loaded, before
 	// the first observation (envcore.ResetOptions.Start): the start of a
 	// task whose page runs its own episodes (MiniWoB). Its value, when a

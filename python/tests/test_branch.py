@@ -5,10 +5,12 @@ at the parent's page, says its fork is exact, and earns what the parent would.""
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from miniwob_solvers import Obs, q, with_text
+from test_integrations import _ByteTokenizer
 
 import webserv
 from webserv import rollout
@@ -140,3 +142,57 @@ def test_trl_members_of_a_prefix_row_start_at_its_end(server: str) -> None:
         for m in members:
             if m.web_env is not None:
                 m.web_env.close()
+
+
+def test_verl_branch_in_token_mode_shares_the_prefix_masked_out(server: str) -> None:
+    """WebAgentLoop.branch with verl's server manager and tokenizer: each continuation's tokens are
+    the prompt, the prefix (its action and page, masked out), then its own turn (mask 1) and
+    pages, generated under a request id of its own."""
+    from webserv.integrations.verl import WebAgentLoop
+
+    async def main() -> None:
+        async with webserv.AsyncClient(server) as client:
+            seed, one = await _button_sequence_seed(client)
+            env = client.env("miniwob", task="miniwob.click-button-sequence")
+            try:
+                obs, _ = await env.reset(seed=seed)
+                obs, *_ = await env.step(one)
+                two = _click_two(obs, [])
+            finally:
+                await env.close()
+
+        class Model:
+            """Clicks TWO, saying so first; remembers each request id's prompt."""
+
+            def __init__(self) -> None:
+                self.prompts: dict[str, list[int]] = {}
+
+            async def generate(
+                self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any]
+            ) -> Any:
+                self.prompts[request_id] = prompt_ids
+                return SimpleNamespace(token_ids=list(f"Now TWO.\n```\n{two}\n```".encode()), log_probs=None)
+
+        model = Model()
+        loop = WebAgentLoop(
+            site="miniwob", server_url=server, server_manager=model, tokenizer=_ByteTokenizer(), max_turns=3
+        )
+        system = {"role": "system", "content": "Click."}
+        outs = await loop.branch(
+            {}, 2, [one], task_id="miniwob.click-button-sequence", seed=seed, raw_prompt=[system]
+        )
+        assert len(model.prompts) == 2  # a request id per continuation
+        for out in outs:
+            assert out["reward_score"] == 1.0 and out["metrics"]["fork_exact"] is True, out
+            assert [h["action"] for h in out["trajectory"]] == [two]
+            ids, mask = out["response_ids"], out["response_mask"]
+            assert len(ids) == len(mask) == len(out["response_logprobs"])
+            assert bytes(out["prompt_ids"]).decode().startswith("<system>Click.")
+            turns = bytes(t for t, m in zip(ids, mask, strict=True) if m).decode()
+            masked = bytes(t for t, m in zip(ids, mask, strict=True) if not m).decode()
+            assert turns == f"Now TWO.\n```\n{two}\n```"
+            # The prefix's action, then the fork's first page, both before the model's turn.
+            assert masked.startswith(one) and "<user>" in masked
+            assert bytes(ids).decode().index("Now TWO.") > bytes(ids).decode().index("<user>")
+
+    asyncio.run(main())

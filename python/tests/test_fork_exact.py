@@ -54,10 +54,11 @@ def same_page(a: Obs, b: Obs) -> None:
 
 
 # task: (solver, how many of its actions run before the fork, whether the page animates with
-# timers). click-collapsible's accordion opens and closes with jQuery's animation timers, on the
-# wall clock (WebServ gives pages no virtual clock yet): an observation taken while it moves
-# depends on the host's speed, so after the fork its steps are compared by reward and flags alone
-# (under two busy loops its last observation once caught the panel closing in one environment).
+# timers). click-collapsible's accordion opens and closes with jQuery's animation timers, which
+# fire on the wall clock (the page's clock is virtual, its timers are not): an observation taken
+# while it moves depends on the host's speed, so after the fork its steps are compared by reward
+# and flags alone (under two busy loops its last observation once caught the panel closing in one
+# environment).
 CASES: dict[str, tuple[Callable[[Obs], Iterator[str]], int, bool]] = {
     "click-button-sequence": (click_button_sequence, 1, False),
     "enter-text": (enter_text_typed, 2, False),
@@ -94,14 +95,18 @@ async def _fork_and_continue(
         # The same suffix: the parent's solver chooses, every environment gets its action.
         mine: list[Any] = []
         theirs: list[list[Any]] = [[] for _ in children]
+        # Without animation timers MiniWoB's own figures match too: its time-scaled reward reads the
+        # page's clock, which is the episode's (virtual, seeded), not the host's.
         while True:
-            obs, reward, term, trunc, _ = await parent.step(action)
+            obs, reward, term, trunc, info = await parent.step(action)
             mine.append((reward, term, trunc))
             for got, child in zip(theirs, children, strict=True):
-                c_obs, c_reward, c_term, c_trunc, _ = await child.step(action)
+                c_obs, c_reward, c_term, c_trunc, c_info = await child.step(action)
                 got.append((c_reward, c_term, c_trunc))
                 if not timed:
                     same_page(c_obs, obs)
+                    figures = (c_info.get("miniwob"), info.get("miniwob"))
+                    assert figures[0] == figures[1], figures
             if term or trunc:
                 break
             try:
@@ -167,9 +172,8 @@ SHOP_TASKS = json.loads((Path(__file__).resolve().parents[2] / "sites/shop/tasks
 
 def test_forks_mid_oracle_of_shop_tasks_earn_their_parents_rewards(server: str) -> None:
     # Tasks spread over the shop's set (3 here; WEBSERV_FORK_SEEDS=20 takes 20): half the oracle,
-    # fork(2), the rest of it on all three. Of the 20, shopping.27 (the search typed and sent) is
-    # flagged exact=false today: the rebuild's restored search field fires the page's input
-    # handler, whose suggestions list opens in the fork alone (its rewards are the parent's).
+    # fork(2), the rest of it on all three (shopping.27, the search typed and sent, is among the 20:
+    # test_fork_after_typing_into_the_shop_search_is_exact).
     step = len(SHOP_TASKS) // len(SEEDS)
     tasks = [SHOP_TASKS[i * step] for i in range(len(SEEDS))]
 
@@ -235,6 +239,38 @@ def test_forks_of_the_shop_rebuild_its_state_exactly(server: str) -> None:
                         assert (c_reward, c_term, c_trunc) == (reward, term, trunc)
                         same_page(c_obs, obs)
                 assert "Your cart is empty." not in obs["html"]
+            finally:
+                await asyncio.gather(*(e.close() for e in [parent, *children]))
+
+    asyncio.run(main())
+
+
+def test_fork_after_typing_into_the_shop_search_is_exact(server: str) -> None:
+    # shopping.27 mid-oracle: the search typed (its debounced as-you-type suggestions opened by the
+    # typing), the fork, then Enter on all three. The rebuild's restore of the field fires the
+    # page's input handler as the typing did and settles what it causes as a step does: the
+    # children show the parent's suggestions, not a page without them that opens them later.
+    async def main() -> None:
+        async with webserv.AsyncClient(server) as client:
+            parent = client.env("shopping")
+            children: list[webserv.AsyncEnv] = []
+            try:
+                await parent.reset(options={"task_id": "shopping.27"})
+                await parent.step('fill("search.search-products", "summit")')
+                at_fork = await parent.observe()
+                children = await parent.fork(2)
+                for child in children:
+                    assert child.last_info is not None and child.last_obs is not None
+                    fork = child.last_info["fork"]
+                    assert fork == {"how": "rebuild", "exact": True}, fork
+                    same_page(child.last_obs, at_fork)
+                for action in ['press("search.search-products", "Enter")', 'stop("")']:
+                    obs, reward, term, trunc, _ = await parent.step(action)
+                    for child in children:
+                        c_obs, c_reward, c_term, c_trunc, _ = await child.step(action)
+                        assert (c_reward, c_term, c_trunc) == (reward, term, trunc)
+                        same_page(c_obs, obs)
+                assert (reward, term) == (1.0, True)
             finally:
                 await asyncio.gather(*(e.close() for e in [parent, *children]))
 

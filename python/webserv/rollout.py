@@ -36,7 +36,7 @@ import asyncio
 import inspect
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -184,7 +184,7 @@ async def _play(
 async def branch(
     env: AsyncEnv,
     n: int,
-    policy: Policy,
+    policy: Policy | Sequence[Policy],
     max_turns: int,
     *,
     history: list[dict[str, Any]] | None = None,
@@ -196,7 +196,9 @@ async def branch(
     Forks ``env`` ``n`` times (``env.fork(n)``: each child on its own copy of the site, exact by
     replay where the page keeps its state in JavaScript) and plays each child with ``policy`` for
     up to ``max_turns`` turns at once, by :func:`run`'s rules; closes the children, never ``env``
-    (the caller's, still at the branch point: branch again, or go on). The policy sees
+    (the caller's, still at the branch point: branch again, or go on). ``policy`` is one policy
+    for every child, or a sequence of ``n``, one per child (a policy that keeps its episode's
+    state, like verl's token mode, needs one each). The policy sees
     ``history`` (the prefix's turns, as :func:`run` recorded them) and then the child's own; each
     outcome's ``history``, ``turns`` and ``reward`` are the suffix's (the reward is what the suffix
     added to the grade; ``grade`` is the final one) and ``fork`` is the child's ``info["fork"]``.
@@ -208,6 +210,9 @@ async def branch(
     """
     if n < 1:
         raise ValueError(f"branch needs n >= 1 children, got {n}")
+    policies: list[Policy] = list(policy) if isinstance(policy, Sequence) else [policy] * n
+    if len(policies) != n:
+        raise ValueError(f"branch got {len(policies)} policies for {n} children: give one, or one per child")
     if inexact not in ("raise", "keep") or on_failure not in ("raise", "report"):
         raise ValueError("inexact is 'raise' or 'keep'; on_failure is 'raise' or 'report'")
     before = list(history or [])
@@ -228,7 +233,7 @@ async def branch(
                 "pass inexact='keep' to play them flagged"
             )
 
-        async def one(child: AsyncEnv, fork: dict[str, Any]) -> Outcome:
+        async def one(child: AsyncEnv, fork: dict[str, Any], policy: Policy) -> Outcome:
             out = Outcome(fork=fork, env_seconds=forked_in)
             info = child.last_info or {}
             obs = child.last_obs or {}
@@ -242,6 +247,8 @@ async def branch(
                 out.reward, out.failure = None, e
             return out
 
-        return list(await asyncio.gather(*(one(c, f) for c, f in zip(children, forks, strict=True))))
+        return list(
+            await asyncio.gather(*(one(c, f, p) for c, f, p in zip(children, forks, policies, strict=True)))
+        )
     finally:
         await asyncio.gather(*(c.close() for c in children))

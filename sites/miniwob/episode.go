@@ -38,6 +38,11 @@ func Episode(origin, name string, seed *int64) (server.Episode, error) {
 	ep := server.Episode{
 		StartURL: start, TaskID: SiteName + "." + name, TaskSet: TaskSetName, Variant: TaskSetName,
 		Start: StartScript(pageSeed, MaxTimeMs),
+		// The pages need no real entropy, and but for a few tasks
+		// (RealTime) no real time: their clock and randomness are the
+		// seed's, so an episode (and its replay in a fork) repeats
+		// whatever the host's timing.
+		Clock: &envcore.Clock{Seed: pageSeed, Crypto: true, RealTime: RealTime(name)},
 	}
 	if InPlace(name) {
 		ep.Restart = RestartScript(pageSeed, MaxTimeMs)

@@ -92,6 +92,9 @@
     core.startEpisodeReal = shown(core.startEpisodeReal);
     hide();
   }
+  // The episode's virtual clock (inject/clock.js), where the environment
+  // gave the page one, starts again with the episode, as in a fresh load.
+  if (window.__webserv && window.__webserv.clock) window.__webserv.clock.reset(seed);
   Math.seedrandom(seed);
   core.EPISODE_MAX_TIME = maxTimeMs;
   core.startEpisodeReal();

@@ -191,6 +191,14 @@ class _Tokens:
         self.add(tokens, 1, list(getattr(out, "log_probs", None) or []) or None)
         return parse_action(self.loop.tokenizer.decode(tokens, skip_special_tokens=True))
 
+    def fork(self) -> _Tokens:
+        """A copy of this episode's tokens so far, generating under its own request id: one
+        continuation of a branch."""
+        kid = _Tokens(self.loop, [dict(m) for m in self.messages], self.sampling_params)
+        kid.prompt_ids, kid.response_ids = list(self.prompt_ids), list(self.response_ids)
+        kid.mask, kid.logprobs = list(self.mask), list(self.logprobs)
+        return kid
+
     def expert(self, actions: Sequence[str]) -> Callable[[Obs, list[dict[str, Any]]], str | None]:
         """An expert member's turns: its demonstration's actions, as the model's tokens."""
 
@@ -437,14 +445,12 @@ class WebAgentLoop:
         continuations of one state: the prefix's credit cancels out.
 
         A prefix step that ends the episode, fails to parse or errors raises ``ValueError`` (the
-        prefix is the caller's); a fork that is not exact raises ``rollout.InexactFork``. Token
-        mode (verl's server manager) is not supported here yet: pass ``policy`` or override
-        ``generate``.
+        prefix is the caller's); a fork that is not exact raises ``rollout.InexactFork``. In token
+        mode (verl's server manager) each continuation's tokens are the row's prompt, then the
+        prefix (its actions and pages, all masked out: the prefix is not the continuation's to be
+        trained on), then the continuation's turns (mask 1) and pages (mask 0), each continuation
+        generating under its own request id.
         """
-        if self.tokens:
-            raise NotImplementedError(
-                "branch generates with policy= or an overridden generate, not token mode yet"
-            )
         if self.mix is not None:
             raise ValueError("branch makes real continuations; a mix's groups come from run")
         if len(prefix) >= self.max_turns:
@@ -459,11 +465,22 @@ class WebAgentLoop:
         async def generate(obs: Obs, history: list[dict[str, Any]]) -> str | None:
             return await self.generate(obs, history, sampling_params)
 
+        base = (
+            _Tokens(self, [dict(m) for m in row.get("raw_prompt") or []], sampling_params)
+            if self.tokens
+            else None
+        )
+        kids: list[_Tokens] = []
         env = AsyncEnv(await client_of(self.source), self.site, **self.make_args)
         try:
             obs, _ = await env.reset(seed=row.get("seed", extra.get("seed")), options=options)
             history: list[dict[str, Any]] = []
             for action in prefix:
+                if base is not None:
+                    # The page before the action (the first is the prompt's end; the page after
+                    # the last is each continuation's first), then the action, masked out.
+                    base.page(obs, not history)
+                    base.add(list(self.tokenizer.encode(action)), 0)
                 obs, _, term, trunc, _ = await env.step(action)
                 if obs["last_action_error"] or term or trunc:
                     raise ValueError(
@@ -475,10 +492,14 @@ class WebAgentLoop:
                         )
                     )
                 history.append({"action": action, "error": "", "url": obs["url"]})
+            policies: rollout.Policy | list[rollout.Policy] = generate
+            if base is not None:
+                kids = [base.fork() for _ in range(n)]
+                policies = [k.generate for k in kids]
             outcomes = await rollout.branch(
                 env,
                 n,
-                generate,
+                policies,
                 self.max_turns - len(prefix),
                 history=history,
                 on_failure=self.on_infrastructure_error,
@@ -486,8 +507,8 @@ class WebAgentLoop:
         finally:
             await env.close()
         outs = []
-        for outcome in outcomes:
-            out = self._output(outcome, "real")
+        for i, outcome in enumerate(outcomes):
+            out = self._output(outcome, "real", kids[i] if kids else None)
             out["prefix"] = history
             outs.append(out)
         return outs
