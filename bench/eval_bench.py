@@ -64,13 +64,20 @@ def oracle_script(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def bundled(url: str) -> list[dict[str, Any]]:
-    """The bundled tasks whose goal no other task has (a stand-in tells tasks apart by their goal)."""
+    """The bundled tasks (``shopping.N``, ``cms.N``: not their WebArena-Verified or attacked sets'
+    copies) whose goal no other of them has (a stand-in tells tasks apart by their goal)."""
     async with webserv.AsyncClient(url, register=False) as c:
-        listed = [t for t in await c.tasks() if t.get("oracle") and t["site"] in ("shopping", "cms")]
+        listed = [
+            t
+            for t in await c.tasks()
+            if t.get("oracle")
+            and t["site"] in ("shopping", "cms")
+            and str(t["id"]).rsplit(".", 1)[0] == t["site"]
+        ]
     goals: dict[str, int] = {}
     for t in listed:
         goals[t["goal"]] = goals.get(t["goal"], 0) + 1
-    return [t for t in listed if goals[t["goal"]] == 1 and not str(t["id"]).startswith("verified.")]
+    return [t for t in listed if goals[t["goal"]] == 1]
 
 
 def per_step(rows: list[dict[str, Any]], key: str) -> float:
