@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import subprocess
 import sys
 from pathlib import Path
@@ -46,36 +47,38 @@ def test_a_new_site_is_registered_when_a_client_connects(binary: str, tmp_path: 
     """A site the server is given (--sites) gets its gymnasium id from the server, without editing Python."""
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "index.html").write_text("<!doctype html><title>Notes</title><h1>Notes</h1>")
-    (tmp_path / "notes.yaml").write_text(
-        "name: notes\n"
+    # A name of its own: other tests of this worker's process register sites called notes.
+    name = f"notes-{secrets.token_hex(3)}"
+    (tmp_path / f"{name}.yaml").write_text(
+        f"name: {name}\n"
         "description: a static page\n"
         f'local: {{command: ["{sys.executable}", -m, http.server, "{{port}}", --bind, 127.0.0.1,'
         ' --directory, "{data}"], data_dir: data}\n'
     )
     srv = LocalServer(binary, ["--idle", "200ms", "--no-bundled", "--sites", str(tmp_path)])
     try:
-        assert "webserv/notes" not in gym.registry
+        assert f"webserv/{name}" not in gym.registry
 
         async def connect() -> None:
             async with webserv.AsyncClient(srv.url):
                 pass
 
         asyncio.run(connect())
-        assert gym.spec("webserv/notes").kwargs == {"site": "notes"}
+        assert gym.spec(f"webserv/{name}").kwargs == {"site": name}
 
         ids = webserv.register_from_server(srv.url)
-        assert {"webserv/open", "webserv/notes"} <= set(ids)
+        assert {"webserv/open", f"webserv/{name}"} <= set(ids)
         assert not any(i.startswith("webserv/shopping") for i in ids)  # --no-bundled: what it offers
 
-        env = gym.make("webserv/notes", url=srv.url)
+        env = gym.make(f"webserv/{name}", url=srv.url)
         try:
             obs, info = env.reset()
-            assert obs["title"] == "Notes" and obs["url"].startswith("http://notes.webserv.test")
+            assert obs["title"] == "Notes" and obs["url"].startswith(f"http://{name}.webserv.test")
         finally:
             env.close()
     finally:
         srv.stop()
-        gym.registry.pop("webserv/notes", None)
+        gym.registry.pop(f"webserv/{name}", None)
 
 
 def test_tasks_are_registered_from_the_server(server: str) -> None:
