@@ -2,13 +2,9 @@ package miniwob_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
-
-	"go.uber.org/zap"
 
 	"github.com/webserv-rl/webserv/envcore"
 	"github.com/webserv-rl/webserv/sites/miniwob"
@@ -31,20 +27,10 @@ type clockRun struct {
 // and crypto values (the page's clock is the episode's: envcore.Clock).
 func TestSeededEpisodesRepeatWhateverTheHostsTiming(t *testing.T) {
 	ctx := context.Background()
-	pages, err := miniwob.Load(miniwobDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	site := httptest.NewServer(http.FileServer(http.Dir(pages.Dir)))
-	defer site.Close()
-	browser, err := envcore.Launch(ctx, zap.NewNop(), envcore.BrowserOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer browser.Close()
+	_, siteURL, browser := servedPages(t)
 	cfg := envcore.Config{Observe: envcore.ObserveOptions{AXTree: true}}
 	seed := int64(5)
-	ep, err := miniwob.Episode(site.URL, "click-test", &seed)
+	ep, err := miniwob.Episode(siteURL, "click-test", &seed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,25 @@ var sample = []string{"click-button", "click-test", "enter-text", "click-checkbo
 // plays an episode of seeds[0], then restarts at each next seed.
 var seeds = []int64{1, 7, 42}
 
+// servedPages loads the package's pages, serves them on a loopback
+// listener and launches a browser: the pages, their URL and the browser,
+// all closed when t ends.
+func servedPages(t *testing.T) (*miniwob.Pages, string, *envcore.Browser) {
+	t.Helper()
+	pages, err := miniwob.Load(miniwobDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := httptest.NewServer(http.FileServer(http.Dir(pages.Dir)))
+	t.Cleanup(site.Close)
+	browser, err := envcore.Launch(context.Background(), zap.NewNop(), envcore.BrowserOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = browser.Close() })
+	return pages, site.URL, browser
+}
+
 // miniwobDir is the package's html directory: $WEBSERV_MINIWOB, else where
 // the repository's .venv (pip install -e '.[miniwob]') has it.
 func miniwobDir(t *testing.T) string {
@@ -186,17 +205,7 @@ func pageSeed(t *testing.T, seed int64) int64 {
 // the sweep (-all) prints which tasks agree.
 func TestRestartInPlaceIsAFreshLoad(t *testing.T) {
 	ctx := context.Background()
-	pages, err := miniwob.Load(miniwobDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	site := httptest.NewServer(http.FileServer(http.Dir(pages.Dir)))
-	defer site.Close()
-	browser, err := envcore.Launch(ctx, zap.NewNop(), envcore.BrowserOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer browser.Close()
+	pages, siteURL, browser := servedPages(t)
 	cfg := envcore.Config{Observe: observe}
 	fresh, inplace := browser.NewEnv(cfg), browser.NewEnv(cfg)
 	defer fresh.Close()
@@ -211,7 +220,7 @@ func TestRestartInPlaceIsAFreshLoad(t *testing.T) {
 	began := time.Now()
 	var agree, reload []string
 	for _, name := range names {
-		url := miniwob.URL(site.URL, name)
+		url := miniwob.URL(siteURL, name)
 		why := ""
 		var goal any
 		obs, _, err := inplace.ResetWith(ctx, url, envcore.ResetOptions{Start: miniwob.StartScript(pageSeed(t, seeds[0]), miniwob.MaxTimeMs), StartResult: &goal})
